@@ -1,0 +1,3 @@
+from mosaic.cli import main
+
+raise SystemExit(main())

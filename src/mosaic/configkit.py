@@ -1,0 +1,177 @@
+"""Typed dataclass configs that validate and explain themselves.
+
+Declare fields with :func:`option` (help text, choices, bounds); then
+:func:`from_dict` builds an instance from JSON data with errors that name the
+field path and the allowed values, and :func:`to_dict` gives the JSON back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import enum
+import types
+import typing
+from typing import Any, Mapping, TypeVar, Union
+
+from mosaic.errors import ConfigError, one_of
+
+T = TypeVar("T")
+_MISSING = dataclasses.MISSING
+
+
+def option(default: Any = _MISSING, *, help: str = "", choices: tuple | None = None,
+           min: float | None = None, max: float | None = None, default_factory: Any = _MISSING) -> Any:
+    """A dataclass field carrying its own documentation and constraints."""
+    meta = {"help": help, "choices": choices, "min": min, "max": max}
+    if default_factory is not _MISSING:
+        return dataclasses.field(default_factory=default_factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def _type_name(tp: Any) -> str:
+    if tp is type(None):
+        return "null"
+    if isinstance(tp, type):
+        if issubclass(tp, enum.Enum):
+            return "one of " + ", ".join(m.name for m in tp)
+        return {int: "integer", float: "number", str: "string", bool: "boolean",
+                dict: "object", list: "array"}.get(tp, tp.__name__)
+    return str(tp)
+
+
+def _convert(value: Any, tp: Any, path: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        options = typing.get_args(tp)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option_tp in options:
+            if option_tp is type(None):
+                continue
+            try:
+                return _convert(value, option_tp, path)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError("", errors[0] if len(errors) == 1 else
+                          f"{path}: {value!r} is not {' or '.join(_type_name(t) for t in options)}")
+    if tp is Any:
+        return value
+    if dataclasses.is_dataclass(tp):
+        return from_dict(tp, value, path)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        if isinstance(value, tp):
+            return value
+        names = [m.name for m in tp]
+        if isinstance(value, str) and value.upper() in names:
+            return tp[value.upper()]
+        raise ConfigError(path, one_of(value, names))
+    if origin in (dict, Mapping) or tp in (dict, Mapping):
+        if not isinstance(value, Mapping):
+            raise ConfigError(path, f"must be an object, got {type(value).__name__}")
+        return dict(value)
+    if origin in (list, tuple) or tp in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(path, f"must be an array, got {type(value).__name__}")
+        args = typing.get_args(tp)
+        item_tp = args[0] if args else Any
+        items = [_convert(v, item_tp, f"{path}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple else items
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(path, f"must be true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise ConfigError(path, f"must be an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(path, f"must be a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(path, f"must be a string, got {value!r}")
+        return value
+    return value
+
+
+def _check_constraints(value: Any, meta: Mapping[str, Any], path: str) -> None:
+    if value is None:
+        return
+    choices = meta.get("choices")
+    if choices and value not in choices:
+        raise ConfigError(path, one_of(value, choices))
+    low, high = meta.get("min"), meta.get("max")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if low is not None and value < low:
+            raise ConfigError(path, f"{value!r} is below the minimum {low}")
+        if high is not None and value > high:
+            raise ConfigError(path, f"{value!r} is above the maximum {high}")
+
+
+def from_dict(cls: type[T], data: Any, path: str = "") -> T:
+    """Build dataclass ``cls`` from ``data``, validating every field."""
+    where = path or "config"
+    if not isinstance(data, Mapping):
+        raise ConfigError(where, f"must be an object, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    prefix = f"{path}." if path else ""
+    for key in data:
+        if key not in fields:
+            close = difflib.get_close_matches(str(key), list(fields), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"{prefix}{key}", f"unknown field{hint}; allowed: {', '.join(fields)}")
+    kwargs = {}
+    for name, f in fields.items():
+        field_path = f"{prefix}{name}"
+        if name in data:
+            value = _convert(data[name], hints[name], field_path)
+        elif f.default is not _MISSING:
+            value = f.default
+        elif f.default_factory is not _MISSING:
+            value = f.default_factory()
+        else:
+            raise ConfigError(field_path, "is required")
+        _check_constraints(value, f.metadata, field_path)
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+def to_dict(obj: Any) -> Any:
+    """JSON-ready form of a config dataclass (enums by name)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, enum.Enum):
+        return obj.name
+    if isinstance(obj, dict):
+        return {k: to_dict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(v) for v in obj]
+    return obj
+
+
+def explain(cls: type, path: str = "") -> list[str]:
+    """One line per field: path, type, default and help, for ``--help-config``."""
+    lines = []
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        field_path = f"{path}.{f.name}" if path else f.name
+        tp = hints[f.name]
+        if dataclasses.is_dataclass(tp):
+            lines.extend(explain(tp, field_path))
+            continue
+        default = (f.default if f.default is not _MISSING else
+                   f.default_factory() if f.default_factory is not _MISSING else "(required)")
+        extra = []
+        if f.metadata.get("choices"):
+            extra.append("one of " + ", ".join(map(str, f.metadata["choices"])))
+        if f.metadata.get("min") is not None or f.metadata.get("max") is not None:
+            extra.append(f"range [{f.metadata.get('min')}, {f.metadata.get('max')}]")
+        note = f" ({'; '.join(extra)})" if extra else ""
+        lines.append(f"{field_path} = {to_dict(default)!r}: {f.metadata.get('help', '')}{note}")
+    return lines

@@ -1,0 +1,83 @@
+"""Live progress of a run in the terminal, fed by telemetry events."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import IO, Any
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return "-" if value is None else str(value)
+
+
+class ProgressView:
+    """A redrawn progress bar on a TTY; one line per iteration otherwise."""
+
+    def __init__(self, stream: IO[str] | None = None, width: int = 24) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.width = width
+        self.total: int | None = None
+        self.last_draw = 0.0
+        self.episodes = 0
+        self.last_return: float | None = None
+        self.line = ""
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "run_started":
+            self.total = event.get("total_timesteps")
+            env = event.get("env") or {}
+            self._print(f"run {event['run_id']}: {event.get('worker')} "
+                        f"{event.get('algorithm', '')} on {env.get('family', '?')}/{env.get('env_id', '?')}")
+        elif kind == "episode":
+            self.episodes += 1
+            returns = event.get("returns") or {}
+            self.last_return = sum(v for v in returns.values() if isinstance(v, (int, float)))
+        elif kind == "metrics":
+            self._draw(event, force=not self.tty)
+        elif kind == "checkpoint_saved":
+            self._print(f"checkpoint: {event.get('path')}")
+        elif kind in ("paused", "resumed"):
+            self._print(kind)
+        elif kind == "log" and event.get("level") in ("warning", "error") and not event.get("raw"):
+            self._print(f"[{event['level']}] {event.get('message', '')}")
+
+    def _draw(self, m: dict[str, Any], force: bool) -> None:
+        now = time.monotonic()
+        if not force and now - self.last_draw < 0.1:
+            return
+        self.last_draw = now
+        done = m.get("timesteps_total", 0)
+        total = m.get("total_timesteps") or self.total
+        if total:
+            frac = min(1.0, done / total)
+            filled = int(frac * self.width)
+            bar = f"[{'#' * filled}{'.' * (self.width - filled)}] {frac:4.0%} {done}/{total}"
+        else:
+            bar = f"{done} steps"
+        ret = m.get("episode_return_mean", self.last_return)
+        line = (f"{bar} | it {m.get('iteration')} | {_fmt(m.get('env_steps_per_s'), 0)} steps/s"
+                f" | return {_fmt(ret)} | episodes {m.get('num_episodes_lifetime', self.episodes)}")
+        if self.tty:
+            self.stream.write("\r" + line.ljust(len(self.line)))
+            self.line = line
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def _print(self, text: str) -> None:
+        if self.tty and self.line:
+            self.stream.write("\n")
+            self.line = ""
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty and self.line:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.line = ""

@@ -1,0 +1,226 @@
+"""The run store: one folder per run under ``$MOSAIC_HOME/trainer/runs``.
+
+A run folder holds ``config.json`` (what was asked), ``telemetry.jsonl``
+(what happened), ``analytics.json`` (the manifest: what it was and where its
+artefacts are) and the artefact folders ``checkpoints/``, ``tensorboard/``,
+``logs/``, ``videos/`` and ``eval/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from mosaic.errors import UserError
+
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+ARTEFACT_DIRS = ("checkpoints", "tensorboard", "logs", "videos", "eval")
+MANIFEST_VERSION = 1
+
+
+def mosaic_home() -> Path:
+    """``$MOSAIC_HOME`` or ``./var``."""
+    return Path(os.environ.get("MOSAIC_HOME") or "var")
+
+
+def new_run_id(prefix: str = "") -> str:
+    """A run id that sorts by creation time: ``20261121-233334-123-9f3a1c``."""
+    now = time.time()
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
+    millis = int((now % 1) * 1000)
+    rid = f"{stamp}-{millis:03d}-{secrets.token_hex(3)}"
+    return f"{prefix}{rid}" if prefix else rid
+
+
+def validate_run_id(run_id: Any, field: str = "run_id") -> str:
+    """Return ``run_id`` if it is a safe folder name, else raise :class:`UserError`."""
+    if not isinstance(run_id, str):
+        raise UserError(f"{field}: must be a string of [A-Za-z0-9._-], got {type(run_id).__name__}")
+    if not RUN_ID_PATTERN.match(run_id) or run_id in {".", ".."}:
+        raise UserError(
+            f"{field}: {run_id!r} is not a valid run id "
+            "(allowed: letters, digits, '.', '_', '-'; 1 to 128 characters; not '.' or '..')"
+        )
+    return run_id
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON so readers never see a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, sort_keys=False, default=str)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """Paths of one run folder, plus manifest read/update."""
+
+    root: Path
+
+    @property
+    def run_id(self) -> str:
+        return self.root.name
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "config.json"
+
+    @property
+    def telemetry_path(self) -> Path:
+        return self.root / "telemetry.jsonl"
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.root / "analytics.json"
+
+    @property
+    def worker_log_path(self) -> Path:
+        return self.root / "logs" / "worker.log"
+
+    def artefact(self, name: str) -> Path:
+        return self.root / name
+
+    def read_config(self) -> dict[str, Any]:
+        return json.loads(self.config_path.read_text(encoding="utf-8"))
+
+    def read_manifest(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    def update_manifest(self, **fields: Any) -> dict[str, Any]:
+        """Merge ``fields`` into ``analytics.json`` (nested dicts merged one level)."""
+        manifest = self.read_manifest()
+        for key, value in fields.items():
+            if isinstance(value, dict) and isinstance(manifest.get(key), dict):
+                manifest[key] = {**manifest[key], **value}
+            else:
+                manifest[key] = value
+        write_json_atomic(self.manifest_path, manifest)
+        return manifest
+
+    def iter_events(self) -> Iterator[dict[str, Any]]:
+        """Events stored so far (skipping a torn final line)."""
+        try:
+            fh = self.telemetry_path.open("rb")
+        except FileNotFoundError:
+            return
+        with fh:
+            for line in fh:
+                try:
+                    yield json.loads(line)
+                except ValueError:
+                    continue
+
+    def last_event(self, event_type: str, tail_bytes: int = 256 * 1024) -> dict[str, Any] | None:
+        """The newest event of ``event_type`` within the file's tail (cheap for big logs)."""
+        try:
+            with self.telemetry_path.open("rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                size = fh.tell()
+                fh.seek(max(0, size - tail_bytes))
+                lines = fh.read().splitlines()
+        except FileNotFoundError:
+            return None
+        needle = f'"type":"{event_type}"'.encode()
+        for line in reversed(lines):
+            if needle in line:
+                try:
+                    return json.loads(line)
+                except ValueError:
+                    continue
+        return None
+
+
+class RunStore:
+    """Creates, finds and lists run folders below ``home/trainer/runs``."""
+
+    def __init__(self, home: Path | str | None = None) -> None:
+        self.home = Path(home) if home is not None else mosaic_home()
+        self.runs_dir = self.home / "trainer" / "runs"
+
+    def path_for(self, run_id: str) -> Path:
+        validate_run_id(run_id)
+        runs = self.runs_dir.resolve()
+        path = (runs / run_id).resolve()
+        if path.parent != runs:
+            raise UserError(f"run_id: {run_id!r} resolves outside the runs folder")
+        return path
+
+    def exists(self, run_id: str) -> bool:
+        return self.path_for(run_id).is_dir()
+
+    def create(self, run_id: str, config: Mapping[str, Any], manifest: Mapping[str, Any]) -> RunDir:
+        """Make the folder with ``config.json`` and the initial manifest, all or nothing."""
+        final = self.path_for(run_id)
+        if final.exists():
+            raise UserError(f"run_id: a run named {run_id!r} already exists in {self.runs_dir}")
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{run_id}.", dir=self.runs_dir))
+        try:
+            for name in ARTEFACT_DIRS:
+                (staging / name).mkdir()
+            write_json_atomic(staging / "config.json", dict(config))
+            (staging / "telemetry.jsonl").touch()
+            artefacts = {"config": "config.json", "telemetry": "telemetry.jsonl",
+                         "manifest": "analytics.json",
+                         **{name: f"{name}/" for name in ARTEFACT_DIRS}}
+            write_json_atomic(staging / "analytics.json", {
+                "manifest_version": MANIFEST_VERSION, "run_id": run_id,
+                **dict(manifest), "artefacts": artefacts, "checkpoints": [],
+            })
+            os.rename(staging, final)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return RunDir(final)
+
+    def get(self, run_id: str) -> RunDir:
+        path = self.path_for(run_id)
+        if not path.is_dir():
+            known = ", ".join(r.run_id for r in self.list()[-5:]) or "none yet"
+            raise UserError(f"run {run_id!r} not found in {self.runs_dir} (latest: {known})")
+        return RunDir(path)
+
+    def list(self) -> list[RunDir]:
+        """All runs, oldest first (run ids sort by creation time)."""
+        if not self.runs_dir.is_dir():
+            return []
+        return [RunDir(p) for p in sorted(self.runs_dir.iterdir())
+                if p.is_dir() and not p.name.startswith(".")]
+
+    def resolve(self, ref: str) -> RunDir:
+        """A run by id, by unique id prefix, or ``latest``."""
+        if ref == "latest":
+            runs = self.list()
+            if not runs:
+                raise UserError(f"no runs yet in {self.runs_dir}")
+            return runs[-1]
+        validate_run_id(ref, field="RUN")
+        if self.exists(ref):
+            return self.get(ref)
+        matches = [r for r in self.list() if r.run_id.startswith(ref)]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise UserError(f"run {ref!r} is ambiguous: {', '.join(m.run_id for m in matches[:5])}")
+        return self.get(ref)

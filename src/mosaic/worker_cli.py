@@ -1,0 +1,150 @@
+"""The command line every worker shares: ``python -m <worker>.cli``.
+
+A worker describes itself as a :class:`WorkerProgram` and calls
+:func:`worker_main`; it then honours the whole process contract of
+``docs/worker-contract.md``: ``--config PATH|-``, ``--run-dir``,
+``--validate``, ``--default-config``, JSONL telemetry on stdout (everything
+else the process prints goes to stderr), signals, heartbeats and exit codes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Callable, Mapping, Sequence
+
+from mosaic.errors import UserError
+from mosaic.lifecycle import (
+    EXIT_CANCELLED,
+    EXIT_COMPLETED,
+    EXIT_FAILED,
+    EXIT_USAGE,
+    Heartbeat,
+    RunCancelled,
+    RunControl,
+)
+from mosaic.runs import RunDir, RunStore, new_run_id, validate_run_id
+from mosaic.telemetry import TelemetryEmitter
+from mosaic.worker import WorkerConfig, WorkerRuntime
+
+
+@dataclass
+class WorkerContext:
+    """What a runtime gets besides its config."""
+
+    emitter: TelemetryEmitter
+    control: RunControl
+    run_dir: RunDir
+
+
+@dataclass
+class WorkerProgram:
+    name: str
+    config_from_dict: Callable[[Mapping[str, Any]], WorkerConfig]
+    make_runtime: Callable[[Any, WorkerContext], WorkerRuntime]
+    default_config: Callable[[], dict[str, Any]]
+    #: Extra checks that need more than the dict (e.g. building the env once).
+    deep_validate: Callable[[Any], None] | None = None
+    heartbeat_interval_s: Callable[[Any], float] = lambda config: 5.0
+    #: Hook to add worker-specific flags; return an exit code to stop there.
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+    handle_arguments: Callable[[argparse.Namespace], int | None] | None = None
+
+
+def load_config_data(source: str, stdin: IO[str] | None = None) -> dict[str, Any]:
+    """Read a JSON object from a path or ``-``; :class:`UserError` on any problem."""
+    try:
+        text = (stdin or sys.stdin).read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"config: file {source!r} does not exist") from None
+    except IsADirectoryError:
+        raise UserError(f"config: {source!r} is a directory, expected a JSON file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"config: cannot read {source!r}: {exc}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UserError(f"config: {source!r} is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"config: {source!r} must hold a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _build_config(program: WorkerProgram, data: dict[str, Any]) -> Any:
+    data = dict(data)
+    named = data.pop("worker", program.name)
+    if named != program.name:
+        raise UserError(f"worker: this config is for worker {named!r}, not {program.name!r}")
+    if data.get("run_id") is None:
+        data["run_id"] = new_run_id()
+    validate_run_id(data["run_id"])
+    return program.config_from_dict(data)
+
+
+def _telemetry_stream() -> IO[str]:
+    """Keep the real stdout for telemetry; send all other prints to stderr."""
+    sys.stdout.flush()
+    stream = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return stream
+
+
+def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m {program.name}_worker.cli",
+                                     description=f"MOSAIC {program.name} worker")
+    parser.add_argument("--config", help="run config: a JSON file, or - for stdin")
+    parser.add_argument("--run-dir", help="run folder to write artefacts into")
+    parser.add_argument("--validate", action="store_true",
+                        help="check the config, print it normalised as JSON, and exit")
+    parser.add_argument("--default-config", action="store_true",
+                        help="print the built-in default config and exit")
+    if program.add_arguments:
+        program.add_arguments(parser)
+    args = parser.parse_args(argv)
+
+    try:
+        if program.handle_arguments:
+            code = program.handle_arguments(args)
+            if code is not None:
+                return code
+        if args.default_config:
+            print(json.dumps({"worker": program.name, **program.default_config()}, indent=2))
+            return EXIT_COMPLETED
+        if not args.config:
+            raise UserError("config: --config PATH (or - for stdin) is required")
+        config = _build_config(program, load_config_data(args.config))
+        if program.deep_validate:
+            program.deep_validate(config)
+        if args.validate:
+            print(json.dumps({"worker": program.name, **config.to_dict()}, indent=2))
+            return EXIT_COMPLETED
+        if args.run_dir:
+            run_dir = RunDir(Path(args.run_dir))
+        else:
+            run_dir = RunStore().create(config.run_id, {"worker": program.name, **config.to_dict()},
+                                        {"worker": program.name})
+    except UserError as exc:
+        print(f"{program.name}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    emitter = TelemetryEmitter(config.run_id, stream=_telemetry_stream())
+    control = RunControl(emitter)
+    control.install_signal_handlers()
+    context = WorkerContext(emitter=emitter, control=control, run_dir=run_dir)
+    with Heartbeat(emitter, program.heartbeat_interval_s(config)):
+        try:
+            summary = program.make_runtime(config, context).run()
+        except RunCancelled as exc:
+            emitter.run_cancelled(reason=str(exc))
+            return EXIT_CANCELLED
+        except BaseException as exc:  # report every failure as telemetry
+            emitter.run_failed(exc)
+            print(f"{program.name}: run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+    emitter.run_completed(summary)
+    return EXIT_COMPLETED

@@ -1,0 +1,172 @@
+"""The `mosaic` command line end to end, with real worker subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jsonschema
+import psutil
+import pytest
+
+from conftest import EXAMPLES, run_cli, write_config
+from mosaic.telemetry_schema import TELEMETRY_SCHEMA
+
+VALIDATOR = jsonschema.Draft202012Validator(TELEMETRY_SCHEMA)
+
+
+def runs_in(home: Path) -> list[Path]:
+    runs = home / "trainer" / "runs"
+    return sorted(p for p in runs.iterdir() if p.is_dir()) if runs.exists() else []
+
+
+def test_run_example_shows_progress_and_leaves_a_valid_run_folder(home):
+    proc = run_cli("run", str(EXAMPLES / "random_connect_four.json"), home=home)
+    assert proc.returncode == 0, proc.stderr
+    assert "completed" in proc.stdout
+    assert "%" in proc.stderr and "steps/s" in proc.stderr  # the progress lines
+    (run,) = runs_in(home)
+    events = [json.loads(line) for line in (run / "telemetry.jsonl").read_text().splitlines()]
+    for event in events:
+        VALIDATOR.validate(event)
+    seqs = [e["seq"] for e in events]
+    assert seqs == sorted(set(seqs))
+    assert events[0]["type"] == "run_started" and events[-1]["type"] == "run_completed"
+    assert sum(e["type"] == "metrics" for e in events) >= 6
+    config = json.loads((run / "config.json").read_text())
+    assert config["worker"] == "random" and config["seed"] == 7 and config["run_id"] == run.name
+    manifest = json.loads((run / "analytics.json").read_text())
+    assert manifest["status"] == "completed" and manifest["seed"] == 7
+    assert manifest["env"]["env_id"] == "connect_four_v3"
+    assert {"python", "pettingzoo", "numpy"} <= set(manifest["versions"])
+    assert manifest["exit_code"] == 0
+    # runs / show / logs read it back
+    listing = run_cli("runs", home=home)
+    assert run.name in listing.stdout and "completed" in listing.stdout
+    shown = json.loads(run_cli("show", run.name[:15], home=home).stdout)
+    assert shown["manifest"]["run_id"] == run.name
+    logs = run_cli("logs", "latest", "--raw", home=home)
+    assert logs.stdout.splitlines() == (run / "telemetry.jsonl").read_text().splitlines()
+
+
+def test_default_run_without_config(home):
+    proc = run_cli("run", home=home)
+    assert proc.returncode == 0, proc.stderr
+    (run,) = runs_in(home)
+    assert json.loads((run / "analytics.json").read_text())["status"] == "completed"
+
+
+@pytest.mark.parametrize("case,setup,words", [
+    ("missing", lambda d: ["run", str(d / "nope.json")], "does not exist"),
+    ("not_json", lambda d: ["run", str(write_text(d / "c.json", "{oops"))], "not valid JSON"),
+    ("not_object", lambda d: ["run", str(write_text(d / "c.json", "[1]"))], "must hold a JSON object"),
+    ("unknown_worker", lambda d: ["run", str(write_config(d / "c.json", {"worker": "nope"}))],
+     "worker: 'nope' is not one of"),
+    ("no_worker", lambda d: ["run", str(write_config(d / "c.json", {"seed": 1}))], "worker: not given"),
+    ("invalid_field", lambda d: ["run", str(write_config(d / "c.json", {"worker": "random", "seed": -3}))],
+     "seed: -3 is below the minimum 0"),
+    ("unknown_field", lambda d: ["run", str(write_config(d / "c.json", {"worker": "random", "sede": 1}))],
+     "sede: unknown field (did you mean 'seed'?)"),
+    ("bad_env", lambda d: ["run", str(write_config(d / "c.json", {
+        "worker": "random", "environment": {"family": "classic", "env_id": "connect_five_v3"}}))],
+     "environment.env_id: 'connect_five_v3' is not a classic env"),
+    ("bad_run_id", lambda d: ["run", str(EXAMPLES / "random_connect_four.json"), "--run-id", "../x"],
+     "run_id: '../x' is not a valid run id"),
+    ("bad_run_id_in_config", lambda d: ["run", str(write_config(d / "c.json", {"worker": "random", "run_id": "a/../../b"}))],
+     "is not a valid run id"),
+])
+def test_bad_input_is_one_line_exit_2_and_no_run_folder(home, tmp_path, case, setup, words):
+    proc = run_cli(*setup(tmp_path), home=home)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mosaic: error: "), proc.stderr
+    assert words in lines[0]
+    assert "Traceback" not in proc.stderr
+    assert runs_in(home) == []
+    assert not (tmp_path / "x").exists()
+
+
+def write_text(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def start_slow_run(home: Path, tmp_path: Path, **overrides) -> tuple[subprocess.Popen, Path]:
+    config = write_config(tmp_path / "slow.json", {
+        "worker": "random", "environment": {"family": "mpe", "env_id": "simple_spread_v3",
+                                            "api_type": "PARALLEL"},
+        "total_timesteps": 100_000, "steps_per_iteration": 20, "step_delay_s": 0.005,
+        "heartbeat_interval_s": 0.5, **overrides})
+    proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "MOSAIC_HOME": str(home)})
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        runs = runs_in(home)
+        if runs and b'"type":"metrics"' in (runs[0] / "telemetry.jsonl").read_bytes():
+            return proc, runs[0]
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError(f"run did not start: {proc.communicate()}")
+
+
+def worker_pid(run: Path) -> int:
+    return json.loads((run / "analytics.json").read_text())["pid"]
+
+
+def test_sigkill_of_worker_is_reported_as_failed_and_telemetry_is_intact(home, tmp_path):
+    proc, run = start_slow_run(home, tmp_path)
+    before = (run / "telemetry.jsonl").read_bytes()
+    os.kill(worker_pid(run), signal.SIGKILL)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert "failed" in err and "SIGKILL" in err
+    after = (run / "telemetry.jsonl").read_bytes()
+    assert after.startswith(before)
+    events = [json.loads(line) for line in after.splitlines()]  # every line still parses
+    assert events[-1]["type"] == "run_failed" and events[-1]["signal"] == "SIGKILL"
+    assert json.loads((run / "analytics.json").read_text())["status"] == "failed"
+
+
+def test_ctrl_c_cancels_the_worker_cleanly(home, tmp_path):
+    proc, run = start_slow_run(home, tmp_path)
+    pid = worker_pid(run)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 3, err
+    events = [json.loads(line) for line in (run / "telemetry.jsonl").read_text().splitlines()]
+    assert events[-1]["type"] == "run_cancelled" and "SIGTERM" in events[-1]["reason"]
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert json.loads((run / "analytics.json").read_text())["status"] == "cancelled"
+
+
+def test_pause_and_resume_by_signal(home, tmp_path):
+    proc, run = start_slow_run(home, tmp_path)
+    pid = worker_pid(run)
+    telemetry = run / "telemetry.jsonl"
+
+    def wait_for(kind: str) -> None:
+        deadline = time.time() + 20
+        while f'"type":"{kind}"' not in telemetry.read_text():
+            assert time.time() < deadline, f"no {kind} event"
+            time.sleep(0.05)
+
+    os.kill(pid, signal.SIGUSR1)
+    wait_for("paused")
+    time.sleep(0.3)
+    size = len([l for l in telemetry.read_text().splitlines() if '"type":"episode"' in l
+                or '"type":"metrics"' in l])
+    time.sleep(1.0)
+    assert size == len([l for l in telemetry.read_text().splitlines() if '"type":"episode"' in l
+                        or '"type":"metrics"' in l]), "worker kept playing while paused"
+    assert '"type":"heartbeat"' in telemetry.read_text()
+    os.kill(pid, signal.SIGUSR2)
+    wait_for("resumed")
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 3

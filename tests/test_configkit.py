@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import pytest
+
+from mosaic import configkit
+from mosaic.configkit import option
+from mosaic.errors import ConfigError
+
+
+class Mode(enum.Enum):
+    FAST = "fast"
+    SLOW = "slow"
+
+
+@dataclass
+class Inner:
+    name: str = option("a", choices=("a", "b"), help="a name")
+    rate: float = option(0.5, min=0.0, max=1.0)
+
+
+@dataclass
+class Outer:
+    count: int = option(1, min=1)
+    mode: Mode = option(Mode.FAST)
+    inner: Inner = option(default_factory=Inner)
+    limit: int | None = option(None, min=0)
+    tags: list[str] = option(default_factory=list)
+
+
+@pytest.mark.parametrize("data,field,words", [
+    ({"count": 0}, "count", "below the minimum 1"),
+    ({"count": "3"}, "count", "must be an integer"),
+    ({"count": True}, "count", "must be an integer"),
+    ({"mode": "medium"}, "mode", "is not one of FAST, SLOW"),
+    ({"inner": {"name": "z"}}, "inner.name", "'z' is not one of a, b"),
+    ({"inner": {"rate": 2}}, "inner.rate", "above the maximum"),
+    ({"inner": {"nmae": "a"}}, "inner.nmae", "did you mean 'name'"),
+    ({"inner": 3}, "inner", "must be an object"),
+    ({"limit": -1}, "limit", "below the minimum"),
+    ({"tags": [1]}, "tags[0]", "must be a string"),
+])
+def test_errors_name_the_field(data, field, words):
+    with pytest.raises(ConfigError) as info:
+        configkit.from_dict(Outer, data)
+    assert str(info.value).startswith(f"{field}:") and words in str(info.value)
+
+
+def test_round_trip():
+    cfg = configkit.from_dict(Outer, {"count": 3, "mode": "slow", "inner": {"rate": 1}, "limit": 4})
+    assert cfg.mode is Mode.SLOW and cfg.inner.rate == 1.0
+    data = configkit.to_dict(cfg)
+    assert data["mode"] == "SLOW"
+    assert configkit.from_dict(Outer, data) == cfg
+
+
+def test_explain_lists_every_leaf_field():
+    text = "\n".join(configkit.explain(Outer))
+    for path in ["count", "mode", "inner.name", "inner.rate", "limit", "tags"]:
+        assert f"{path} = " in text
+    assert "one of a, b" in text

@@ -1,0 +1,104 @@
+"""Discovery against real entry points, including deliberately broken plugins."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from mosaic.discovery import discover_workers
+from mosaic.errors import UserError
+from conftest import run_cli
+
+PLUGIN_MODULE = '''
+from mosaic.worker import WorkerCapabilities, WorkerMetadata
+
+META = WorkerMetadata("t", "0", "test", "none", "0", "MIT")
+
+def caps(name, **kw):
+    base = dict(worker_type=name, paradigms=("multi_agent",), policy_configurations=("RANDOM",),
+                env_families=("mpe",), algorithms=("fake",), action_spaces=("discrete",),
+                observation_spaces=("box",), max_agents=4)
+    base.update(kw)
+    return WorkerCapabilities(**base)
+
+def wrong_type():
+    return {"not": "a tuple"}
+
+def mismatch():
+    return META, caps("someone_else")
+
+def bad_paradigm():
+    return META, caps("bad_paradigm", paradigms=("telepathy",))
+
+def raises():
+    raise RuntimeError("plugin exploded")
+
+def fine():
+    return META, caps("fine_plugin")
+'''
+
+ENTRY_POINTS = """[mosaic.workers]
+broken_import = no_such_module_xyz:get_worker_metadata
+wrong_type = mosaic_test_plugins:wrong_type
+mismatch = mosaic_test_plugins:mismatch
+bad_paradigm = mosaic_test_plugins:bad_paradigm
+raises = mosaic_test_plugins:raises
+fine_plugin = mosaic_test_plugins:fine
+"""
+
+EXPECTED_REASONS = {
+    "broken_import": "ModuleNotFoundError",
+    "wrong_type": "expected (WorkerMetadata, WorkerCapabilities)",
+    "mismatch": "does not match entry-point name 'mismatch'",
+    "bad_paradigm": "paradigms: 'telepathy' is not one of",
+    "raises": "plugin exploded",
+}
+
+
+@pytest.fixture
+def plugin_dir(tmp_path, monkeypatch) -> Path:
+    (tmp_path / "mosaic_test_plugins.py").write_text(PLUGIN_MODULE)
+    dist = tmp_path / "mosaic_test_plugins-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mosaic-test-plugins\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(ENTRY_POINTS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def test_reference_worker_is_discovered():
+    found = discover_workers()
+    random = found.get("random")
+    assert random.cli_module == "random_worker.cli"
+    assert random.capabilities.supports_pause_resume
+    assert "classic" in random.capabilities.env_families
+
+
+def test_broken_plugins_are_reported_and_never_hide_others(plugin_dir):
+    found = discover_workers()
+    broken = {b.name: b.reason for b in found.broken}
+    for name, reason in EXPECTED_REASONS.items():
+        assert reason in broken[name], (name, broken[name])
+    assert {"random", "fine_plugin"} <= set(found.names())
+    with pytest.raises(UserError, match="installed but broken"):
+        found.get("raises")
+    with pytest.raises(UserError, match="is not one of"):
+        found.get("nope")
+
+
+def test_filters(plugin_dir):
+    found = discover_workers()
+    assert [w.name for w in found.filter(algorithm="FAKE")] == ["fine_plugin"]
+    assert "random" in [w.name for w in found.filter(env_family="classic", paradigm="multi_agent")]
+    assert found.filter(env_family="atari") == []
+
+
+def test_mosaic_workers_cli_lists_broken_ones_with_reasons(plugin_dir, home):
+    proc = run_cli("workers", home=home, env={"PYTHONPATH": str(plugin_dir)})
+    assert proc.returncode == 0, proc.stderr
+    assert "random" in proc.stdout and "fine_plugin" in proc.stdout
+    for name, reason in EXPECTED_REASONS.items():
+        line = next(l for l in proc.stdout.splitlines() if l.startswith(f"broken: {name} "))
+        assert reason in line

@@ -1,0 +1,32 @@
+"""``python -m random_worker.cli --config run.json``: the reference worker's process."""
+
+from __future__ import annotations
+
+import sys
+
+from mosaic.worker_cli import WorkerProgram, worker_main
+from random_worker.config import RandomWorkerConfig, default_config
+from random_worker.runtime import RandomWorkerRuntime
+
+
+def _deep_validate(config: RandomWorkerConfig) -> None:
+    """Build the env once so a wrong env id or kwarg fails before any run exists."""
+    config.environment.make().close()
+
+
+PROGRAM = WorkerProgram(
+    name="random",
+    config_from_dict=RandomWorkerConfig.from_dict,
+    make_runtime=RandomWorkerRuntime,
+    default_config=default_config,
+    deep_validate=_deep_validate,
+    heartbeat_interval_s=lambda config: config.heartbeat_interval_s,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return worker_main(PROGRAM, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

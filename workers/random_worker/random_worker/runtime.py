@@ -1,0 +1,156 @@
+"""Plays episodes with random actions that respect action masks."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from mosaic.provenance import config_digest, package_versions
+from mosaic.worker_cli import WorkerContext
+from random_worker.config import RandomWorkerConfig
+
+PACKAGES = ("mosaic-marl", "mosaic-random-worker", "pettingzoo", "gymnasium", "numpy", "mpe2")
+
+
+def legal_mask(observation: Any, info: Any) -> np.ndarray | None:
+    """The action mask from a Dict observation or the info dict, if any."""
+    if isinstance(observation, dict) and "action_mask" in observation:
+        return np.asarray(observation["action_mask"])
+    if isinstance(info, dict) and "action_mask" in info:
+        return np.asarray(info["action_mask"])
+    return None
+
+
+class RandomPolicy:
+    """One seeded sampler per agent: masks respected, other spaces sampled."""
+
+    def __init__(self, env: Any, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.spaces = {}
+        for i, agent in enumerate(env.possible_agents):
+            space = env.action_space(agent)
+            space.seed(seed + 7919 * (i + 1))
+            self.spaces[agent] = space
+
+    def act(self, agent: str, observation: Any, info: Any) -> Any:
+        mask = legal_mask(observation, info)
+        if mask is not None:
+            legal = np.flatnonzero(mask)
+            if legal.size:
+                return int(self.rng.choice(legal))
+        return self.spaces[agent].sample()
+
+
+class RandomWorkerRuntime:
+    def __init__(self, config: RandomWorkerConfig, context: WorkerContext) -> None:
+        self.config = config
+        self.ctx = context
+        self.steps = 0
+        self.episodes = 0
+
+    # -- one episode ---------------------------------------------------------
+    def _play_aec(self, env: Any, policy: RandomPolicy, seed: int) -> tuple[dict, int]:
+        env.reset(seed=seed)
+        returns = {a: 0.0 for a in env.possible_agents}
+        length = 0
+        for agent in env.agent_iter():
+            obs, _, term, trunc, info = env.last()
+            action = None if term or trunc else policy.act(agent, obs, info)
+            env.step(action)
+            for a, r in env.rewards.items():
+                returns[a] += float(r)
+            if action is not None:
+                length += 1
+                self._after_step()
+            if self.config.max_episode_steps and length >= self.config.max_episode_steps:
+                break
+        return returns, length
+
+    def _play_parallel(self, env: Any, policy: RandomPolicy, seed: int) -> tuple[dict, int]:
+        obs, infos = env.reset(seed=seed)
+        returns = {a: 0.0 for a in env.possible_agents}
+        length = 0
+        while env.agents:
+            actions = {a: policy.act(a, obs[a], infos.get(a)) for a in env.agents}
+            obs, rewards, _, _, infos = env.step(actions)
+            for a, r in rewards.items():
+                returns[a] += float(r)
+            length += 1
+            self._after_step()
+            if self.config.max_episode_steps and length >= self.config.max_episode_steps:
+                break
+        return returns, length
+
+    def _after_step(self) -> None:
+        self.steps += 1
+        if self.config.step_delay_s:
+            time.sleep(self.config.step_delay_s)
+        self.ctx.control.checkpoint()
+
+    # -- the run -------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        cfg, emit = self.config, self.ctx.emitter
+        env = cfg.environment.make()
+        is_aec = cfg.environment.api_type == "AEC"
+        policy = RandomPolicy(env, cfg.seed)
+        emit.run_started(
+            worker="random", config_digest=config_digest(cfg.to_dict()),
+            versions=package_versions(PACKAGES), resources={"cpus": 1, "gpus": 0},
+            algorithm="random", env=cfg.environment.describe(), policy_configuration="RANDOM",
+            seed=cfg.seed, total_timesteps=cfg.total_timesteps, agents=list(env.possible_agents),
+        )
+        window: list[tuple[dict, int]] = []
+        iteration, next_report = 0, cfg.steps_per_iteration
+        t_iter, steps_at_iter = time.perf_counter(), 0
+        try:
+            while self.steps < cfg.total_timesteps:
+                t0 = time.perf_counter()
+                play = self._play_aec if is_aec else self._play_parallel
+                returns, length = play(env, policy, cfg.seed + self.episodes)
+                window.append((returns, length))
+                emit.episode(episode=self.episodes, length=length, returns=returns,
+                             winner=winner(returns), duration_s=time.perf_counter() - t0)
+                self.episodes += 1
+                if self.steps >= next_report or self.steps >= cfg.total_timesteps:
+                    iteration += 1
+                    elapsed = time.perf_counter() - t_iter
+                    emit.metrics(iteration=iteration, timesteps_total=self.steps,
+                                 total_timesteps=cfg.total_timesteps,
+                                 env_steps_per_s=(self.steps - steps_at_iter) / max(elapsed, 1e-9),
+                                 num_episodes_lifetime=self.episodes, **summarise(window))
+                    window.clear()
+                    t_iter, steps_at_iter = time.perf_counter(), self.steps
+                    next_report = self.steps + cfg.steps_per_iteration
+        finally:
+            env.close()
+        return {"timesteps_total": self.steps, "episodes": self.episodes, "iterations": iteration}
+
+
+def winner(returns: dict[str, float]) -> str | None:
+    """The single best-scoring agent of a 2-player game; None for a draw or team games."""
+    if len(returns) != 2:
+        return None
+    (a, ra), (b, rb) = returns.items()
+    return None if ra == rb else (a if ra > rb else b)
+
+
+def summarise(window: list[tuple[dict, int]]) -> dict[str, Any]:
+    """RLlib-style episode statistics over the episodes of one iteration."""
+    if not window:
+        return {"num_episodes": 0}
+    totals = [sum(r.values()) for r, _ in window]
+    agents = sorted({a for r, _ in window for a in r})
+    per_agent = {a: [r[a] for r, _ in window if a in r] for a in agents}
+    return {
+        "num_episodes": len(window),
+        "episode_return_mean": float(np.mean(totals)),
+        "episode_return_min": float(np.min(totals)),
+        "episode_return_max": float(np.max(totals)),
+        "episode_len_mean": float(np.mean([n for _, n in window])),
+        "agent_episode_returns_mean": {a: float(np.mean(v)) for a, v in per_agent.items()},
+        "agent_episode_returns_min": {a: float(np.min(v)) for a, v in per_agent.items()},
+        "agent_episode_returns_max": {a: float(np.max(v)) for a, v in per_agent.items()},
+        "module_episode_returns_mean": {"random": float(np.mean([x for v in per_agent.values() for x in v]))},
+    }
