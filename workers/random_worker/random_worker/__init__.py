@@ -38,7 +38,7 @@ def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
         action_spaces=("discrete", "masked_discrete", "box", "multi_discrete"),
         observation_spaces=("box", "dict", "image"),
         max_agents=100,
-        supports_checkpointing=False,
+        supports_checkpointing=True,
         supports_pause_resume=True,
         resources=ResourceEstimate(cpus=1.0, memory_mb=300),
     )

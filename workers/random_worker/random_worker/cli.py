@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
+from mosaic.errors import ConfigError
 from mosaic.worker_cli import WorkerProgram, worker_main
 from random_worker.config import RandomWorkerConfig, default_config
 from random_worker.runtime import RandomWorkerRuntime
@@ -12,6 +14,9 @@ from random_worker.runtime import RandomWorkerRuntime
 def _deep_validate(config: RandomWorkerConfig) -> None:
     """Build the env once so a wrong env id or kwarg fails before any run exists."""
     config.environment.make().close()
+    if config.restore_from and not (Path(config.restore_from) / "state.json").is_file():
+        raise ConfigError("restore_from", f"{config.restore_from!r} is not a checkpoint of this worker "
+                          "(no state.json in it)")
 
 
 PROGRAM = WorkerProgram(

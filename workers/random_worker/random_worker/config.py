@@ -21,6 +21,9 @@ class RandomWorkerConfig:
     max_episode_steps: int | None = option(None, min=1, help="cut episodes longer than this")
     step_delay_s: float = option(0.0, min=0.0, max=10.0, help="sleep after each step (demos, tests)")
     heartbeat_interval_s: float = option(5.0, min=0.0, help="seconds between heartbeats; 0 = off")
+    checkpoint_every_iterations: int = option(0, min=0, help="save a checkpoint every N iterations; 0 = only at the end")
+    checkpoint_at_end: bool = option(True, help="save a checkpoint when the run completes")
+    restore_from: str | None = option(None, help="checkpoint folder to resume from (counters and RNG state)")
 
     def to_dict(self) -> dict[str, Any]:
         return configkit.to_dict(self)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,6 +35,15 @@ class RandomPolicy:
             space = env.action_space(agent)
             space.seed(seed + 7919 * (i + 1))
             self.spaces[agent] = space
+
+    def get_state(self) -> dict[str, Any]:
+        return {"rng": self.rng.bit_generator.state,
+                "spaces": {a: s.np_random.bit_generator.state for a, s in self.spaces.items()}}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.rng.bit_generator.state = state["rng"]
+        for agent, space_state in state["spaces"].items():
+            self.spaces[agent].np_random.bit_generator.state = space_state
 
     def act(self, agent: str, observation: Any, info: Any) -> Any:
         mask = legal_mask(observation, info)
@@ -83,6 +94,27 @@ class RandomWorkerRuntime:
                 break
         return returns, length
 
+    # -- checkpoints: counters and RNG state, enough to continue a run -------
+    def _save_checkpoint(self, policy: RandomPolicy, iteration: int) -> None:
+        folder = self.ctx.run_dir.root / "checkpoints" / f"checkpoint_{iteration:06d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        state = {"format": "mosaic-random-worker/1", "steps": self.steps, "episodes": self.episodes,
+                 "iteration": iteration, "policy": policy.get_state()}
+        (folder / "state.json").write_text(json.dumps(state))
+        self.ctx.emitter.checkpoint_saved(path=str(folder), iteration=iteration,
+                                          timesteps_total=self.steps)
+
+    def _restore(self, policy: RandomPolicy, path: str) -> int:
+        state_file = Path(path) / "state.json"
+        try:
+            state = json.loads(state_file.read_text())
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"restore_from: cannot read {state_file}: {exc}") from None
+        self.steps, self.episodes = state["steps"], state["episodes"]
+        policy.set_state(state["policy"])
+        self.ctx.emitter.log(f"restored from {path} at {self.steps} steps")
+        return int(state["iteration"])
+
     def _after_step(self) -> None:
         self.steps += 1
         if self.config.step_delay_s:
@@ -102,7 +134,9 @@ class RandomWorkerRuntime:
             seed=cfg.seed, total_timesteps=cfg.total_timesteps, agents=list(env.possible_agents),
         )
         window: list[tuple[dict, int]] = []
-        iteration, next_report = 0, cfg.steps_per_iteration
+        iteration = self._restore(policy, cfg.restore_from) if cfg.restore_from else 0
+        next_report = self.steps + cfg.steps_per_iteration
+        last_saved = None
         t_iter, steps_at_iter = time.perf_counter(), 0
         try:
             while self.steps < cfg.total_timesteps:
@@ -123,6 +157,12 @@ class RandomWorkerRuntime:
                     window.clear()
                     t_iter, steps_at_iter = time.perf_counter(), self.steps
                     next_report = self.steps + cfg.steps_per_iteration
+                    every = cfg.checkpoint_every_iterations
+                    if every and iteration % every == 0:
+                        self._save_checkpoint(policy, iteration)
+                        last_saved = iteration
+            if cfg.checkpoint_at_end and last_saved != iteration:
+                self._save_checkpoint(policy, iteration)
         finally:
             env.close()
         return {"timesteps_total": self.steps, "episodes": self.episodes, "iterations": iteration}

@@ -53,3 +53,31 @@ def test_same_seed_same_episodes(tmp_path):
     assert strip(first.of_type("episode")) == strip(second.of_type("episode"))
     other = check_worker("random", {**cfg, "seed": 12}, home=tmp_path / "c", check_raw_stdout=False)
     assert strip(other.of_type("episode")) != strip(first.of_type("episode"))
+
+
+def test_checkpoint_and_restore_continue_the_same_run(tmp_path):
+    env = {"family": "mpe", "env_id": "simple_spread_v3", "api_type": "PARALLEL",
+           "env_kwargs": {"max_cycles": 10}}
+    base = {"seed": 5, "environment": env, "total_timesteps": 400, "steps_per_iteration": 100}
+    full = check_worker("random", {**base, "checkpoint_every_iterations": 1}, home=tmp_path / "a",
+                        check_raw_stdout=False)
+    saved = full.of_type("checkpoint_saved")
+    assert [c["iteration"] for c in saved] == [1, 2, 3, 4]
+    mid = saved[1]
+    resumed = check_worker("random", {**base, "restore_from": mid["path"]}, home=tmp_path / "b",
+                           check_raw_stdout=False)
+    assert resumed.of_type("metrics")[0]["iteration"] == 3
+    assert resumed.of_type("metrics")[0]["timesteps_total"] > mid["timesteps_total"]
+    after = lambda evs: [(e["episode"], e["returns"]) for e in evs if e["episode"] >= 20]  # noqa: E731
+    assert after(resumed.of_type("episode")) == after(full.of_type("episode"))
+    assert resumed.of_type("episode")[0]["episode"] == 20  # 10-step episodes: 200 steps = 20 episodes
+
+
+def test_restore_from_missing_checkpoint_is_a_config_error(tmp_path):
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "random_worker.cli", "--validate", "--config", "-"],
+                          input=json.dumps({"restore_from": str(tmp_path / "nope")}),
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("random: error: restore_from:")
