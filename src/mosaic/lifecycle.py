@@ -33,6 +33,7 @@ class RunControl:
         self._paused = threading.Event()
         self._wake = threading.Event()
         self.cancel_reason = ""
+        self.handles_signals = False
 
     # -- requests (signal handlers, tests, a GUI thread) ---------------------
     def request_cancel(self, reason: str = "cancel requested") -> None:
@@ -52,6 +53,7 @@ class RunControl:
         return self._cancel.is_set()
 
     def install_signal_handlers(self) -> None:
+        self.handles_signals = True
         def on_stop(signum: int, _frame: object) -> None:
             self.request_cancel(f"received {signal.Signals(signum).name}")
 

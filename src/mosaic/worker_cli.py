@@ -74,7 +74,7 @@ def load_config_data(source: str, stdin: IO[str] | None = None) -> dict[str, Any
     return data
 
 
-def _build_config(program: WorkerProgram, data: dict[str, Any]) -> Any:
+def build_config(program: WorkerProgram, data: dict[str, Any]) -> Any:
     data = dict(data)
     named = data.pop("worker", program.name)
     if named != program.name:
@@ -117,7 +117,7 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
             return EXIT_COMPLETED
         if not args.config:
             raise UserError("config: --config PATH (or - for stdin) is required")
-        config = _build_config(program, load_config_data(args.config))
+        config = build_config(program, load_config_data(args.config))
         if program.deep_validate:
             program.deep_validate(config)
         if args.validate:

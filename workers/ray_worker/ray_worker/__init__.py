@@ -1,0 +1,49 @@
+"""MOSAIC worker for Ray RLlib (new API stack): multi-agent training on PettingZoo.
+
+Importing this package is cheap (no Ray, no torch); discovery calls
+:func:`get_worker_metadata` only.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+from mosaic.worker import ResourceEstimate, WorkerCapabilities, WorkerMetadata
+
+__version__ = "0.1.0"
+
+
+def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
+    from ray_worker import algo_params
+    from ray_worker.config import IMPLEMENTED_POLICY_CONFIGURATIONS
+
+    try:
+        ray_version = metadata.version("ray")
+    except metadata.PackageNotFoundError:
+        ray_version = "not installed"
+    meta = WorkerMetadata(
+        name="Ray RLlib",
+        version=__version__,
+        description="Multi-agent training of PettingZoo envs with RLlib's new API stack.",
+        upstream_library="ray[rllib]",
+        upstream_version=ray_version,
+        license="MIT",
+        homepage="https://docs.ray.io/en/latest/rllib/",
+    )
+    caps = WorkerCapabilities(
+        worker_type="ray",
+        paradigms=("multi_agent",),
+        policy_configurations=tuple(p.name for p in IMPLEMENTED_POLICY_CONFIGURATIONS),
+        env_families=("sisl", "classic", "butterfly", "mpe"),
+        algorithms=tuple(algo_params.algorithms()),
+        action_spaces=("discrete", "masked_discrete", "box"),
+        observation_spaces=("box", "image", "masked_discrete"),
+        max_agents=100,
+        supports_self_play=False,
+        supports_population=False,
+        supports_checkpointing=True,
+        supports_pause_resume=True,
+        requires_gpu=False,
+        resources=ResourceEstimate(cpus=3.0, memory_mb=3000, gpus=0.0),
+    )
+    return meta, caps

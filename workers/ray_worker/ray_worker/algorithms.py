@@ -1,0 +1,159 @@
+"""MOSAIC config → RLlib ``AlgorithmConfig`` on the new API stack.
+
+Everything RLlib needs to train out of the box on multi-agent PettingZoo is
+decided here: the multi-agent episode replay buffers DQN and SAC require, short
+iterations for IMPALA/APPO, masked modules for games with action masks, a small
+CNN for preprocessed images, and the agent → module mapping.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mosaic.errors import ConfigError
+from ray_worker import algo_params
+from ray_worker.config import RayWorkerConfig
+from ray_worker.environment import EnvInfo, space_kind
+from ray_worker.policies import PolicyLayout
+
+#: Algorithms that need discrete / continuous actions.
+DISCRETE_ONLY = {"DQN"}
+CONTINUOUS_ONLY = {"SAC"}
+MASKABLE = ("PPO", "IMPALA", "APPO")
+MASKED_MODULE_NAMES = {"PPO": "MaskedPPOTorchRLModule", "IMPALA": "MaskedPPOTorchRLModule",
+                       "APPO": "MaskedAPPOTorchRLModule"}
+#: Conv stack for preprocessed images (RLlib's defaults assume 84x84 and are large).
+SMALL_CNN = [[16, [4, 4], 2], [32, [4, 4], 2], [32, [3, 3], 2]]
+#: Replay buffers that understand multi-agent episodes (the default crashes on them).
+REPLAY_BUFFERS = {
+    "DQN": {"type": "MultiAgentEpisodeReplayBuffer"},
+    "SAC": {"type": "MultiAgentPrioritizedEpisodeReplayBuffer", "alpha": 0.6, "beta": 0.4},
+}
+MIN_SAC_FRAGMENT = 20
+
+
+def check_compatibility(cfg: RayWorkerConfig, env: EnvInfo) -> None:
+    """Refuse combinations that cannot work, naming the field and what would."""
+    algo = cfg.training.algorithm
+    kinds = env.action_kinds()
+    env_name = f"{cfg.environment.family}/{cfg.environment.env_id}"
+    if algo in DISCRETE_ONLY and kinds - {"discrete"}:
+        raise ConfigError("training.algorithm", f"{algo} needs discrete actions but {env_name} has "
+                          f"{', '.join(sorted(kinds))} actions; use PPO, IMPALA, APPO or SAC")
+    if algo in CONTINUOUS_ONLY and kinds - {"box"}:
+        raise ConfigError("training.algorithm", f"{algo} needs continuous (Box) actions but {env_name} has "
+                          f"{', '.join(sorted(kinds))} actions; use PPO, IMPALA, APPO or DQN")
+    if env.has_action_masks() and algo not in MASKABLE:
+        raise ConfigError("training.algorithm", f"{env_name} uses action masks, which {algo} cannot "
+                          f"respect yet; use one of {', '.join(MASKABLE)}")
+    if algo == "SAC":
+        fragment = cfg.training.algo_params.get("rollout_fragment_length")
+        if fragment != "auto" and isinstance(fragment, int) and fragment < MIN_SAC_FRAGMENT:
+            raise ConfigError("training.algo_params.rollout_fragment_length",
+                              f"{fragment} is too short for SAC; use at least {MIN_SAC_FRAGMENT}")
+
+
+def _config_class(algorithm: str) -> Any:
+    if algorithm == "PPO":
+        from ray.rllib.algorithms.ppo import PPOConfig
+        return PPOConfig
+    if algorithm == "DQN":
+        from ray.rllib.algorithms.dqn import DQNConfig
+        return DQNConfig
+    if algorithm == "SAC":
+        from ray.rllib.algorithms.sac import SACConfig
+        return SACConfig
+    if algorithm == "IMPALA":
+        from ray.rllib.algorithms.impala import IMPALAConfig
+        return IMPALAConfig
+    if algorithm == "APPO":
+        from ray.rllib.algorithms.appo import APPOConfig
+        return APPOConfig
+    raise ConfigError("training.algorithm", f"{algorithm!r} has no RLlib config class")
+
+
+def resolve(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLayout) -> dict[str, Any]:
+    """The exact RLlib settings of this run, section by section, without importing RLlib.
+
+    ``--dry-run`` prints this; :func:`build_algorithm_config` applies it.
+    """
+    from ray_worker.environment import describe_space
+
+    check_compatibility(cfg, env)
+    algo = cfg.training.algorithm
+    sections = algo_params.to_rllib(algo, cfg.training.algo_params)
+    training = dict(sections.get("training", {}))
+    if algo in REPLAY_BUFFERS:
+        training["replay_buffer_config"] = {**REPLAY_BUFFERS[algo],
+                                            **training.get("replay_buffer_config", {})}
+    res = cfg.resources
+    env_runners = {"num_env_runners": res.num_workers, "num_envs_per_env_runner": res.num_envs_per_worker,
+                   "num_cpus_per_env_runner": res.num_cpus, **sections.get("env_runners", {})}
+    if algo == "SAC" and env_runners.get("rollout_fragment_length", "auto") == "auto":
+        env_runners["rollout_fragment_length"] = 25
+    reporting = {"min_sample_timesteps_per_iteration": 0, "min_train_timesteps_per_iteration": 0,
+                 **sections.get("reporting", {})}
+    if algo in ("IMPALA", "APPO"):
+        reporting.setdefault("min_time_s_per_iteration", 1)
+    modules = {}
+    for module_id, info in layout.modules.items():
+        model_config = dict(sections.get("model", {}))
+        obs_kind = space_kind(info.observation_space)
+        module_class = None
+        if obs_kind == "masked_discrete":
+            module_class = f"ray_worker.modules.{MASKED_MODULE_NAMES[algo]}"
+        elif obs_kind == "image" and "conv_filters" not in model_config:
+            model_config["conv_filters"] = SMALL_CNN
+        modules[module_id] = {"module_class": module_class, "model_config": model_config,
+                              "agents": list(info.agents),
+                              "observation_space": describe_space(info.observation_space),
+                              "action_space": describe_space(info.action_space)}
+    return {
+        "algorithm": algo,
+        "environment": {"env": f"mosaic-{cfg.environment.family}-{cfg.environment.env_id}"},
+        "env_runners": env_runners,
+        "learners": {"num_learners": 0, "num_gpus_per_learner": res.num_gpus},
+        "training": training,
+        "reporting": reporting,
+        "multi_agent": {"policies": sorted(layout.modules), "policies_to_train": list(layout.trainable),
+                        "policy_mapping": dict(layout.agent_to_module)},
+        "rl_module": modules,
+        "debugging": {"seed": cfg.seed},
+    }
+
+
+def build_algorithm_config(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLayout,
+                           env_name: str, callbacks: Any = None) -> Any:
+    """The complete RLlib ``AlgorithmConfig`` for this run (not yet built)."""
+    import importlib
+
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    from ray_worker.policies import AgentToModule
+
+    settings = resolve(cfg, env, layout)
+    specs = {}
+    for module_id, module in settings["rl_module"].items():
+        info = layout.modules[module_id]
+        kwargs = {"observation_space": info.observation_space, "action_space": info.action_space,
+                  "model_config": module["model_config"]}
+        if module["module_class"]:
+            path, name = module["module_class"].rsplit(".", 1)
+            kwargs["module_class"] = getattr(importlib.import_module(path), name)
+        specs[module_id] = RLModuleSpec(**kwargs)
+    config = (
+        _config_class(settings["algorithm"])()
+        .environment(env=env_name)
+        .env_runners(**settings["env_runners"])
+        .learners(**settings["learners"])
+        .training(**settings["training"])
+        .reporting(**settings["reporting"])
+        .multi_agent(policies=set(layout.modules), policy_mapping_fn=AgentToModule(layout.agent_to_module),
+                     policies_to_train=list(layout.trainable))
+        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
+        .debugging(**settings["debugging"])
+    )
+    if callbacks is not None:
+        config = config.callbacks(callbacks)
+    return config

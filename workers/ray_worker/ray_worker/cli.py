@@ -1,0 +1,94 @@
+"""``python -m ray_worker.cli``: the Ray RLlib worker's process.
+
+Beyond the shared worker flags (``--config``, ``--validate``,
+``--default-config``): ``--schema ALGO`` prints an algorithm's
+hyperparameter JSON Schema and ``--dry-run`` shows agents, spaces and the
+resolved RLlib settings without starting Ray.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from mosaic.errors import ConfigError, UserError
+from mosaic.worker_cli import WorkerProgram, build_config, load_config_data, worker_main
+from ray_worker import algo_params
+from ray_worker.config import RayWorkerConfig, default_config
+
+
+def deep_validate(config: RayWorkerConfig) -> None:
+    """Checks that need the env (spaces vs algorithm) or the machine (GPUs, checkpoints)."""
+    from ray_worker.algorithms import check_compatibility
+
+    env_info, _ = _prepare(config)
+    check_compatibility(config, env_info)
+    restore = config.checkpoint.restore_from
+    if restore and not (Path(restore) / "mosaic_state.json").is_file():
+        raise ConfigError("checkpoint.restore_from", f"{restore!r} is not a checkpoint of this worker "
+                          "(no mosaic_state.json in it)")
+    if config.resources.num_gpus > 0 and not config.resources.address:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError("resources.num_gpus", f"{config.resources.num_gpus} GPUs asked for, but this "
+                              "machine has none; use 0 (CPU) or join a cluster with resources.address")
+    if config.wandb:
+        from ray_worker.analytics import check_wandb_available
+
+        check_wandb_available()
+
+
+def _prepare(config: RayWorkerConfig):
+    from ray_worker.environment import EnvironmentFactory
+    from ray_worker.policies import layout_for
+
+    env_info = EnvironmentFactory(config.environment).describe()
+    return env_info, layout_for(config.policy_configuration, env_info)
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--schema", metavar="ALGORITHM",
+                        help=f"print the hyperparameter JSON Schema of one of {', '.join(algo_params.algorithms())}")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="validate, build one env, print agents, spaces and RLlib settings; no Ray")
+
+
+def _handle_arguments(args: argparse.Namespace) -> int | None:
+    if args.schema:
+        print(algo_params.schema_json(args.schema.upper()))
+        return 0
+    if args.dry_run:
+        if not args.config:
+            raise UserError("config: --dry-run needs --config PATH")
+        from ray_worker.algorithms import resolve
+
+        config = build_config(PROGRAM, load_config_data(args.config))
+        env_info, layout = _prepare(config)
+        print(json.dumps({"config": config.to_dict(), "env": env_info.to_dict(),
+                          "rllib": resolve(config, env_info, layout)}, indent=2, default=str))
+        return 0
+    return None
+
+
+PROGRAM = WorkerProgram(
+    name="ray",
+    config_from_dict=RayWorkerConfig.from_dict,
+    make_runtime=lambda config, context: __import__("ray_worker.runtime", fromlist=["x"]).RayWorkerRuntime(
+        config, context),
+    default_config=default_config,
+    deep_validate=deep_validate,
+    heartbeat_interval_s=lambda config: config.heartbeat_interval_s,
+    add_arguments=_add_arguments,
+    handle_arguments=_handle_arguments,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return worker_main(PROGRAM, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""``RayWorkerConfig``: typed, validated configuration of a Ray RLlib run.
+
+Importing this module never imports Ray: ``--validate`` and ``--dry-run`` must
+stay fast.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from mosaic import configkit
+from mosaic.configkit import option
+from mosaic.envs import API_TYPES, ENV_FAMILIES
+from mosaic.errors import ConfigError, one_of
+from ray_worker import algo_params
+
+
+class PolicyConfiguration(enum.Enum):
+    """How agents map onto trained modules."""
+
+    PARAMETER_SHARING = "parameter_sharing"  # one module per agent type, shared by its agents
+    INDEPENDENT = "independent"  # one module per agent
+    SELF_PLAY = "self_play"  # main module vs frozen snapshots of itself
+    SHARED_VALUE_FUNCTION = "shared_value_function"  # per-agent actors, one central critic (MAPPO)
+
+
+#: Policy configurations this version trains. The others are refused with a
+#: clear message until they are built for real.
+IMPLEMENTED_POLICY_CONFIGURATIONS = (PolicyConfiguration.PARAMETER_SHARING,
+                                     PolicyConfiguration.INDEPENDENT)
+
+
+@dataclass
+class PreprocessingConfig:
+    """Image observation preprocessing, so pixel envs train on a CPU."""
+
+    enabled: bool | None = option(None, help="preprocess image observations; null = only for image envs")
+    resize: list[int] = option(default_factory=lambda: [42, 42], help="[height, width] after resizing")
+    grayscale: bool = option(True, help="convert RGB to one luminance channel")
+    frame_stack: int = option(3, min=1, max=16, help="stack this many recent frames on the channel axis")
+
+
+@dataclass
+class EnvironmentConfig:
+    family: str = option("mpe", choices=ENV_FAMILIES, help="PettingZoo env family")
+    env_id: str = option("simple_spread_v3", help="versioned env id within the family")
+    api_type: str = option("PARALLEL", choices=API_TYPES, help="PettingZoo API the env is built with")
+    env_kwargs: dict = option(default_factory=dict, help="keyword arguments for the env constructor")
+    preprocessing: PreprocessingConfig = option(default_factory=PreprocessingConfig,
+                                                help="image observation preprocessing")
+
+
+@dataclass
+class TrainingConfig:
+    algorithm: str = option("PPO", help="RLlib algorithm")
+    total_timesteps: int = option(20_000, min=1, help="stop after this many sampled env steps")
+    algo_params: dict = option(default_factory=dict, help="hyperparameters, see --schema ALGORITHM")
+    algo_params_version: int | None = option(None, help="algo_params schema version the config was written for")
+
+
+@dataclass
+class ResourceConfig:
+    num_workers: int = option(2, min=0, max=256, help="env runner actors (0 = sample in the driver)")
+    num_envs_per_worker: int = option(1, min=1, max=64, help="vectorised envs per env runner")
+    num_gpus: float = option(0.0, min=0.0, help="GPUs for the learner (0 = CPU)")
+    num_cpus: float = option(1.0, min=0.0, help="CPUs per env runner")
+    address: str | None = option(None, help="address of an existing Ray cluster to join; null = start a local one")
+
+
+@dataclass
+class CheckpointConfig:
+    every_n_iterations: int = option(0, min=0, help="save every N iterations; 0 = only at the end")
+    at_end: bool = option(True, help="save when the run ends (completed or cancelled)")
+    keep_last: int = option(3, min=1, help="keep only the newest K periodic checkpoints")
+    restore_from: str | None = option(None, help="checkpoint folder to resume from")
+
+
+@dataclass
+class RayWorkerConfig:
+    run_id: str = option(help="run id (set by MOSAIC)")
+    seed: int = option(0, min=0, help="seeds RLlib, the env runners and env resets")
+    environment: EnvironmentConfig = option(default_factory=EnvironmentConfig, help="the env")
+    policy_configuration: PolicyConfiguration = option(PolicyConfiguration.PARAMETER_SHARING,
+                                                       help="how agents map onto modules")
+    training: TrainingConfig = option(default_factory=TrainingConfig, help="algorithm and budget")
+    resources: ResourceConfig = option(default_factory=ResourceConfig, help="Ray resources")
+    checkpoint: CheckpointConfig = option(default_factory=CheckpointConfig, help="checkpointing")
+    output_dir: str | None = option(None, help="artefact folder; null = the run folder")
+    tensorboard: bool = option(True, help="write TensorBoard event files to the run's tensorboard/")
+    wandb: bool = option(False, help="log to Weights & Biases")
+    wandb_project: str = option("mosaic", help="W&B project")
+    wandb_mode: str = option("offline", choices=("offline", "online"), help="W&B mode; offline needs no network")
+    heartbeat_interval_s: float = option(5.0, min=0.0, help="seconds between heartbeats; 0 = off")
+
+    def to_dict(self) -> dict[str, Any]:
+        return configkit.to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RayWorkerConfig":
+        config = configkit.from_dict(cls, unflatten(data))
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        """Cross-field checks that need no env and no Ray."""
+        algos = algo_params.algorithms()
+        if self.training.algorithm not in algos:
+            raise ConfigError("training.algorithm", one_of(self.training.algorithm, algos))
+        self.training.algo_params = algo_params.validate(
+            self.training.algorithm, self.training.algo_params,
+            version=self.training.algo_params_version)
+        if self.policy_configuration not in IMPLEMENTED_POLICY_CONFIGURATIONS:
+            raise ConfigError("policy_configuration", f"{self.policy_configuration.name} is not implemented "
+                              f"in this version; available: "
+                              f"{', '.join(p.name for p in IMPLEMENTED_POLICY_CONFIGURATIONS)}")
+        size = self.environment.preprocessing.resize
+        if len(size) != 2 or any(not isinstance(v, int) or v < 8 or v > 512 for v in size):
+            raise ConfigError("environment.preprocessing.resize", f"{size!r} must be [height, width], each 8..512")
+
+
+#: The flat form of worker-examples.rst, mapped onto the nested sections.
+FLAT_KEYS = {
+    "algorithm": "training", "total_timesteps": "training", "algo_params": "training",
+    "algo_params_version": "training",
+    "num_workers": "resources", "num_envs_per_worker": "resources", "num_gpus": "resources",
+    "num_cpus": "resources", "address": "resources",
+    "family": "environment", "env_id": "environment", "api_type": "environment", "env_kwargs": "environment",
+}
+FRAMEWORKS = ("torch",)
+
+
+def unflatten(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Accept ``{"algorithm": "PPO", "num_workers": 8, "framework": "torch"}`` as well as nested sections."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "framework":
+            if value not in FRAMEWORKS:
+                raise ConfigError("framework", one_of(value, FRAMEWORKS))
+            continue
+        section = FLAT_KEYS.get(key)
+        if section is None:
+            out[key] = dict(value) if isinstance(value, dict) else value
+            continue
+        nested = out.setdefault(section, dict(data.get(section) or {}))
+        if not isinstance(nested, dict):
+            raise ConfigError(section, f"must be an object, got {type(nested).__name__}")
+        if key in nested:
+            raise ConfigError(key, f"given both flat and as {section}.{key}")
+        nested[key] = value
+    return out
+
+
+def default_config() -> dict[str, Any]:
+    """The built-in default: PPO with parameter sharing on MPE simple_spread."""
+    data = configkit.to_dict(RayWorkerConfig(run_id="unset"))
+    del data["run_id"]
+    data["environment"]["env_kwargs"] = {"N": 3, "max_cycles": 25, "continuous_actions": False}
+    data["training"]["total_timesteps"] = 20_000
+    return data

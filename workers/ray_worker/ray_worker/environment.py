@@ -1,0 +1,134 @@
+"""``EnvironmentFactory``: PettingZoo env → RLlib ``MultiAgentEnv``.
+
+Builds the env by family and id through :mod:`mosaic.envs`, applies image
+preprocessing where asked, and wraps it with RLlib's own PettingZoo
+wrappers (AEC or parallel). It also describes the env (agents and spaces)
+for validation and ``--dry-run``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+
+from mosaic.errors import ConfigError
+from ray_worker.config import EnvironmentConfig
+from ray_worker.preprocessing import ImagePreprocess, is_image_space
+
+
+def space_kind(space: gym.Space) -> str:
+    if isinstance(space, gym.spaces.Discrete):
+        return "discrete"
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return "multi_discrete"
+    if isinstance(space, gym.spaces.Dict):
+        return "masked_discrete" if "action_mask" in space.spaces else "dict"
+    if isinstance(space, gym.spaces.Box):
+        return "image" if len(space.shape) == 3 else "box"
+    return type(space).__name__
+
+
+def describe_space(space: gym.Space) -> Any:
+    if isinstance(space, gym.spaces.Dict):
+        return {k: describe_space(v) for k, v in space.spaces.items()}
+    if isinstance(space, gym.spaces.Discrete):
+        return f"Discrete({space.n})"
+    if isinstance(space, gym.spaces.Box):
+        return f"Box({space.shape}, {space.dtype})"
+    return str(space)
+
+
+@dataclass(frozen=True)
+class EnvInfo:
+    """Agents and their (post-preprocessing) spaces."""
+
+    agents: tuple[str, ...]
+    observation_spaces: dict[str, gym.Space]
+    action_spaces: dict[str, gym.Space]
+    preprocessed: bool
+    has_state: bool
+
+    def action_kinds(self) -> set[str]:
+        return {space_kind(s) for s in self.action_spaces.values()}
+
+    def has_action_masks(self) -> bool:
+        return any(space_kind(s) == "masked_discrete" for s in self.observation_spaces.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"agents": list(self.agents), "preprocessed": self.preprocessed,
+                "global_state": self.has_state,
+                "observation_spaces": {a: describe_space(s) for a, s in self.observation_spaces.items()},
+                "action_spaces": {a: describe_space(s) for a, s in self.action_spaces.items()}}
+
+
+class EnvironmentFactory:
+    """Creates the configured env; picklable, so RLlib can call it on every env runner."""
+
+    def __init__(self, config: EnvironmentConfig) -> None:
+        self.config = config
+
+    def _wants_preprocessing(self, env: Any) -> bool:
+        enabled = self.config.preprocessing.enabled
+        if enabled is not None:
+            return enabled
+        return any(is_image_space(env.observation_space(a)) for a in env.possible_agents)
+
+    def make_pettingzoo(self, render_mode: str | None = None) -> tuple[Any, bool]:
+        """The PettingZoo env in the configured API (AEC or parallel), preprocessed if needed."""
+        from mosaic.envs import load_env_module, make_env, supported_api_types
+
+        cfg = self.config
+        module = load_env_module(cfg.family, cfg.env_id)
+        has_parallel = "PARALLEL" in supported_api_types(module)
+        probe_api = "PARALLEL" if has_parallel else cfg.api_type
+        env = make_env(cfg.family, cfg.env_id, probe_api, cfg.env_kwargs, render_mode)
+        preprocess = self._wants_preprocessing(env)
+        if preprocess:
+            if not has_parallel:
+                raise ConfigError("environment.preprocessing.enabled",
+                                  f"image preprocessing needs a parallel env; {cfg.env_id} is AEC only")
+            bad = [a for a in env.possible_agents if not is_image_space(env.observation_space(a))]
+            if bad:
+                raise ConfigError("environment.preprocessing.enabled",
+                                  f"{cfg.env_id} has non-image observations for {bad[:3]}; set it to false")
+            p = cfg.preprocessing
+            env = ImagePreprocess(env, tuple(p.resize), p.grayscale, p.frame_stack)
+        if cfg.api_type == "AEC" and has_parallel:
+            from pettingzoo.utils.conversions import parallel_to_aec
+
+            if preprocess:
+                env = parallel_to_aec(env)
+            else:
+                env.close()
+                env = make_env(cfg.family, cfg.env_id, "AEC", cfg.env_kwargs, render_mode)
+        return env, preprocess
+
+    def describe(self) -> EnvInfo:
+        env, preprocessed = self.make_pettingzoo()
+        try:
+            agents = tuple(env.possible_agents)
+            info = EnvInfo(agents=agents,
+                           observation_spaces={a: env.observation_space(a) for a in agents},
+                           action_spaces={a: env.action_space(a) for a in agents},
+                           preprocessed=preprocessed, has_state=_has_state(env))
+        finally:
+            env.close()
+        return info
+
+    def __call__(self, env_context: Any = None) -> Any:
+        """RLlib's env creator: returns an RLlib ``MultiAgentEnv``."""
+        from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv, PettingZooEnv
+
+        env, _ = self.make_pettingzoo()
+        return PettingZooEnv(env) if self.config.api_type == "AEC" else ParallelPettingZooEnv(env)
+
+
+def _has_state(env: Any) -> bool:
+    try:
+        env.reset(seed=0)
+        env.state()
+        return True
+    except Exception:
+        return False

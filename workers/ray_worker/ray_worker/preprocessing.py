@@ -1,0 +1,98 @@
+"""Image observation preprocessing for PettingZoo parallel envs (numpy only).
+
+Pixel envs such as pistonball emit 457x120x3 frames per agent; resizing,
+grayscale and frame stacking make them trainable on a CPU. Done here with
+precomputed nearest-neighbour indices rather than an extra dependency.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from pettingzoo.utils.env import ParallelEnv
+
+_LUMA = np.array([0.299, 0.587, 0.114], np.float32)
+
+
+def is_image_space(space: gym.Space) -> bool:
+    """An HxWxC uint8 Box with 1, 3 or 4 channels."""
+    return (isinstance(space, gym.spaces.Box) and len(space.shape) == 3
+            and space.shape[-1] in (1, 3, 4) and space.dtype == np.uint8)
+
+
+class ImagePreprocess(ParallelEnv):
+    """Resize (nearest), optionally grayscale, stack frames, scale to [0, 1] float32."""
+
+    def __init__(self, env: ParallelEnv, size: tuple[int, int] = (42, 42), grayscale: bool = True,
+                 frame_stack: int = 3) -> None:
+        self.env = env
+        self.size, self.grayscale, self.frame_stack = tuple(size), grayscale, frame_stack
+        self.metadata = getattr(env, "metadata", {})
+        self.possible_agents = list(env.possible_agents)
+        self.render_mode = getattr(env, "render_mode", None)
+        self._spaces: dict[str, gym.spaces.Box] = {}
+        for agent in self.possible_agents:
+            inner = env.observation_space(agent)
+            channels = 1 if grayscale else inner.shape[-1]
+            self._spaces[agent] = gym.spaces.Box(0.0, 1.0, (*self.size, channels * frame_stack), np.float32)
+        self._index: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._frames: dict[str, deque] = {}
+
+    @property
+    def agents(self) -> list[str]:
+        return self.env.agents
+
+    def observation_space(self, agent: str) -> gym.Space:
+        return self._spaces[agent]
+
+    def action_space(self, agent: str) -> gym.Space:
+        return self.env.action_space(agent)
+
+    def _process(self, frame: np.ndarray) -> np.ndarray:
+        key = frame.shape[:2]
+        if key not in self._index:
+            self._index[key] = (np.linspace(0, key[0] - 1, self.size[0]).astype(np.intp),
+                                np.linspace(0, key[1] - 1, self.size[1]).astype(np.intp))
+        rows, cols = self._index[key]
+        small = frame[rows][:, cols]
+        if self.grayscale:
+            small = (small[..., :3].astype(np.float32) @ _LUMA)[..., None]
+        else:
+            small = small.astype(np.float32)
+        return small / np.float32(255.0)
+
+    def _observe(self, agent: str) -> np.ndarray:
+        return np.concatenate(self._frames[agent], axis=-1)
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        obs, infos = self.env.reset(seed=seed, options=options)
+        out = {}
+        for agent, frame in obs.items():
+            first = self._process(frame)
+            self._frames[agent] = deque([first] * self.frame_stack, maxlen=self.frame_stack)
+            out[agent] = self._observe(agent)
+        return out, infos
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        out = {}
+        for agent, frame in obs.items():
+            self._frames[agent].append(self._process(frame))
+            out[agent] = self._observe(agent)
+        return out, rewards, terms, truncs, infos
+
+    def state(self) -> np.ndarray:
+        return self.env.state()
+
+    def render(self) -> Any:
+        return self.env.render()
+
+    def close(self) -> None:
+        self.env.close()
+
+    @property
+    def unwrapped(self) -> Any:
+        return self.env.unwrapped

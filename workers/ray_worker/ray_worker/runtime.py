@@ -1,0 +1,237 @@
+"""``RayWorkerRuntime``: one RLlib training run, start to finish.
+
+Builds the env and the algorithm from a :class:`RayWorkerConfig`, trains
+iteration by iteration, turns each RLlib result into MOSAIC telemetry, and
+checkpoints. Between iterations it honours pause/cancel; a cancelled run
+finishes the current iteration and checkpoints before it stops.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from mosaic.errors import ConfigError
+from mosaic.lifecycle import RunCancelled
+from mosaic.provenance import config_digest, package_versions
+from mosaic.worker_cli import WorkerContext
+from ray_worker.callbacks import EPISODES_KEY
+from ray_worker.config import RayWorkerConfig, ResourceConfig
+from ray_worker.environment import EnvironmentFactory, EnvInfo
+from ray_worker.policies import PolicyLayout, layout_for
+
+__all__ = ["EnvironmentFactory", "RayWorkerRuntime", "metrics_from_result", "start_ray"]
+
+PACKAGES = ("mosaic-marl", "mosaic-ray-worker", "ray", "torch", "pettingzoo", "gymnasium", "numpy",
+            "mpe2", "tensorboardX", "wandb")
+STATE_FILE = "mosaic_state.json"
+LOSS_KEYS_SKIPPED = ("num_", "weights_seq_no", "module_train_batch_size", "gradients_", "last_target")
+
+
+def start_ray(resources: ResourceConfig) -> bool:
+    """Join ``resources.address`` or start a local Ray sized for the run; True if we started it."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    if resources.address:
+        ray.init(address=resources.address, log_to_driver=True)
+        return True
+    need = resources.num_workers * resources.num_cpus + 1
+    ray.init(num_cpus=max(os.cpu_count() or 1, math.ceil(need)), num_gpus=math.ceil(resources.num_gpus),
+             include_dashboard=False, log_to_driver=True)
+    return True
+
+
+def _stats(values: list[float]) -> tuple[float, float, float]:
+    return sum(values) / len(values), min(values), max(values)
+
+
+def episode_metrics(episodes: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """RLlib-named statistics over the episodes finished in one iteration."""
+    if not episodes:
+        return {"num_episodes": 0}
+    totals = [sum(e["returns"].values()) for e in episodes]
+    per_agent: dict[str, list[float]] = {}
+    per_module: dict[str, list[float]] = {}
+    for e in episodes:
+        for agent, ret in e["returns"].items():
+            per_agent.setdefault(agent, []).append(ret)
+            module = e.get("modules", {}).get(agent)
+            if module is not None:
+                per_module.setdefault(module, []).append(ret)
+    out: dict[str, Any] = {"num_episodes": len(episodes)}
+    out["episode_return_mean"], out["episode_return_min"], out["episode_return_max"] = _stats(totals)
+    out["episode_len_mean"] = sum(e["length"] for e in episodes) / len(episodes)
+    out["illegal_actions"] = sum(int(e.get("illegal_actions", 0)) for e in episodes)
+    for prefix, groups in (("agent", per_agent), ("module", per_module)):
+        stats = {k: _stats(v) for k, v in groups.items()}
+        for i, suffix in enumerate(("mean", "min", "max")):
+            out[f"{prefix}_episode_returns_{suffix}"] = {k: s[i] for k, s in stats.items()}
+    return out
+
+
+def learner_metrics(result: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """Per-module learner scalars (losses, entropy, KL, learning rate)."""
+    learners = result.get("learners") or {}
+    out = {}
+    for module_id, values in learners.items():
+        if module_id == "__all_modules__" or not isinstance(values, Mapping):
+            continue
+        out[str(module_id)] = {k: float(v) for k, v in values.items()
+                               if isinstance(v, (int, float)) and not isinstance(v, bool)
+                               and not k.startswith(LOSS_KEYS_SKIPPED)}
+    return out
+
+
+def collect_episode_records(value: Any) -> list[dict[str, Any]]:
+    """The iteration's episode records, however RLlib nested them on the way."""
+    if isinstance(value, Mapping):
+        if "returns" in value:
+            return [dict(value)]
+        return [r for v in value.values() for r in collect_episode_records(v)]
+    if isinstance(value, (list, tuple)):
+        return [r for v in value for r in collect_episode_records(v)]
+    return []
+
+
+def metrics_from_result(result: Mapping[str, Any], iteration: int, timesteps: int,
+                        total: int, steps_per_s: float) -> tuple[dict[str, Any], list[dict]]:
+    """One RLlib result → a MOSAIC ``metrics`` payload and the iteration's episode records."""
+    episodes = collect_episode_records((result.get("env_runners") or {}).get(EPISODES_KEY))
+    payload = {"iteration": iteration, "timesteps_total": timesteps, "total_timesteps": total,
+               "env_steps_per_s": steps_per_s, **episode_metrics(episodes),
+               "learner": learner_metrics(result)}
+    return payload, episodes
+
+
+class RayWorkerRuntime:
+    def __init__(self, config: RayWorkerConfig, context: WorkerContext) -> None:
+        self.config = config
+        self.ctx = context
+        self.run_dir = Path(config.output_dir) if config.output_dir else context.run_dir.root
+        self.checkpoints: list[Path] = []
+
+    # -- checkpoints ---------------------------------------------------------
+    def _save(self, algo: Any, iteration: int, timesteps: int, episodes: int, periodic: bool) -> Path:
+        path = self.run_dir / "checkpoints" / f"checkpoint_{iteration:06d}"
+        if path.exists():
+            shutil.rmtree(path)
+        algo.save_to_path(str(path))
+        (path / STATE_FILE).write_text(json.dumps({
+            "format": "mosaic-ray-worker/1", "iteration": iteration, "timesteps_total": timesteps,
+            "episodes": episodes, "run_id": self.config.run_id, "algorithm": self.config.training.algorithm,
+            "policy_configuration": self.config.policy_configuration.name,
+            "environment": self.config.to_dict()["environment"]}))
+        self.ctx.emitter.checkpoint_saved(path=str(path), iteration=iteration, timesteps_total=timesteps)
+        if periodic:
+            self.checkpoints.append(path)
+            keep = self.config.checkpoint.keep_last
+            while len(self.checkpoints) > keep:
+                shutil.rmtree(self.checkpoints.pop(0), ignore_errors=True)
+        return path
+
+    def _restore(self, algo: Any, path: str) -> dict[str, Any]:
+        state_file = Path(path) / STATE_FILE
+        try:
+            state = json.loads(state_file.read_text())
+        except (OSError, ValueError):
+            raise ConfigError("checkpoint.restore_from", f"{path!r} is not a checkpoint of this worker "
+                              f"(no readable {STATE_FILE})") from None
+        algo.restore_from_path(str(Path(path).resolve()))
+        self.ctx.emitter.log(f"restored from {path} at iteration {state['iteration']}, "
+                             f"{state['timesteps_total']} env steps")
+        return state
+
+    # -- the run -------------------------------------------------------------
+    def prepare(self) -> tuple[EnvInfo, PolicyLayout]:
+        env_info = EnvironmentFactory(self.config.environment).describe()
+        return env_info, layout_for(self.config.policy_configuration, env_info)
+
+    def run(self) -> dict[str, Any]:
+        import ray
+        from ray.tune.registry import register_env
+
+        from ray_worker.algorithms import build_algorithm_config
+        from ray_worker.analytics import MetricsSinks
+        from ray_worker.callbacks import MosaicCallbacks
+
+        cfg, emit, control = self.config, self.ctx.emitter, self.ctx.control
+        env_info, layout = self.prepare()
+        started_ray = start_ray(cfg.resources)
+        if control.handles_signals:
+            control.install_signal_handlers()  # again: ray.init installs its own
+        env_name = f"mosaic-{cfg.environment.family}-{cfg.environment.env_id}"
+        register_env(env_name, EnvironmentFactory(cfg.environment))
+        algo = build_algorithm_config(cfg, env_info, layout, env_name, MosaicCallbacks).build_algo()
+        sinks = None
+        try:
+            iteration, timesteps, episodes = 0, 0, 0
+            if cfg.checkpoint.restore_from:
+                state = self._restore(algo, cfg.checkpoint.restore_from)
+                iteration, timesteps, episodes = (state["iteration"], state["timesteps_total"],
+                                                  state["episodes"])
+            emit.run_started(
+                worker="ray", config_digest=config_digest(cfg.to_dict()),
+                versions=package_versions(PACKAGES),
+                resources={**cfg.to_dict()["resources"], "ray": ray.cluster_resources(),
+                           "ray_nodes": sum(1 for n in ray.nodes() if n.get("Alive"))},
+                algorithm=cfg.training.algorithm, env=cfg.to_dict()["environment"],
+                policy_configuration=cfg.policy_configuration.name, seed=cfg.seed,
+                total_timesteps=cfg.training.total_timesteps, agents=list(env_info.agents),
+                modules=layout.to_dict(), restored_from=cfg.checkpoint.restore_from,
+            )
+            sinks = MetricsSinks(self.run_dir, cfg.run_id, cfg.tensorboard, cfg.wandb, cfg.wandb_project,
+                                 cfg.wandb_mode, cfg.to_dict())
+            try:
+                while timesteps < cfg.training.total_timesteps:
+                    control.checkpoint()
+                    t0 = time.perf_counter()
+                    result = algo.train()
+                    elapsed = time.perf_counter() - t0
+                    iteration += 1
+                    new_steps = steps_this_iteration(result)
+                    timesteps += new_steps
+                    payload, records = metrics_from_result(result, iteration, timesteps,
+                                                           cfg.training.total_timesteps,
+                                                           new_steps / max(elapsed, 1e-9))
+                    for record in records:
+                        emit.episode(episode=episodes, length=record["length"], returns=record["returns"],
+                                     modules=record.get("modules", {}),
+                                     illegal_actions=record.get("illegal_actions", 0))
+                        episodes += 1
+                    payload["num_episodes_lifetime"] = episodes
+                    emit.metrics(**payload)
+                    sinks.write(payload)
+                    every = cfg.checkpoint.every_n_iterations
+                    if every and iteration % every == 0:
+                        self._save(algo, iteration, timesteps, episodes, periodic=True)
+            except RunCancelled:
+                if cfg.checkpoint.at_end and iteration > 0:
+                    self._save(algo, iteration, timesteps, episodes, periodic=False)
+                raise
+            final = None
+            if cfg.checkpoint.at_end:
+                final = self._save(algo, iteration, timesteps, episodes, periodic=False)
+            return {"timesteps_total": timesteps, "iterations": iteration, "episodes": episodes,
+                    "final_checkpoint": str(final) if final else None}
+        finally:
+            if sinks is not None:
+                sinks.close()
+            algo.stop()
+            if started_ray:
+                ray.shutdown()
+
+
+def steps_this_iteration(result: Mapping[str, Any]) -> int:
+    """Env steps sampled in this iteration (RLlib may hand back numpy or Stats values)."""
+    value = (result.get("env_runners") or {}).get("num_env_steps_sampled")
+    try:
+        return int(float(value))
+    except (TypeError, ValueError):
+        return 0

@@ -1,0 +1,104 @@
+"""Configuration, validation, --schema and --dry-run: no Ray cluster involved."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mosaic.errors import ConfigError
+from ray_worker.config import PolicyConfiguration, RayWorkerConfig, default_config
+
+
+def test_defaults_round_trip():
+    config = RayWorkerConfig.from_dict({"run_id": "r"})
+    again = RayWorkerConfig.from_dict(config.to_dict())
+    assert again == config
+    assert config.resources.num_workers == 2 and config.resources.num_gpus == 0.0
+    assert config.policy_configuration is PolicyConfiguration.PARAMETER_SHARING
+    assert config.training.algo_params["lr"] > 0  # defaults filled from the schema
+
+
+def test_flat_form_from_worker_examples_is_accepted():
+    config = RayWorkerConfig.from_dict({"run_id": "r", "algorithm": "PPO", "num_workers": 8,
+                                        "num_envs_per_worker": 4, "framework": "torch"})
+    assert config.training.algorithm == "PPO"
+    assert config.resources.num_workers == 8 and config.resources.num_envs_per_worker == 4
+    with pytest.raises(ConfigError, match="framework: 'tf2' is not one of torch"):
+        RayWorkerConfig.from_dict({"run_id": "r", "framework": "tf2"})
+
+
+def test_default_config_is_valid():
+    RayWorkerConfig.from_dict({**default_config(), "run_id": "r"})
+
+
+def validate(data: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ray_worker.cli", "--validate", "--config", "-"],
+                          input=json.dumps(data), capture_output=True, text=True, timeout=120)
+
+
+BAD_CONFIGS = [
+    ({"training": {"algorithm": "PPOO"}},
+     "training.algorithm: 'PPOO' is not one of PPO, DQN, IMPALA, APPO, SAC"),
+    ({"environment": {"family": "mpe", "env_id": "simple_spreed_v3"}},
+     "environment.env_id: 'simple_spreed_v3' is not a mpe env (did you mean 'simple_spread_v3'?)"),
+    ({"environment": {"family": "atari"}}, "environment.family: 'atari' is not one of sisl, classic, butterfly, mpe"),
+    ({"environment": {"family": "sisl", "env_id": "waterworld_v4"}, "training": {"algorithm": "DQN"}},
+     "training.algorithm: DQN needs discrete actions"),
+    ({"environment": {"family": "mpe", "env_id": "simple_spread_v3"}, "training": {"algorithm": "SAC"}},
+     "training.algorithm: SAC needs continuous (Box) actions"),
+    ({"environment": {"family": "classic", "env_id": "connect_four_v3", "api_type": "AEC"},
+      "training": {"algorithm": "DQN"}}, "uses action masks, which DQN cannot respect yet"),
+    ({"environment": {"family": "classic", "env_id": "chess_v6", "api_type": "PARALLEL"}},
+     "environment.api_type: PARALLEL is not available for classic/chess_v6"),
+    ({"training": {"algo_params": {"lr": -1}}}, "training.algo_params.lr: -1"),
+    ({"training": {"algo_params": {"clip_parm": 0.2}}}, "training.algo_params.clip_parm"),
+    ({"training": {"algo_params_version": 7}}, "training.algo_params_version"),
+    ({"policy_configuration": "SELF_PLAY"}, "policy_configuration: SELF_PLAY is not implemented"),
+    ({"policy_configuration": "EVERYONE"}, "policy_configuration: 'EVERYONE' is not one of"),
+    ({"resources": {"num_workers": -1}}, "resources.num_workers: -1 is below the minimum 0"),
+    ({"resources": {"num_gpus": 1}}, "resources.num_gpus: 1.0 GPUs asked for, but this machine has none"),
+    ({"checkpoint": {"restore_from": "/nonexistent/ckpt"}}, "checkpoint.restore_from: '/nonexistent/ckpt'"),
+    ({"environment": {"env_kwargs": {"N": "three"}}}, "environment.env_kwargs"),
+    ({"framework": "tf2"}, "framework: 'tf2' is not one of torch"),
+]
+
+
+@pytest.mark.parametrize("data,message", BAD_CONFIGS, ids=[m.split(":")[0] for _, m in BAD_CONFIGS])
+def test_bad_configs_name_the_field_with_exit_code_2(data, message):
+    proc = validate({"worker": "ray", **data})
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0].startswith("ray: error: ") and message in lines[0], lines[0]
+    assert proc.stdout == ""
+
+
+def test_schema_flag_prints_json_schema():
+    proc = subprocess.run([sys.executable, "-m", "ray_worker.cli", "--schema", "PPO"],
+                          capture_output=True, text=True, timeout=60)
+    schema = json.loads(proc.stdout)
+    assert schema["$schema"].endswith("2020-12/schema")
+    assert "clip_param" in schema["properties"]
+
+
+def test_dry_run_is_fast_and_starts_no_ray(tmp_path):
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"worker": "ray", "environment": {
+        "family": "butterfly", "env_id": "pistonball_v6", "env_kwargs": {"n_pistons": 4}}}))
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "ray_worker.cli", "--dry-run", "--config", str(config)],
+                          capture_output=True, text=True, timeout=60)
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["env"]["agents"] == [f"piston_{i}" for i in range(4)]
+    assert out["env"]["preprocessed"] is True
+    assert out["env"]["observation_spaces"]["piston_0"] == "Box((42, 42, 3), float32)"
+    assert out["rllib"]["multi_agent"]["policies"] == ["shared"]
+    assert out["rllib"]["rl_module"]["shared"]["model_config"]["conv_filters"]
+    assert "Started a local Ray instance" not in proc.stderr
+    assert elapsed < 3.0, f"dry run took {elapsed:.1f} s"

@@ -1,0 +1,85 @@
+"""The Ray worker as a real subprocess: conformance, signals, joining a cluster by address.
+
+Worker processes join this module's Ray session through ``resources.address``
+instead of starting their own, which keeps the module fast and exercises the
+"join an existing cluster" path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import TINY, merge
+from mosaic.testing import check_worker
+
+
+@pytest.fixture(scope="module")
+def address(ray_session) -> str:
+    return ray_session.get_runtime_context().gcs_address
+
+
+def test_conformance(address, tmp_path):
+    config = merge(TINY, {"resources": {"address": address}})
+    report = check_worker("ray", config, home=tmp_path)
+    started = report.of_type("run_started")[0]
+    assert started["algorithm"] == "PPO" and started["versions"]["ray"].startswith("2.60")
+    assert report.of_type("checkpoint_saved")
+    manifest = report.run.read_manifest()
+    assert manifest["versions"]["torch"].startswith("2.13") and manifest["algorithm"] == "PPO"
+
+
+def wait_for(path: Path, needle: str, timeout: float = 120) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if path.exists() and needle in path.read_text():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{needle} never appeared in {path}")
+
+
+def test_pause_resume_and_cancel_checkpoint(address, tmp_path):
+    home = tmp_path / "home"
+    config = tmp_path / "long.json"
+    config.write_text(json.dumps(merge(TINY, {
+        "worker": "ray", "resources": {"address": address}, "heartbeat_interval_s": 0.5,
+        "training": {"total_timesteps": 10_000_000}})))
+    proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "MOSAIC_HOME": str(home)})
+    try:
+        runs = home / "trainer" / "runs"
+        deadline = time.time() + 60
+        while not (runs.exists() and any(runs.iterdir())):
+            assert time.time() < deadline
+            time.sleep(0.1)
+        run = next(p for p in runs.iterdir() if p.is_dir())
+        telemetry = run / "telemetry.jsonl"
+        wait_for(telemetry, '"type":"metrics"')
+        pid = json.loads((run / "analytics.json").read_text())["pid"]
+        os.kill(pid, signal.SIGUSR1)
+        wait_for(telemetry, '"type":"paused"')
+        count = telemetry.read_text().count('"type":"metrics"')
+        time.sleep(2)
+        assert telemetry.read_text().count('"type":"metrics"') == count, "trained while paused"
+        os.kill(pid, signal.SIGUSR2)
+        wait_for(telemetry, '"type":"resumed"')
+        cancel_at = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+        assert time.monotonic() - cancel_at < 30
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3
+    events = [json.loads(line) for line in telemetry.read_text().splitlines()]
+    kinds = [e["type"] for e in events]
+    assert kinds[-1] == "run_cancelled"
+    assert kinds[-2] == "checkpoint_saved"  # checkpointed after finishing the iteration
+    assert Path(events[-2]["path"], "mosaic_state.json").exists()

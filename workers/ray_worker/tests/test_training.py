@@ -1,0 +1,128 @@
+"""Real RLlib training, tiny batches, one shared Ray session for the module."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import train
+from ray_worker.callbacks import count_illegal
+
+
+def assert_trained(run, iterations: int = 2) -> None:
+    metrics = run.of_type("metrics")
+    assert len(metrics) >= iterations
+    steps = [m["timesteps_total"] for m in metrics]
+    assert steps == sorted(steps) and steps[-1] >= run.config.training.total_timesteps
+    assert any(m["learner"] for m in metrics), "no learner results"
+    assert run.events[0]["type"] == "run_started"
+
+
+def test_ppo_parameter_sharing_reports_agents_modules_and_losses(ray_session, tmp_path):
+    run = train(tmp_path, {})
+    assert_trained(run)
+    last = run.of_type("metrics")[-1]
+    assert set(last["agent_episode_returns_mean"]) == {"agent_0", "agent_1"}
+    assert set(last["module_episode_returns_mean"]) == {"shared"}
+    assert {"policy_loss", "vf_loss", "entropy", "total_loss"} <= set(last["learner"]["shared"])
+    assert last["episode_len_mean"] == 25
+    episodes = run.of_type("episode")
+    assert episodes and all(set(e["returns"]) == {"agent_0", "agent_1"} for e in episodes)
+    (ckpt,) = run.of_type("checkpoint_saved")
+    assert (run.run.root / "checkpoints" / "checkpoint_000002" / "mosaic_state.json").exists()
+    assert ckpt["timesteps_total"] == last["timesteps_total"]
+    assert list((run.run.root / "tensorboard").glob("events.out.tfevents.*"))
+
+
+def test_independent_modules_on_sisl_waterworld(ray_session, tmp_path):
+    run = train(tmp_path, {"policy_configuration": "INDEPENDENT",
+                           "environment": {"family": "sisl", "env_id": "waterworld_v4",
+                                           "env_kwargs": {"n_pursuers": 2, "max_cycles": 50}}})
+    assert_trained(run)
+    assert run.events[0]["modules"]["modules"] == {"pursuer_0": ["pursuer_0"], "pursuer_1": ["pursuer_1"]}
+    assert set(run.of_type("metrics")[-1]["learner"]) == {"pursuer_0", "pursuer_1"}
+
+
+def test_parameter_sharing_groups_agent_types(ray_session, tmp_path):
+    run = train(tmp_path, {"environment": {"family": "mpe", "env_id": "simple_tag_v3",
+                                           "env_kwargs": {"num_good": 1, "num_adversaries": 2,
+                                                          "num_obstacles": 1, "max_cycles": 25}}})
+    assert_trained(run)
+    modules = run.events[0]["modules"]["modules"]
+    assert modules == {"adversary": ["adversary_0", "adversary_1"], "agent": ["agent_0"]}
+
+
+@pytest.mark.parametrize("algorithm,env,params", [
+    ("DQN", {"family": "mpe", "env_id": "simple_spread_v3", "env_kwargs": {"N": 2, "max_cycles": 25}},
+     {"train_batch_size_per_learner": 32, "num_steps_sampled_before_learning_starts": 100,
+      "rollout_fragment_length": 25}),
+    ("IMPALA", {"family": "mpe", "env_id": "simple_spread_v3", "env_kwargs": {"N": 2, "max_cycles": 25}},
+     {"train_batch_size_per_learner": 100, "rollout_fragment_length": 25, "min_time_s_per_iteration": 0}),
+    ("APPO", {"family": "mpe", "env_id": "simple_spread_v3", "env_kwargs": {"N": 2, "max_cycles": 25}},
+     {"train_batch_size_per_learner": 100, "rollout_fragment_length": 25, "min_time_s_per_iteration": 0}),
+    ("SAC", {"family": "sisl", "env_id": "waterworld_v4", "env_kwargs": {"n_pursuers": 2, "max_cycles": 50}},
+     {"train_batch_size_per_learner": 64, "num_steps_sampled_before_learning_starts": 100,
+      "rollout_fragment_length": 25}),
+])
+def test_each_algorithm_trains_two_iterations(ray_session, tmp_path, algorithm, env, params):
+    run = train(tmp_path, {"environment": env, "training": {
+        "algorithm": algorithm, "total_timesteps": 300, "algo_params": {**params, "fcnet_hiddens": [32]}}})
+    metrics = run.of_type("metrics")
+    assert len(metrics) >= 2 and metrics[-1]["timesteps_total"] >= 300
+    assert any(m["learner"] for m in metrics), f"{algorithm} never updated"
+
+
+@pytest.mark.parametrize("env_id", ["connect_four_v3", "tictactoe_v3"])
+def test_masked_games_never_sample_illegal_actions(ray_session, tmp_path, env_id):
+    run = train(tmp_path, {"environment": {"family": "classic", "env_id": env_id, "api_type": "AEC"},
+                           "training": {"total_timesteps": 600, "algo_params": {
+                               "train_batch_size_per_learner": 300, "minibatch_size": 100,
+                               "num_epochs": 1, "fcnet_hiddens": [32]}}})
+    assert_trained(run)
+    episodes = run.of_type("episode")
+    assert len(episodes) >= 10
+    assert sum(e["illegal_actions"] for e in episodes) == 0
+    assert all(m["illegal_actions"] == 0 for m in run.of_type("metrics"))
+
+
+def test_count_illegal_sees_illegal_actions():
+    masks = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 0]])
+    obs = {"action_mask": masks, "observation": np.zeros((3, 2))}
+    assert count_illegal(obs, [0, 1, 2]) == 1
+    assert count_illegal(obs, [1, 0]) == 2
+    assert count_illegal([{"action_mask": m} for m in masks], [0, 2]) == 0
+    assert count_illegal(np.zeros((3, 2)), [0, 1, 2]) == 0
+
+
+def test_butterfly_images_train_with_preprocessing(ray_session, tmp_path):
+    run = train(tmp_path, {"environment": {"family": "butterfly", "env_id": "pistonball_v6",
+                                           "env_kwargs": {"n_pistons": 3, "max_cycles": 40}},
+                           "training": {"total_timesteps": 160, "algo_params": {
+                               "train_batch_size_per_learner": 80, "minibatch_size": 80, "num_epochs": 1}}})
+    assert_trained(run)
+    assert run.events[0]["modules"]["modules"] == {"shared": ["piston_0", "piston_1", "piston_2"]}
+
+
+def test_checkpoint_restore_continues_the_counters(ray_session, tmp_path):
+    first = train(tmp_path / "a", {"checkpoint": {"every_n_iterations": 1, "keep_last": 1}})
+    saved = first.of_type("checkpoint_saved")
+    assert [c["iteration"] for c in saved] == [1, 2, 2]  # periodic 1, 2 and the final one
+    assert not (first.run.root / "checkpoints" / "checkpoint_000001").exists()  # keep_last=1
+    final = saved[-1]
+    resumed = train(tmp_path / "b", {"checkpoint": {"restore_from": final["path"]},
+                                     "training": {"total_timesteps": 600}})
+    metrics = resumed.of_type("metrics")
+    assert metrics[0]["iteration"] == 3
+    assert metrics[0]["timesteps_total"] == final["timesteps_total"] + 200
+    assert metrics[-1]["timesteps_total"] >= 600
+    assert resumed.of_type("episode")[0]["episode"] == first.summary["episodes"]
+
+
+def test_same_seed_same_first_iteration(ray_session, tmp_path):
+    def first_returns(seed: int, where: str) -> list:
+        run = train(tmp_path / where, {"seed": seed, "training": {"total_timesteps": 200}})
+        return [e["returns"] for e in run.of_type("episode")]
+
+    a, b = first_returns(3, "a"), first_returns(3, "b")
+    assert a and a == b
+    assert first_returns(4, "c") != a
