@@ -54,11 +54,26 @@ def test_run_example_shows_progress_and_leaves_a_valid_run_folder(home):
     assert logs.stdout.splitlines() == (run / "telemetry.jsonl").read_text().splitlines()
 
 
-def test_default_run_without_config(home):
-    proc = run_cli("run", home=home)
+def test_default_run_without_config_trains_the_default_worker(home):
+    """The README's main job: `mosaic run` on the built-in default (RLlib PPO), shortened."""
+    proc = run_cli("run", "--set", "training.total_timesteps=400", "--set", "resources.num_workers=0",
+                   "--set", 'training.algo_params={"train_batch_size_per_learner": 200, "minibatch_size": 100}',
+                   home=home, timeout=300, env={"RAY_AUTH_MODE": "disabled"})
     assert proc.returncode == 0, proc.stderr
     (run,) = runs_in(home)
-    assert json.loads((run / "analytics.json").read_text())["status"] == "completed"
+    manifest = json.loads((run / "analytics.json").read_text())
+    assert manifest["status"] == "completed" and manifest["worker"] == "ray"
+    assert manifest["algorithm"] == "PPO" and manifest["env"]["env_id"] == "simple_spread_v3"
+    config = json.loads((run / "config.json").read_text())
+    assert config["training"]["total_timesteps"] == 400
+
+
+def test_set_rejects_malformed_overrides(home):
+    proc = run_cli("run", str(EXAMPLES / "random_connect_four.json"), "--set", "seed", home=home)
+    assert proc.returncode == 2 and "--set: expected KEY.PATH=VALUE" in proc.stderr
+    proc = run_cli("run", str(EXAMPLES / "random_connect_four.json"), "--set", "seed.x=1", home=home)
+    assert proc.returncode == 2 and "'seed' is not an object" in proc.stderr
+    assert runs_in(home) == []
 
 
 @pytest.mark.parametrize("case,setup,words", [

@@ -72,9 +72,31 @@ def _default_config(found: Discovery) -> dict[str, Any]:
     raise UserError(f"no default worker installed (looked for {', '.join(DEFAULT_WORKERS)})")
 
 
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """``--set training.total_timesteps=400``: values are JSON, else plain strings."""
+    for item in overrides:
+        path, sep, raw = item.partition("=")
+        if not sep or not path or any(not part for part in path.split(".")):
+            raise UserError(f"--set: expected KEY.PATH=VALUE, got {item!r}")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        node = data
+        *parents, leaf = path.split(".")
+        for part in parents:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise UserError(f"--set: {path!r}: {part!r} is not an object in the config")
+            node = child
+        node[leaf] = value
+    return data
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     found = discover_workers()
     data = load_config_data(args.config) if args.config else _default_config(found)
+    data = apply_overrides(data, args.set)
     name = args.worker or data.get("worker")
     if not name:
         raise UserError(f"worker: not given; add \"worker\": NAME to the config or pass --worker "
@@ -185,6 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", nargs="?", help="config JSON; omitted: the default worker's default config")
     p.add_argument("--worker", help="worker name (overrides the config's \"worker\")")
     p.add_argument("--run-id", help="run id (default: time-sortable and random)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override one config value (JSON value), e.g. --set training.total_timesteps=4000")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("runs", help="list runs")

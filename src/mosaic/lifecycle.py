@@ -90,7 +90,8 @@ class Heartbeat:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
-            self.emitter.heartbeat()
+            if self.emitter.next_seq > 0:  # `run_started` always comes first
+                self.emitter.heartbeat()
 
     def __enter__(self) -> "Heartbeat":
         if self.interval_s > 0:
