@@ -1,34 +1,16 @@
-"""Shared fixtures: an isolated MOSAIC_HOME and a way to call the real CLI."""
+"""Shared fixtures: an isolated MOSAIC_HOME. Helpers live in cli_support.py."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-EXAMPLES = REPO / "examples"
+from cli_support import EXAMPLES, REPO, run_cli, write_config  # noqa: F401  (re-exported)
 
 
 @pytest.fixture
 def home(tmp_path, monkeypatch) -> Path:
     path = tmp_path / "home"
     monkeypatch.setenv("MOSAIC_HOME", str(path))
-    return path
-
-
-def run_cli(*args: str, home: Path, timeout: float = 120, env: dict | None = None,
-            **kwargs) -> subprocess.CompletedProcess:
-    """``python -m mosaic ARGS`` as a real subprocess."""
-    full_env = {**os.environ, "MOSAIC_HOME": str(home), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "mosaic", *args], capture_output=True, text=True,
-                          timeout=timeout, env=full_env, **kwargs)
-
-
-def write_config(path: Path, data: dict) -> Path:
-    path.write_text(json.dumps(data))
     return path

@@ -14,7 +14,7 @@ import jsonschema
 import psutil
 import pytest
 
-from conftest import EXAMPLES, run_cli, write_config
+from cli_support import EXAMPLES, run_cli, write_config
 from mosaic.telemetry_schema import TELEMETRY_SCHEMA
 
 VALIDATOR = jsonschema.Draft202012Validator(TELEMETRY_SCHEMA)

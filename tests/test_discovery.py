@@ -9,7 +9,7 @@ import pytest
 
 from mosaic.discovery import discover_workers
 from mosaic.errors import UserError
-from conftest import run_cli
+from cli_support import run_cli
 
 PLUGIN_MODULE = '''
 from mosaic.worker import WorkerCapabilities, WorkerMetadata

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import os
 import pkgutil
 import re
 from dataclasses import dataclass
@@ -31,7 +32,16 @@ FAMILY_PACKAGES: dict[str, tuple[str, ...]] = {
 }
 
 
+def _headless_pygame() -> None:
+    """PettingZoo envs import pygame; without a display, keep SDL quiet and off-screen."""
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+
+
 def _family_packages(family: str, field: str) -> list[ModuleType]:
+    _headless_pygame()
     if family not in FAMILY_PACKAGES:
         raise ConfigError(field, one_of(family, ENV_FAMILIES))
     found, errors = [], []

@@ -62,6 +62,22 @@ def validate_config(worker: DiscoveredWorker, config: Mapping[str, Any],
         raise UserError(f"worker {worker.name!r} printed an invalid normalised config") from None
 
 
+def _hash_seed(run: RunDir) -> dict[str, str]:
+    """PYTHONHASHSEED from the run's seed, unless the user set one.
+
+    Python randomises str hashing per process; libraries that iterate over
+    sets of agent ids (RLlib does) then batch agents in a different order in
+    every process, and the same seed stops giving the same run.
+    """
+    if "PYTHONHASHSEED" in os.environ:
+        return {}
+    try:
+        seed = run.read_config().get("seed", 0)
+    except (OSError, ValueError):
+        return {}
+    return {"PYTHONHASHSEED": str(seed % 4294967296)} if isinstance(seed, int) else {}
+
+
 @dataclass
 class RunOutcome:
     status: str  # completed | failed | cancelled
@@ -90,9 +106,10 @@ class WorkerProcess:
                "--run-dir", str(run.root)]
         run.worker_log_path.parent.mkdir(parents=True, exist_ok=True)
         self._stderr = run.worker_log_path.open("ab")
+        extra = {"MOSAIC_RUN_DIR": str(run.root), **_hash_seed(run), **(env or {})}
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr,
                                      stdin=subprocess.DEVNULL, start_new_session=True,
-                                     env=_worker_env({"MOSAIC_RUN_DIR": str(run.root), **(env or {})}))
+                                     env=_worker_env(extra))
         self.cancel_requested = False
         self._kill_timer: threading.Timer | None = None
         run.update_manifest(status="starting", pid=self.proc.pid, command=cmd)

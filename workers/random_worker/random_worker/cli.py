@@ -13,7 +13,7 @@ from random_worker.runtime import RandomWorkerRuntime
 
 def _deep_validate(config: RandomWorkerConfig) -> None:
     """Build the env once so a wrong env id or kwarg fails before any run exists."""
-    config.environment.make().close()
+    config.environment.make(render_mode="rgb_array" if config.fastlane.enabled else None).close()
     if config.restore_from and not (Path(config.restore_from) / "state.json").is_file():
         raise ConfigError("restore_from", f"{config.restore_from!r} is not a checkpoint of this worker "
                           "(no state.json in it)")

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 from mosaic import configkit
 from mosaic.configkit import option
 from mosaic.envs import EnvironmentConfig
+from mosaic.fastlane.config import FastLaneConfig
 
 
 @dataclass
@@ -24,6 +25,8 @@ class RandomWorkerConfig:
     checkpoint_every_iterations: int = option(0, min=0, help="save a checkpoint every N iterations; 0 = only at the end")
     checkpoint_at_end: bool = option(True, help="save a checkpoint when the run completes")
     restore_from: str | None = option(None, help="checkpoint folder to resume from (counters and RNG state)")
+    fastlane: FastLaneConfig = option(default_factory=FastLaneConfig,
+                                      help="stream rendered frames to `mosaic watch` (shared memory)")
 
     def to_dict(self) -> dict[str, Any]:
         return configkit.to_dict(self)

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from mosaic.fastlane.config import FastLaneTarget
 from mosaic.provenance import config_digest, package_versions
 from mosaic.worker_cli import WorkerContext
 from random_worker.config import RandomWorkerConfig
@@ -60,6 +61,7 @@ class RandomWorkerRuntime:
         self.ctx = context
         self.steps = 0
         self.episodes = 0
+        self.lane: Any = None  # a FastLane Publisher when frames are streamed
 
     # -- one episode ---------------------------------------------------------
     def _play_aec(self, env: Any, policy: RandomPolicy, seed: int) -> tuple[dict, int]:
@@ -74,6 +76,8 @@ class RandomWorkerRuntime:
                 returns[a] += float(r)
             if action is not None:
                 length += 1
+                if self.lane is not None:
+                    self._publish_frame(env, length, env.rewards, returns)
                 self._after_step()
             if self.config.max_episode_steps and length >= self.config.max_episode_steps:
                 break
@@ -89,10 +93,19 @@ class RandomWorkerRuntime:
             for a, r in rewards.items():
                 returns[a] += float(r)
             length += 1
+            if self.lane is not None:
+                self._publish_frame(env, length, rewards, returns)
             self._after_step()
             if self.config.max_episode_steps and length >= self.config.max_episode_steps:
                 break
         return returns, length
+
+    def _publish_frame(self, env: Any, step: int, rewards: dict, returns: dict) -> None:
+        """Offer a frame to FastLane; the throttle decides whether it is rendered at all."""
+        if self.lane.due():
+            self.lane.offer(env.render, self.episodes, step, lambda: {
+                "rewards": {a: float(r) for a, r in rewards.items()},
+                "returns": {a: float(r) for a, r in returns.items()}})
 
     # -- checkpoints: counters and RNG state, enough to continue a run -------
     def _save_checkpoint(self, policy: RandomPolicy, iteration: int) -> None:
@@ -124,7 +137,12 @@ class RandomWorkerRuntime:
     # -- the run -------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         cfg, emit = self.config, self.ctx.emitter
-        env = cfg.environment.make()
+        env = cfg.environment.make(render_mode="rgb_array" if cfg.fastlane.enabled else None)
+        if cfg.fastlane.enabled:
+            from mosaic.fastlane.publisher import Publisher
+
+            self.lane = Publisher(FastLaneTarget(cfg.run_id, str(self.ctx.run_dir.root), cfg.fastlane), "main",
+                                  log=lambda message: emit.log(f"fastlane: {message}", level="warning"))
         is_aec = cfg.environment.api_type == "AEC"
         policy = RandomPolicy(env, cfg.seed)
         emit.run_started(
@@ -164,6 +182,8 @@ class RandomWorkerRuntime:
             if cfg.checkpoint_at_end and last_saved != iteration:
                 self._save_checkpoint(policy, iteration)
         finally:
+            if self.lane is not None:
+                self.lane.close()
             env.close()
         return {"timesteps_total": self.steps, "episodes": self.episodes, "iterations": iteration}
 

@@ -12,6 +12,24 @@ from mosaic.worker import ResourceEstimate, WorkerCapabilities, WorkerMetadata
 
 __version__ = "0.1.0"
 
+#: Public names loaded on first use, so discovery's import of this package stays cheap.
+_LAZY = {
+    "RayPolicyConfig": "ray_worker.policy_actor", "RayPolicyActor": "ray_worker.policy_actor",
+    "RayPolicyController": "ray_worker.policy_actor", "create_ray_actor": "ray_worker.policy_actor",
+    "EvaluationConfig": "ray_worker.policy_evaluator", "run_evaluation": "ray_worker.policy_evaluator",
+    "EpisodeMetrics": "ray_worker.evaluation_results", "EvaluationResults": "ray_worker.evaluation_results",
+    "RayWorkerConfig": "ray_worker.config", "PolicyConfiguration": "ray_worker.config",
+}
+__all__ = ["get_worker_metadata", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'ray_worker' has no attribute {name!r}")
+
 
 def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
     from ray_worker import algo_params
@@ -38,8 +56,8 @@ def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
         algorithms=tuple(algo_params.algorithms()),
         action_spaces=("discrete", "masked_discrete", "box"),
         observation_spaces=("box", "image", "masked_discrete"),
-        max_agents=100,
-        supports_self_play=False,
+        max_agents=20,  # pistonball's default 20 pistons: the most any test builds
+        supports_self_play=True,  # SELF_PLAY: frozen snapshots, tests/test_self_play.py
         supports_population=False,
         supports_checkpointing=True,
         supports_pause_resume=True,

@@ -146,6 +146,18 @@ def _replay(capacity: int, learning_starts: int, *, rllib_capacity: Any = _UNSET
 # The built-in algorithms.
 # --------------------------------------------------------------------------
 
+def _loss_weights(*, vf_loss_coeff: float, entropy_coeff: float) -> dict[str, dict[str, Any]]:
+    """The value-loss and entropy weights of the actor-critic algorithms."""
+    return {
+        "vf_loss_coeff": _prop(
+            "number", vf_loss_coeff, "Weight of the value-function loss in the total loss.", "loss",
+            _at("training", "vf_loss_coeff"), minimum=0),
+        "entropy_coeff": _prop(
+            "number", entropy_coeff, "Weight of the entropy bonus that keeps the policy exploring.", "loss",
+            _at("training", "entropy_coeff"), minimum=0),
+    }
+
+
 def _n_step_fragments(props: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """DQN and SAC sample fragments of whole n-step windows; their 'auto' is n_step."""
     fragment = props["rollout_fragment_length"]
@@ -181,12 +193,7 @@ def _ppo() -> dict[str, dict[str, Any]]:
             "number", 10.0,
             "Clipping range of the value-function loss, in units of return (scale it with your rewards).",
             "loss", _at("training", "vf_clip_param"), exclusiveMinimum=0),
-        "vf_loss_coeff": _prop(
-            "number", 1.0, "Weight of the value-function loss in the total loss.", "loss",
-            _at("training", "vf_loss_coeff"), minimum=0),
-        "entropy_coeff": _prop(
-            "number", 0.0, "Weight of the entropy bonus that keeps the policy exploring.", "loss",
-            _at("training", "entropy_coeff"), minimum=0),
+        **_loss_weights(vf_loss_coeff=1.0, entropy_coeff=0.0),
         "use_kl_loss": _prop(
             "boolean", True, "Whether to add an adaptive KL penalty between the old and new policy to the loss.",
             "loss", _at("training", "use_kl_loss")),
@@ -278,12 +285,7 @@ def _impala() -> dict[str, dict[str, Any]]:
         "vtrace_clip_pg_rho_threshold": _prop(
             "number", 1.0, "Upper clip of the importance weights in the V-trace policy-gradient advantages.",
             "loss", _at("training", "vtrace_clip_pg_rho_threshold"), exclusiveMinimum=0),
-        "vf_loss_coeff": _prop(
-            "number", 0.5, "Weight of the value-function loss in the total loss.", "loss",
-            _at("training", "vf_loss_coeff"), minimum=0),
-        "entropy_coeff": _prop(
-            "number", 0.01, "Weight of the entropy bonus that keeps the policy exploring.", "loss",
-            _at("training", "entropy_coeff"), minimum=0),
+        **_loss_weights(vf_loss_coeff=0.5, entropy_coeff=0.01),
         "min_time_s_per_iteration": _prop(
             "number", 1, "Minimum wall-clock seconds one training iteration (one metrics report) lasts.",
             "reporting", _at("reporting", "min_time_s_per_iteration"), minimum=0, rllib_default=10),
@@ -610,7 +612,24 @@ def _check_links(values: Mapping[str, Any], props: Mapping[str, Mapping[str, Any
                                                 f"RLlib requires {key} >= {lower}")
 
 
+def _a2c() -> dict[str, dict[str, Any]]:
+    """A2C (ray_worker.a2c): PPO's sampling and advantages, one plain gradient step per batch."""
+    return {
+        **common_properties(lr=7e-4, train_batch_size_per_learner=500, grad_clip=0.5),
+        "lambda_": _prop(
+            "number", 0.95, "GAE lambda; 1.0 gives n-step returns bootstrapped at the fragment end (classic A2C).",
+            "loss", _at("training", "lambda_"), minimum=0, maximum=1),
+        "use_gae": _prop(
+            "boolean", True, "Whether advantages come from the value function (GAE / n-step); RLlib needs it "
+            "for truncated episodes.", "loss", _at("training", "use_gae")),
+        **_loss_weights(vf_loss_coeff=0.5, entropy_coeff=0.01),
+    }
+
+
+#: Algorithms MOSAIC implements itself on RLlib's API (not shipped by RLlib 2.60).
+EXTRA_ALGORITHMS = ("A2C",)
+
 # Built-ins go through the same checks as extensions.
-for _name, _build in zip(ALGORITHMS, (_ppo, _dqn, _impala, _appo, _sac)):
+for _name, _build in zip((*ALGORITHMS, *EXTRA_ALGORITHMS), (_ppo, _dqn, _impala, _appo, _sac, _a2c)):
     register(_name, _build())
 del _name, _build

@@ -12,16 +12,17 @@ from typing import Any
 
 from mosaic.errors import ConfigError
 from ray_worker import algo_params
-from ray_worker.config import RayWorkerConfig
+from ray_worker.config import PolicyConfiguration, RayWorkerConfig
+from ray_worker.ctde_ids import CRITIC_ID
 from ray_worker.environment import EnvInfo, space_kind
 from ray_worker.policies import PolicyLayout
 
 #: Algorithms that need discrete / continuous actions.
 DISCRETE_ONLY = {"DQN"}
 CONTINUOUS_ONLY = {"SAC"}
-MASKABLE = ("PPO", "IMPALA", "APPO")
-MASKED_MODULE_NAMES = {"PPO": "MaskedPPOTorchRLModule", "IMPALA": "MaskedPPOTorchRLModule",
-                       "APPO": "MaskedAPPOTorchRLModule"}
+MASKABLE = ("PPO", "A2C", "IMPALA", "APPO")
+MASKED_MODULE_NAMES = {"PPO": "MaskedPPOTorchRLModule", "A2C": "MaskedPPOTorchRLModule",
+                       "IMPALA": "MaskedPPOTorchRLModule", "APPO": "MaskedAPPOTorchRLModule"}
 #: Conv stack for preprocessed images (RLlib's defaults assume 84x84 and are large).
 SMALL_CNN = [[16, [4, 4], 2], [32, [4, 4], 2], [32, [3, 3], 2]]
 #: Replay buffers that understand multi-agent episodes (the default crashes on them).
@@ -69,6 +70,9 @@ def _config_class(algorithm: str) -> Any:
     if algorithm == "APPO":
         from ray.rllib.algorithms.appo import APPOConfig
         return APPOConfig
+    if algorithm == "A2C":
+        from ray_worker.a2c import A2CConfig
+        return A2CConfig
     raise ConfigError("training.algorithm", f"{algorithm!r} has no RLlib config class")
 
 
@@ -95,12 +99,17 @@ def resolve(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLayout) -> dict[st
                  **sections.get("reporting", {})}
     if algo in ("IMPALA", "APPO"):
         reporting.setdefault("min_time_s_per_iteration", 1)
+    ctde = cfg.policy_configuration is PolicyConfiguration.SHARED_VALUE_FUNCTION
+    if ctde:
+        training["learner_class"] = "ray_worker.ctde.CTDEPPOTorchLearner"
     modules = {}
     for module_id, info in layout.modules.items():
         model_config = dict(sections.get("model", {}))
         obs_kind = space_kind(info.observation_space)
         module_class = None
-        if obs_kind == "masked_discrete":
+        if ctde:
+            module_class = "ray_worker.ctde." + ("CentralCritic" if module_id == CRITIC_ID else "CTDEActor")
+        elif obs_kind == "masked_discrete":
             module_class = f"ray_worker.modules.{MASKED_MODULE_NAMES[algo]}"
         elif obs_kind == "image" and "conv_filters" not in model_config:
             model_config["conv_filters"] = SMALL_CNN
@@ -118,15 +127,21 @@ def resolve(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLayout) -> dict[st
         "multi_agent": {"policies": sorted(layout.modules), "policies_to_train": list(layout.trainable),
                         "policy_mapping": dict(layout.agent_to_module)},
         "rl_module": modules,
+        "multi_rl_module_class": "ray_worker.ctde.CTDEMultiRLModule" if ctde else None,
         "debugging": {"seed": cfg.seed},
     }
 
 
-def build_algorithm_config(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLayout,
-                           env_name: str, callbacks: Any = None) -> Any:
-    """The complete RLlib ``AlgorithmConfig`` for this run (not yet built)."""
+def _import(dotted: str) -> Any:
     import importlib
 
+    path, name = dotted.rsplit(".", 1)
+    return getattr(importlib.import_module(path), name)
+
+
+def build_algorithm_config(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLayout,
+                           env_name: str, callbacks: Any = None, mapping_fn: Any = None) -> Any:
+    """The complete RLlib ``AlgorithmConfig`` for this run (not yet built)."""
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
@@ -139,19 +154,25 @@ def build_algorithm_config(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLay
         kwargs = {"observation_space": info.observation_space, "action_space": info.action_space,
                   "model_config": module["model_config"]}
         if module["module_class"]:
-            path, name = module["module_class"].rsplit(".", 1)
-            kwargs["module_class"] = getattr(importlib.import_module(path), name)
+            kwargs["module_class"] = _import(module["module_class"])
         specs[module_id] = RLModuleSpec(**kwargs)
+    training = dict(settings["training"])
+    if isinstance(training.get("learner_class"), str):
+        training["learner_class"] = _import(training["learner_class"])
+    multi_kwargs = {}
+    if settings["multi_rl_module_class"]:
+        multi_kwargs["multi_rl_module_class"] = _import(settings["multi_rl_module_class"])
     config = (
         _config_class(settings["algorithm"])()
         .environment(env=env_name)
         .env_runners(**settings["env_runners"])
         .learners(**settings["learners"])
-        .training(**settings["training"])
+        .training(**training)
         .reporting(**settings["reporting"])
-        .multi_agent(policies=set(layout.modules), policy_mapping_fn=AgentToModule(layout.agent_to_module),
+        .multi_agent(policies=set(layout.modules),
+                     policy_mapping_fn=mapping_fn or AgentToModule(layout.agent_to_module),
                      policies_to_train=list(layout.trainable))
-        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
+        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs, **multi_kwargs))
         .debugging(**settings["debugging"])
     )
     if callbacks is not None:

@@ -42,11 +42,10 @@ def deep_validate(config: RayWorkerConfig) -> None:
 
 
 def _prepare(config: RayWorkerConfig):
-    from ray_worker.environment import EnvironmentFactory
-    from ray_worker.policies import layout_for
+    from ray_worker.policies import prepare
 
-    env_info = EnvironmentFactory(config.environment).describe()
-    return env_info, layout_for(config.policy_configuration, env_info)
+    _, env_info, layout = prepare(config)
+    return env_info, layout
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,9 +53,48 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"print the hyperparameter JSON Schema of one of {', '.join(algo_params.algorithms())}")
     parser.add_argument("--dry-run", action="store_true",
                         help="validate, build one env, print agents, spaces and RLlib settings; no Ray")
+    parser.add_argument("--evaluate", metavar="RUN_OR_CHECKPOINT",
+                        help="play a trained run (its latest checkpoint) or a checkpoint, without Ray")
+    parser.add_argument("--episodes", type=int, default=20, help="--evaluate: episodes to play")
+    parser.add_argument("--opponent", help="--evaluate: 'random', or another run/checkpoint for the other seat(s)")
+    parser.add_argument("--video", type=int, nargs="?", const=1, default=0, metavar="N",
+                        help="--evaluate: record the first N episodes as GIF (default 1)")
+    parser.add_argument("--seed", type=int, default=0, help="--evaluate: first episode seed")
+    parser.add_argument("--json", action="store_true", help="--evaluate: print results as JSON")
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from ray_worker.policy_actor import RayPolicyController, read_checkpoint
+    from ray_worker.policy_evaluator import EvaluationConfig, run_evaluation
+
+    if args.episodes < 1:
+        raise UserError(f"--episodes: must be >= 1, got {args.episodes}")
+    info = read_checkpoint(args.evaluate)
+    controller = RayPolicyController.from_checkpoint(str(info.path))
+    agents = list(controller.actors)
+    if args.opponent:
+        seats = agents[1:] if len(agents) > 1 else []
+        if not seats:
+            raise UserError("--opponent: the run has a single agent; there is no seat to give away")
+        if args.opponent == "random":
+            for agent in seats:
+                controller.actors.pop(agent)
+        else:
+            other = RayPolicyController.from_checkpoint(args.opponent)
+            for agent in seats:
+                if agent not in other.actors:
+                    raise UserError(f"--opponent: {args.opponent!r} has no policy for {agent!r}")
+                controller.actors[agent] = other.actors[agent]
+    results = run_evaluation(EvaluationConfig(controller=controller, num_episodes=args.episodes,
+                                              seed=args.seed, video_episodes=args.video))
+    print(json.dumps(results.to_dict(), indent=2) if args.json else
+          results.table() + f"\nsaved to {results.output_dir}")
+    return 0
 
 
 def _handle_arguments(args: argparse.Namespace) -> int | None:
+    if args.evaluate:
+        return _evaluate(args)
     if args.schema:
         print(algo_params.schema_json(args.schema.upper()))
         return 0

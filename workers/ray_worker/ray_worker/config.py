@@ -14,6 +14,7 @@ from mosaic import configkit
 from mosaic.configkit import option
 from mosaic.envs import API_TYPES, ENV_FAMILIES
 from mosaic.errors import ConfigError, one_of
+from mosaic.fastlane.config import FastLaneConfig  # the shared `fastlane` section
 from ray_worker import algo_params
 
 
@@ -29,7 +30,11 @@ class PolicyConfiguration(enum.Enum):
 #: Policy configurations this version trains. The others are refused with a
 #: clear message until they are built for real.
 IMPLEMENTED_POLICY_CONFIGURATIONS = (PolicyConfiguration.PARAMETER_SHARING,
-                                     PolicyConfiguration.INDEPENDENT)
+                                     PolicyConfiguration.INDEPENDENT,
+                                     PolicyConfiguration.SELF_PLAY,
+                                     PolicyConfiguration.SHARED_VALUE_FUNCTION)
+#: Algorithms that train the centralised critic of SHARED_VALUE_FUNCTION (PPO = MAPPO).
+CTDE_ALGORITHMS = ("PPO",)
 
 
 @dataclass
@@ -78,6 +83,31 @@ class CheckpointConfig:
 
 
 @dataclass
+class SelfPlayConfig:
+    """SELF_PLAY: a trained ``main`` against a pool of frozen snapshots of itself."""
+
+    snapshot_win_rate: float = option(0.95, min=0.0, max=1.0,
+                                      help="main's win rate over the window that adds a snapshot to the pool")
+    window_episodes: int = option(100, min=1, help="games the win rate is measured over")
+    min_iterations_between_snapshots: int = option(2, min=0, help="guard: iterations between two snapshots")
+    max_pool_size: int = option(10, min=1, help="frozen snapshots kept; the next one evicts one")
+    eviction: str = option("oldest", choices=("oldest", "weakest"),
+                           help="which snapshot leaves a full pool (weakest = main beats it most)")
+    opponent_sampling: str = option("uniform", choices=("uniform", "latest", "prioritized"),
+                                    help="how an episode's opponent is drawn from the pool")
+    latest_probability: float = option(0.5, min=0.0, max=1.0,
+                                       help="'latest' sampling: chance of the newest snapshot, else uniform")
+
+
+@dataclass
+class CTDEConfig:
+    """SHARED_VALUE_FUNCTION: decentralised actors, one centralised critic."""
+
+    actors: str = option("per_agent", choices=("per_agent", "per_group"),
+                         help="one actor per agent, or one per group of agents with equal spaces")
+
+
+@dataclass
 class RayWorkerConfig:
     run_id: str = option(help="run id (set by MOSAIC)")
     seed: int = option(0, min=0, help="seeds RLlib, the env runners and env resets")
@@ -87,12 +117,16 @@ class RayWorkerConfig:
     training: TrainingConfig = option(default_factory=TrainingConfig, help="algorithm and budget")
     resources: ResourceConfig = option(default_factory=ResourceConfig, help="Ray resources")
     checkpoint: CheckpointConfig = option(default_factory=CheckpointConfig, help="checkpointing")
+    ctde: CTDEConfig = option(default_factory=CTDEConfig, help="SHARED_VALUE_FUNCTION settings")
+    self_play: SelfPlayConfig = option(default_factory=SelfPlayConfig, help="SELF_PLAY settings")
     output_dir: str | None = option(None, help="artefact folder; null = the run folder")
     tensorboard: bool = option(True, help="write TensorBoard event files to the run's tensorboard/")
     wandb: bool = option(False, help="log to Weights & Biases")
     wandb_project: str = option("mosaic", help="W&B project")
     wandb_mode: str = option("offline", choices=("offline", "online"), help="W&B mode; offline needs no network")
     heartbeat_interval_s: float = option(5.0, min=0.0, help="seconds between heartbeats; 0 = off")
+    fastlane: FastLaneConfig = option(default_factory=FastLaneConfig,
+                                      help="stream rendered frames from the env runners to `mosaic watch`")
 
     def to_dict(self) -> dict[str, Any]:
         return configkit.to_dict(self)
@@ -115,6 +149,13 @@ class RayWorkerConfig:
             raise ConfigError("policy_configuration", f"{self.policy_configuration.name} is not implemented "
                               f"in this version; available: "
                               f"{', '.join(p.name for p in IMPLEMENTED_POLICY_CONFIGURATIONS)}")
+        if self.policy_configuration is PolicyConfiguration.SHARED_VALUE_FUNCTION:
+            if self.training.algorithm not in CTDE_ALGORITHMS:
+                raise ConfigError("training.algorithm", f"SHARED_VALUE_FUNCTION (MAPPO) trains with "
+                                  f"{', '.join(CTDE_ALGORITHMS)} only, not {self.training.algorithm}")
+            if self.environment.api_type != "PARALLEL":
+                raise ConfigError("environment.api_type", "SHARED_VALUE_FUNCTION needs PARALLEL envs "
+                                  "(a global state per step)")
         size = self.environment.preprocessing.resize
         if len(size) != 2 or any(not isinstance(v, int) or v < 8 or v > 512 for v in size):
             raise ConfigError("environment.preprocessing.resize", f"{size!r} must be [height, width], each 8..512")

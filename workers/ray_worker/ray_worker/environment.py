@@ -14,6 +14,7 @@ from typing import Any
 import gymnasium as gym
 
 from mosaic.errors import ConfigError
+from mosaic.fastlane.config import FastLaneTarget
 from ray_worker.config import EnvironmentConfig
 from ray_worker.preprocessing import ImagePreprocess, is_image_space
 
@@ -66,8 +67,12 @@ class EnvInfo:
 class EnvironmentFactory:
     """Creates the configured env; picklable, so RLlib can call it on every env runner."""
 
-    def __init__(self, config: EnvironmentConfig) -> None:
+    def __init__(self, config: EnvironmentConfig, fastlane: FastLaneTarget | None = None,
+                 global_state: bool = False) -> None:
         self.config = config
+        self.global_state = global_state  # add {"state": ...} for a centralised critic
+        #: Where env runners publish frames; None (or disabled) = plain envs, zero cost.
+        self.fastlane = fastlane if fastlane is not None and fastlane.config.enabled else None
 
     def _wants_preprocessing(self, env: Any) -> bool:
         enabled = self.config.preprocessing.enabled
@@ -95,6 +100,16 @@ class EnvironmentFactory:
                                   f"{cfg.env_id} has non-image observations for {bad[:3]}; set it to false")
             p = cfg.preprocessing
             env = ImagePreprocess(env, tuple(p.resize), p.grayscale, p.frame_stack)
+        if self.global_state:
+            from ray_worker.global_state import GlobalStateObservations
+
+            if preprocess:
+                raise ConfigError("policy_configuration", f"SHARED_VALUE_FUNCTION does not support image "
+                                  f"observations ({cfg.env_id}) yet; use PARAMETER_SHARING or INDEPENDENT")
+            try:
+                env = GlobalStateObservations(env)
+            except ValueError as exc:
+                raise ConfigError("policy_configuration", f"SHARED_VALUE_FUNCTION on {cfg.env_id}: {exc}") from None
         if cfg.api_type == "AEC" and has_parallel:
             from pettingzoo.utils.conversions import parallel_to_aec
 
@@ -103,6 +118,11 @@ class EnvironmentFactory:
             else:
                 env.close()
                 env = make_env(cfg.family, cfg.env_id, "AEC", cfg.env_kwargs, render_mode)
+        if cfg.api_type == "AEC" and any(space_kind(env.observation_space(a)) == "masked_discrete"
+                                         for a in env.possible_agents):
+            from ray_worker.illegal_moves import IllegalMoveMonitor
+
+            env = IllegalMoveMonitor(env)
         return env, preprocess
 
     def describe(self) -> EnvInfo:
@@ -121,6 +141,11 @@ class EnvironmentFactory:
         """RLlib's env creator: returns an RLlib ``MultiAgentEnv``."""
         from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv, PettingZooEnv
 
+        if self.fastlane is not None:
+            from ray_worker.fastlane import wrap
+
+            env, _ = self.make_pettingzoo(render_mode="rgb_array")
+            return wrap(env, self.config.api_type, self.fastlane, env_context, self.config.env_id)
         env, _ = self.make_pettingzoo()
         return PettingZooEnv(env) if self.config.api_type == "AEC" else ParallelPettingZooEnv(env)
 

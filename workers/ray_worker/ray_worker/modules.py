@@ -86,5 +86,5 @@ class MaskedAPPOTorchRLModule(ActionMaskingMixin, DefaultAPPOTorchRLModule):
     """APPO (PPO module plus target networks) with action masking."""
 
 
-MASKED_MODULES = {"PPO": MaskedPPOTorchRLModule, "IMPALA": MaskedPPOTorchRLModule,
+MASKED_MODULES = {"PPO": MaskedPPOTorchRLModule, "A2C": MaskedPPOTorchRLModule, "IMPALA": MaskedPPOTorchRLModule,
                   "APPO": MaskedAPPOTorchRLModule}

@@ -14,6 +14,8 @@ import gymnasium as gym
 import numpy as np
 from pettingzoo.utils.env import ParallelEnv
 
+from ray_worker.parallel_wrapper import ParallelPassThrough
+
 _LUMA = np.array([0.299, 0.587, 0.114], np.float32)
 
 
@@ -23,16 +25,13 @@ def is_image_space(space: gym.Space) -> bool:
             and space.shape[-1] in (1, 3, 4) and space.dtype == np.uint8)
 
 
-class ImagePreprocess(ParallelEnv):
+class ImagePreprocess(ParallelPassThrough):
     """Resize (nearest), optionally grayscale, stack frames, scale to [0, 1] float32."""
 
     def __init__(self, env: ParallelEnv, size: tuple[int, int] = (42, 42), grayscale: bool = True,
                  frame_stack: int = 3) -> None:
-        self.env = env
+        super().__init__(env)
         self.size, self.grayscale, self.frame_stack = tuple(size), grayscale, frame_stack
-        self.metadata = getattr(env, "metadata", {})
-        self.possible_agents = list(env.possible_agents)
-        self.render_mode = getattr(env, "render_mode", None)
         self._spaces: dict[str, gym.spaces.Box] = {}
         for agent in self.possible_agents:
             inner = env.observation_space(agent)
@@ -41,15 +40,8 @@ class ImagePreprocess(ParallelEnv):
         self._index: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._frames: dict[str, deque] = {}
 
-    @property
-    def agents(self) -> list[str]:
-        return self.env.agents
-
     def observation_space(self, agent: str) -> gym.Space:
         return self._spaces[agent]
-
-    def action_space(self, agent: str) -> gym.Space:
-        return self.env.action_space(agent)
 
     def _process(self, frame: np.ndarray) -> np.ndarray:
         key = frame.shape[:2]
@@ -84,15 +76,3 @@ class ImagePreprocess(ParallelEnv):
             out[agent] = self._observe(agent)
         return out, rewards, terms, truncs, infos
 
-    def state(self) -> np.ndarray:
-        return self.env.state()
-
-    def render(self) -> Any:
-        return self.env.render()
-
-    def close(self) -> None:
-        self.env.close()
-
-    @property
-    def unwrapped(self) -> Any:
-        return self.env.unwrapped

@@ -21,9 +21,9 @@ from mosaic.lifecycle import RunCancelled
 from mosaic.provenance import config_digest, package_versions
 from mosaic.worker_cli import WorkerContext
 from ray_worker.callbacks import EPISODES_KEY
-from ray_worker.config import RayWorkerConfig, ResourceConfig
+from ray_worker.config import PolicyConfiguration, RayWorkerConfig, ResourceConfig
 from ray_worker.environment import EnvironmentFactory, EnvInfo
-from ray_worker.policies import PolicyLayout, layout_for
+from ray_worker.policies import prepare
 
 __all__ = ["EnvironmentFactory", "RayWorkerRuntime", "metrics_from_result", "start_ray"]
 
@@ -43,7 +43,10 @@ def start_ray(resources: ResourceConfig) -> bool:
         ray.init(address=resources.address, log_to_driver=True)
         return True
     need = resources.num_workers * resources.num_cpus + 1
-    ray.init(num_cpus=max(os.cpu_count() or 1, math.ceil(need)), num_gpus=math.ceil(resources.num_gpus),
+    # address="local": always a fresh private instance, never whatever cluster happens
+    # to run on this machine (use resources.address="auto" to join that one).
+    ray.init(address="local", num_cpus=max(os.cpu_count() or 1, math.ceil(need)),
+             num_gpus=math.ceil(resources.num_gpus),
              include_dashboard=False, log_to_driver=True)
     return True
 
@@ -127,7 +130,9 @@ class RayWorkerRuntime:
             "format": "mosaic-ray-worker/1", "iteration": iteration, "timesteps_total": timesteps,
             "episodes": episodes, "run_id": self.config.run_id, "algorithm": self.config.training.algorithm,
             "policy_configuration": self.config.policy_configuration.name,
-            "environment": self.config.to_dict()["environment"]}))
+            "agent_to_module": dict(self.layout.agent_to_module) if getattr(self, "layout", None) else {},
+            "environment": self.config.to_dict()["environment"],
+            **({"self_play": self.league.state()} if getattr(self, "league", None) else {})}))
         self.ctx.emitter.checkpoint_saved(path=str(path), iteration=iteration, timesteps_total=timesteps)
         if periodic:
             self.checkpoints.append(path)
@@ -143,15 +148,44 @@ class RayWorkerRuntime:
         except (OSError, ValueError):
             raise ConfigError("checkpoint.restore_from", f"{path!r} is not a checkpoint of this worker "
                               f"(no readable {STATE_FILE})") from None
+        league = getattr(self, "league", None)
+        if league is not None and "self_play" in state:
+            from ray_worker.self_play import add_snapshot, remove_snapshot
+
+            league.load(state["self_play"])
+            mapping = league.mapping()
+            for module_id in league.pool:  # the checkpoint's snapshots must exist before loading
+                if module_id not in algo.config.policies:
+                    add_snapshot(algo, module_id, mapping)
+            for module_id in [m for m in algo.config.policies if m.startswith("main_v") and m not in league.pool]:
+                remove_snapshot(algo, module_id, mapping)
         algo.restore_from_path(str(Path(path).resolve()))
         self.ctx.emitter.log(f"restored from {path} at iteration {state['iteration']}, "
                              f"{state['timesteps_total']} env steps")
         return state
 
+    def _self_play_step(self, algo: Any, league: Any, records: list[dict], iteration: int) -> dict[str, Any]:
+        """Score the iteration's games; add (and evict) a snapshot when main has earned it."""
+        from ray_worker.self_play import add_snapshot, remove_snapshot, set_mapping
+
+        summary = league.record(records)
+        if league.should_snapshot(iteration):
+            rate = league.window_win_rate()
+            new, evicted = league.admit(iteration)
+            mapping = league.mapping()
+            add_snapshot(algo, new, mapping)
+            if evicted:
+                remove_snapshot(algo, evicted, mapping)
+            self.ctx.emitter.log(f"self-play: snapshot {new} of main joined the pool (window win rate "
+                                 f"{rate:.2f})" + (f"; {evicted} left it" if evicted else ""),
+                                 self_play_event="snapshot_added", module_id=new, evicted=evicted)
+            summary.update(snapshot_added=new, evicted=evicted, pool=list(league.pool),
+                           pool_size=len(league.pool))
+        elif self.config.self_play.opponent_sampling == "prioritized":
+            set_mapping(algo, league.mapping())  # win rates moved: re-weight the draw
+        return summary
+
     # -- the run -------------------------------------------------------------
-    def prepare(self) -> tuple[EnvInfo, PolicyLayout]:
-        env_info = EnvironmentFactory(self.config.environment).describe()
-        return env_info, layout_for(self.config.policy_configuration, env_info)
 
     def run(self) -> dict[str, Any]:
         import ray
@@ -162,16 +196,31 @@ class RayWorkerRuntime:
         from ray_worker.callbacks import MosaicCallbacks
 
         cfg, emit, control = self.config, self.ctx.emitter, self.ctx.control
-        env_info, layout = self.prepare()
+        factory, env_info, layout = prepare(cfg)
+        self.layout = layout
         started_ray = start_ray(cfg.resources)
         if control.handles_signals:
             control.install_signal_handlers()  # again: ray.init installs its own
         env_name = f"mosaic-{cfg.environment.family}-{cfg.environment.env_id}"
-        register_env(env_name, EnvironmentFactory(cfg.environment))
-        algo = build_algorithm_config(cfg, env_info, layout, env_name, MosaicCallbacks).build_algo()
+        from mosaic.fastlane.config import FastLaneTarget
+
+        fastlane = FastLaneTarget(cfg.run_id, str(self.ctx.run_dir.root), cfg.fastlane)
+        register_env(env_name, EnvironmentFactory(cfg.environment, fastlane, global_state=factory.global_state))
+        league = None
+        if cfg.policy_configuration is PolicyConfiguration.SELF_PLAY:
+            from ray_worker.self_play import SelfPlayManager
+
+            league = SelfPlayManager(cfg.self_play, env_info.agents, cfg.seed)
+        self.league = league
+        algo = build_algorithm_config(cfg, env_info, layout, env_name, MosaicCallbacks,
+                                      mapping_fn=league.mapping() if league else None).build_algo()
         sinks = None
         try:
             iteration, timesteps, episodes = 0, 0, 0
+            if league is not None:
+                from ray_worker.self_play import copy_main_into
+
+                copy_main_into(algo, league.pool[0])  # the first opponent: main as initialised
             if cfg.checkpoint.restore_from:
                 state = self._restore(algo, cfg.checkpoint.restore_from)
                 iteration, timesteps, episodes = (state["iteration"], state["timesteps_total"],
@@ -206,6 +255,8 @@ class RayWorkerRuntime:
                                      illegal_actions=record.get("illegal_actions", 0))
                         episodes += 1
                     payload["num_episodes_lifetime"] = episodes
+                    if league is not None:
+                        payload["self_play"] = self._self_play_step(algo, league, records, iteration)
                     emit.metrics(**payload)
                     sinks.write(payload)
                     every = cfg.checkpoint.every_n_iterations
@@ -224,6 +275,10 @@ class RayWorkerRuntime:
             if sinks is not None:
                 sinks.close()
             algo.stop()
+            if cfg.fastlane.enabled:  # segments of env runners that did not close their env
+                from mosaic.fastlane.publisher import finish_run
+
+                finish_run(self.ctx.run_dir.root, cfg.run_id)
             if started_ray:
                 ray.shutdown()
 

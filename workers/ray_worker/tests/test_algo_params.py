@@ -17,7 +17,7 @@ import mosaic.errors
 from mosaic.errors import ConfigError
 from ray_worker import algo_params as ap
 
-ALL = "PPO, DQN, IMPALA, APPO, SAC"
+ALL = "PPO, DQN, IMPALA, APPO, SAC, A2C"
 
 
 def props(algorithm: str) -> dict[str, dict[str, Any]]:
@@ -31,7 +31,7 @@ def props(algorithm: str) -> dict[str, dict[str, Any]]:
 def test_builtin_algorithms_and_version():
     assert ap.SCHEMA_VERSION == 1
     assert ap.ALGORITHMS == ("PPO", "DQN", "IMPALA", "APPO", "SAC")
-    assert ap.algorithms() == ap.ALGORITHMS
+    assert ap.algorithms() == (*ap.ALGORITHMS, *ap.EXTRA_ALGORITHMS)
 
 
 @pytest.mark.parametrize("algorithm", ap.ALGORITHMS)
@@ -270,7 +270,7 @@ def test_unknown_algorithm_lists_the_known_ones(call):
         call("A3C")
     assert caught.value.field == "training.algorithm"
     assert str(caught.value) == f"training.algorithm: 'A3C' is not one of {ALL}"
-    assert str(caught.value) == f"training.algorithm: {mosaic.errors.one_of('A3C', ap.ALGORITHMS)}"
+    assert str(caught.value) == f"training.algorithm: {mosaic.errors.one_of('A3C', ap.algorithms())}"
     with pytest.raises(ConfigError, match=f"None is not one of {ALL}"):
         call(None)
 
@@ -330,34 +330,35 @@ def _entropy(**changes: Any) -> dict[str, Any]:
 
 
 def test_register_adds_an_algorithm_everywhere(registry):
-    registry.register("A2C", {**registry.common_properties(lr=1e-3), "entropy_coeff": _entropy()})
-    assert registry.algorithms() == (*ap.ALGORITHMS, "A2C")
-    Draft202012Validator.check_schema(registry.schema("A2C"))
-    assert registry.validate("A2C", {"entropy_coeff": 0.1})["entropy_coeff"] == 0.1
-    assert registry.to_rllib("A2C", {})["training"]["lr"] == 1e-3
+    before = registry.algorithms()
+    registry.register("VPG", {**registry.common_properties(lr=1e-3), "entropy_coeff": _entropy()})
+    assert registry.algorithms() == (*before, "VPG")
+    Draft202012Validator.check_schema(registry.schema("VPG"))
+    assert registry.validate("VPG", {"entropy_coeff": 0.1})["entropy_coeff"] == 0.1
+    assert registry.to_rllib("VPG", {})["training"]["lr"] == 1e-3
     with pytest.raises(ConfigError, match=r"^training\.algo_params\.entropy_coeff: -1 is below the minimum 0$"):
-        registry.validate("A2C", {"entropy_coeff": -1})
-    with pytest.raises(ConfigError, match=f"is not one of {ALL}, A2C$"):
+        registry.validate("VPG", {"entropy_coeff": -1})
+    with pytest.raises(ConfigError, match=f"is not one of {ALL}, VPG$"):
         registry.schema("A3C")
 
 
 @pytest.mark.parametrize("name, properties, complaint", [
     ("ppo", {"entropy_coeff": _entropy()}, "already registered"),
     ("", {"entropy_coeff": _entropy()}, "empty"),
-    ("A2C", {}, "at least one"),
-    ("A2C", {"entropy_coeff": {k: v for k, v in _entropy().items() if k != "x-rllib"}}, "missing x-rllib"),
-    ("A2C", {"entropy_coeff": _entropy(default=-1)}, "default is invalid"),
-    ("A2C", {"entropy_coeff": _entropy(type="float")}, "type must be among"),
-    ("A2C", {"entropy_coeff": _entropy(**{"x-category": "misc"})}, "x-category 'misc' is not one of"),
-    ("A2C", {"entropy_coeff": _entropy(**{"x-rllib": {"section": "learners", "name": "x"}})}, "section among"),
-    ("A2C", {"entropy_coeff": _entropy(**{"x-rllib": {"section": "training", "name": "eps", "schedule": "start"}})},
+    ("VPG", {}, "at least one"),
+    ("VPG", {"entropy_coeff": {k: v for k, v in _entropy().items() if k != "x-rllib"}}, "missing x-rllib"),
+    ("VPG", {"entropy_coeff": _entropy(default=-1)}, "default is invalid"),
+    ("VPG", {"entropy_coeff": _entropy(type="float")}, "type must be among"),
+    ("VPG", {"entropy_coeff": _entropy(**{"x-category": "misc"})}, "x-category 'misc' is not one of"),
+    ("VPG", {"entropy_coeff": _entropy(**{"x-rllib": {"section": "learners", "name": "x"}})}, "section among"),
+    ("VPG", {"entropy_coeff": _entropy(**{"x-rllib": {"section": "training", "name": "eps", "schedule": "start"}})},
      "needs exactly the parts start, end, steps"),
-    ("A2C", {"entropy_coeff": _entropy(**{"x-at-most": "nothing"})}, "unknown property 'nothing'"),
+    ("VPG", {"entropy_coeff": _entropy(**{"x-at-most": "nothing"})}, "unknown property 'nothing'"),
 ])
 def test_register_rejects_what_the_gui_or_rllib_could_not_use(registry, name, properties, complaint):
     with pytest.raises(ValueError, match=complaint):
         registry.register(name, properties)
-    assert registry.algorithms() == ap.ALGORITHMS
+    assert registry.algorithms() == (*ap.ALGORITHMS, *ap.EXTRA_ALGORITHMS)
 
 
 def test_common_properties_reject_unknown_rllib_default_notes():

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import TINY, merge
+from ray_support import TINY, merge
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,7 @@ def validate(data: dict) -> subprocess.CompletedProcess:
 
 BAD_CONFIGS = [
     ({"training": {"algorithm": "PPOO"}},
-     "training.algorithm: 'PPOO' is not one of PPO, DQN, IMPALA, APPO, SAC"),
+     "training.algorithm: 'PPOO' is not one of PPO, DQN, IMPALA, APPO, SAC, A2C"),
     ({"environment": {"family": "mpe", "env_id": "simple_spreed_v3"}},
      "environment.env_id: 'simple_spreed_v3' is not a mpe env (did you mean 'simple_spread_v3'?)"),
     ({"environment": {"family": "atari"}}, "environment.family: 'atari' is not one of sisl, classic, butterfly, mpe"),
@@ -57,7 +57,13 @@ BAD_CONFIGS = [
     ({"training": {"algo_params": {"lr": -1}}}, "training.algo_params.lr: -1"),
     ({"training": {"algo_params": {"clip_parm": 0.2}}}, "training.algo_params.clip_parm"),
     ({"training": {"algo_params_version": 7}}, "training.algo_params_version"),
-    ({"policy_configuration": "SELF_PLAY"}, "policy_configuration: SELF_PLAY is not implemented"),
+    ({"policy_configuration": "SELF_PLAY", "environment": {"family": "mpe", "env_id": "simple_tag_v3"}},
+     "policy_configuration: SELF_PLAY needs two or more agents with equal spaces"),
+    ({"policy_configuration": "SHARED_VALUE_FUNCTION", "training": {"algorithm": "DQN"}},
+     "training.algorithm: SHARED_VALUE_FUNCTION (MAPPO) trains with PPO only"),
+    ({"policy_configuration": "SHARED_VALUE_FUNCTION",
+      "environment": {"family": "butterfly", "env_id": "pistonball_v6", "env_kwargs": {"n_pistons": 3}}},
+     "policy_configuration: SHARED_VALUE_FUNCTION does not support image observations"),
     ({"policy_configuration": "EVERYONE"}, "policy_configuration: 'EVERYONE' is not one of"),
     ({"resources": {"num_workers": -1}}, "resources.num_workers: -1 is below the minimum 0"),
     ({"resources": {"num_gpus": 1}}, "resources.num_gpus: 1.0 GPUs asked for, but this machine has none"),
@@ -75,6 +81,15 @@ def test_bad_configs_name_the_field_with_exit_code_2(data, message):
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert lines[0].startswith("ray: error: ") and message in lines[0], lines[0]
     assert proc.stdout == ""
+
+
+def test_twenty_agents_get_one_shared_module():
+    proc = subprocess.run([sys.executable, "-m", "ray_worker.cli", "--dry-run", "--config", "-"],
+                          input=json.dumps({"environment": {"family": "butterfly", "env_id": "pistonball_v6"}}),
+                          capture_output=True, text=True, timeout=60)
+    out = json.loads(proc.stdout)
+    assert len(out["env"]["agents"]) == 20
+    assert len(out["rllib"]["multi_agent"]["policy_mapping"]) == 20
 
 
 def test_schema_flag_prints_json_schema():

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TINY, merge
+from ray_support import TINY, merge
 from mosaic.testing import check_worker
 
 
@@ -83,3 +83,21 @@ def test_pause_resume_and_cancel_checkpoint(address, tmp_path):
     assert kinds[-1] == "run_cancelled"
     assert kinds[-2] == "checkpoint_saved"  # checkpointed after finishing the iteration
     assert Path(events[-2]["path"], "mosaic_state.json").exists()
+
+
+def test_same_seed_same_episodes_across_processes(address, tmp_path):
+    """`mosaic run` twice with one seed: identical first-iteration episodes (PYTHONHASHSEED is pinned)."""
+    def episodes(where: str) -> list:
+        config = tmp_path / f"{where}.json"
+        config.write_text(json.dumps(merge(TINY, {"worker": "ray", "seed": 5, "resources": {"address": address},
+                                                  "training": {"total_timesteps": 200}})))
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+        proc = subprocess.run([sys.executable, "-m", "mosaic", "run", str(config)], capture_output=True,
+                              text=True, timeout=300, env={**env, "MOSAIC_HOME": str(tmp_path / where)})
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        (run,) = (tmp_path / where / "trainer" / "runs").iterdir()
+        events = [json.loads(line) for line in (run / "telemetry.jsonl").read_text().splitlines()]
+        return [e["returns"] for e in events if e["type"] == "episode"]
+
+    first, second = episodes("a"), episodes("b")
+    assert first and first == second

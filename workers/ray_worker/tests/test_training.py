@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import train
-from ray_worker.callbacks import count_illegal
+from ray_support import train
 
 
 def assert_trained(run, iterations: int = 2) -> None:
@@ -85,13 +84,19 @@ def test_masked_games_never_sample_illegal_actions(ray_session, tmp_path, env_id
     assert all(m["illegal_actions"] == 0 for m in run.of_type("metrics"))
 
 
-def test_count_illegal_sees_illegal_actions():
-    masks = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 0]])
-    obs = {"action_mask": masks, "observation": np.zeros((3, 2))}
-    assert count_illegal(obs, [0, 1, 2]) == 1
-    assert count_illegal(obs, [1, 0]) == 2
-    assert count_illegal([{"action_mask": m} for m in masks], [0, 2]) == 0
-    assert count_illegal(np.zeros((3, 2)), [0, 1, 2]) == 0
+def test_illegal_move_monitor_counts_a_real_illegal_move():
+    from mosaic.envs import make_env
+    from ray_worker.illegal_moves import INFO_KEY, IllegalMoveMonitor
+
+    env = IllegalMoveMonitor(make_env("classic", "tictactoe_v3", "AEC"))
+    env.reset(seed=0)
+    env.step(4)  # centre: legal
+    assert env.illegal_moves == 0
+    env.step(4)  # centre again: illegal, and the game ends
+    assert env.illegal_moves == 1
+    assert all(info[INFO_KEY] == 1 for info in env.unwrapped.infos.values())
+    env.reset(seed=1)
+    assert env.illegal_moves == 0
 
 
 def test_butterfly_images_train_with_preprocessing(ray_session, tmp_path):
@@ -126,3 +131,15 @@ def test_same_seed_same_first_iteration(ray_session, tmp_path):
     a, b = first_returns(3, "a"), first_returns(3, "b")
     assert a and a == b
     assert first_returns(4, "c") != a
+
+
+def test_wandb_offline_logs_without_network(ray_session, tmp_path, monkeypatch):
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("WANDB_API_KEY", "")  # no account, no server: offline must not need one
+    run = train(tmp_path, {"wandb": True, "wandb_mode": "offline", "tensorboard": False,
+                           "training": {"total_timesteps": 200}})
+    assert run.of_type("metrics")
+    offline = list((run.run.root / "logs" / "wandb").glob("offline-run-*"))
+    assert len(offline) == 1 and list(offline[0].glob("*.wandb"))
+    assert not list((run.run.root / "tensorboard").glob("events.out.tfevents.*"))

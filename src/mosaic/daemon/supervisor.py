@@ -1,0 +1,607 @@
+"""The supervisor: queue, start, follow, watch over and end worker runs.
+
+Every run goes QUEUED → STARTING → RUNNING ⇄ PAUSED → COMPLETED | FAILED |
+CANCELLED through the registry. Each worker runs in its own process group;
+its stdout spool is tailed line by line into the run's ``telemetry.jsonl``
+(:class:`~mosaic.recorder.RunRecorder`) and fanned out to subscribers
+(:class:`~mosaic.daemon.hub.TelemetryHub`). Nothing one worker does — crash,
+hang, print garbage — can reach another run: a failure while handling one
+run's output fails that run only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from mosaic import __version__
+from mosaic.daemon.catalog import WorkerCatalog
+from mosaic.daemon.errors import ConfigRejected, Conflict, NotFound, split_field
+from mosaic.daemon.fastjson import parse_event_line
+from mosaic.daemon.hub import TelemetryHub
+from mosaic.daemon.process import (
+    AttachedWorker,
+    SpoolReader,
+    WorkerHandle,
+    kill_group_now,
+    pid_alive,
+    process_start_token,
+    spawn_worker,
+    spool_path,
+)
+from mosaic.daemon.registry import Registry, RunRecord
+from mosaic.daemon.settings import DaemonSettings
+from mosaic.daemon.states import TERMINAL_EVENT_STATE, RunState
+from mosaic.errors import UserError
+from mosaic.launcher import _stderr_tail, validate_config, worker_command
+from mosaic.provenance import config_digest, host_info, package_versions
+from mosaic.recorder import RunRecorder, signal_name
+from mosaic.runs import RunDir, RunStore, new_run_id, validate_run_id
+
+try:  # the same per-run environment `mosaic run` gives a worker (PYTHONHASHSEED from the seed)
+    from mosaic.launcher import _hash_seed as _run_env
+except ImportError:  # pragma: no cover  (an older core)
+    def _run_env(run: RunDir) -> dict[str, str]:
+        return {}
+
+log = logging.getLogger("mosaic.daemon")
+
+POLL_MIN_S = 0.002  # spool polling while output flows …
+POLL_MAX_S = 0.02   # … backing off to this when a worker is quiet
+WATCHDOG_PERIOD_S = 0.2
+SATURATED_PAUSE_S = 0.001  # between passes while output piles up
+
+
+@dataclass
+class ActiveRun:
+    """In-memory state of a run whose worker is starting, running or paused."""
+
+    run_id: str
+    run: RunDir
+    hub: TelemetryHub
+    state: RunState
+    cpus: float
+    heartbeat_timeout_s: float
+    recorder: RunRecorder | None = None
+    reader: SpoolReader | None = None
+    handle: WorkerHandle | None = None
+    started_mono: float = field(default_factory=time.monotonic)
+    last_activity: float = field(default_factory=time.monotonic)
+    cancel_requested: bool = False
+    cancel_reason: str = ""
+    pause_requested: bool = False
+    watchdog_fired: bool = False
+    kill_timer: asyncio.TimerHandle | None = None
+    settling: bool = False  # the worker is gone; its run is being ended
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def _config_summary(config: Mapping[str, Any]) -> tuple[str, str]:
+    """(algorithm, env_id) as far as a config tells, for listings before the run starts."""
+    training = config.get("training") if isinstance(config.get("training"), dict) else {}
+    algorithm = training.get("algorithm") or config.get("algorithm") or ""
+    env = config.get("environment") if isinstance(config.get("environment"), dict) else {}
+    return str(algorithm), str(env.get("env_id") or "")
+
+
+class Supervisor:
+    def __init__(self, settings: DaemonSettings, registry: Registry,
+                 catalog: WorkerCatalog) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.catalog = catalog
+        self.store = RunStore(settings.home)
+        self.active: dict[str, ActiveRun] = {}
+        self.hubs: dict[str, TelemetryHub] = {}  # queued and active runs
+        self.queue: list[str] = []  # QUEUED run ids, oldest first
+        self.started_at = time.time()
+        self._stopping = False
+        self._watchdog: asyncio.Task[None] | None = None
+        self._pump: asyncio.Task[None] | None = None
+        self._pump_wake = asyncio.Event()
+        self._home = settings.home.resolve()
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        """Reconcile what an earlier daemon left, then start queued work."""
+        await self._recover()
+        self.queue = [r.run_id for r in self.registry.list(states=[RunState.QUEUED])]
+        for run_id in self.queue:
+            self.hubs.setdefault(run_id, TelemetryHub())
+        self._watchdog = asyncio.create_task(self._watchdog_loop(), name="mosaic-watchdog")
+        self._pump = asyncio.create_task(self._pump_loop(), name="mosaic-telemetry-pump")
+        self._schedule()
+
+    async def shutdown(self, grace_s: float | None = None) -> None:
+        """SIGTERM every worker (they checkpoint and exit), SIGKILL stragglers."""
+        grace = self.settings.cancel_grace_s if grace_s is None else grace_s
+        self._stopping = True
+        for active in list(self.active.values()):
+            self._request_cancel(active, "daemon shutting down", grace)
+        waits = [asyncio.ensure_future(a.finished.wait()) for a in self.active.values()]
+        if waits:
+            _, pending = await asyncio.wait(waits, timeout=grace + 5)
+            for active in list(self.active.values()):
+                kill_group_now(active.handle)
+            if pending:
+                await asyncio.wait(pending, timeout=5)
+        for task in (self._watchdog, self._pump):
+            if task:
+                task.cancel()
+
+    # ------------------------------------------------------------------ queries
+    def resolve(self, ref: str) -> RunRecord:
+        try:
+            return self.registry.resolve(ref)
+        except UserError as exc:
+            raise NotFound(str(exc)) from None
+
+    def hub_for(self, run_id: str) -> TelemetryHub | None:
+        return self.hubs.get(run_id)
+
+    def queue_position(self, run_id: str) -> int:
+        return self.queue.index(run_id) + 1 if run_id in self.queue else 0
+
+    def next_seq(self, record: RunRecord) -> int:
+        hub = self.hubs.get(record.run_id)
+        if hub is not None:
+            return hub.next_seq
+        return _next_seq_on_disk(RunDir(self.store.runs_dir / record.run_id).telemetry_path)
+
+    def last_metrics(self, record: RunRecord) -> dict[str, Any] | None:
+        hub = self.hubs.get(record.run_id)
+        if hub is not None and hub.last_metrics is not None:
+            return hub.last_metrics
+        return RunDir(self.store.runs_dir / record.run_id).last_event("metrics", tail_bytes=1 << 16)
+
+    def cpus_in_use(self) -> float:
+        return sum(a.cpus for a in self.active.values())
+
+    # ------------------------------------------------------------------ submit
+    async def submit(self, config: dict[str, Any], worker_name: str = "", run_id: str = "",
+                     heartbeat_timeout_s: float = 0.0, cpus: float = 0.0) -> RunRecord:
+        """Validate with the worker and queue; :class:`ConfigRejected` creates nothing."""
+        if self._stopping:
+            raise Conflict("the daemon is shutting down")
+        errors: list[tuple[str, str]] = []
+        name = worker_name or config.get("worker") or ""
+        worker = None
+        if not isinstance(name, str) or not name:
+            errors.append(("worker", "not given; add \"worker\": NAME to the config "
+                                     f"(installed: {', '.join(self.catalog.discovery.names()) or 'none'})"))
+        else:
+            try:
+                worker = self.catalog.get(name)
+            except UserError as exc:
+                errors.append(split_field(str(exc), "worker"))
+        rid = run_id or config.get("run_id") or new_run_id()
+        try:
+            validate_run_id(rid)
+            if self.registry.get(rid) is not None or self.store.exists(rid):
+                errors.append(("run_id", f"a run named {rid!r} already exists"))
+        except UserError as exc:
+            errors.append(split_field(str(exc), "run_id"))
+        if heartbeat_timeout_s < 0:
+            errors.append(("heartbeat_timeout_s", f"must be >= 0, got {heartbeat_timeout_s}"))
+        if cpus < 0:
+            errors.append(("cpus", f"must be >= 0, got {cpus}"))
+        if errors or worker is None:
+            raise ConfigRejected(errors)
+        python = self.catalog.python_for(worker.name)
+        try:
+            normalised = await asyncio.to_thread(
+                validate_config, worker, {**config, "worker": worker.name, "run_id": rid}, python)
+        except UserError as exc:
+            raise ConfigRejected([split_field(str(exc))]) from None
+        except OSError as exc:  # the configured interpreter is missing or not executable
+            raise Conflict(f"worker {worker.name!r} cannot be started with {python}: {exc}") from None
+        now = time.time()
+        try:
+            run = self.store.create(rid, normalised, {
+                "worker": worker.name, "worker_version": worker.metadata.version, "status": "queued",
+                "created_at": now, "host": host_info(), "submitted_via": "daemon",
+                "versions": package_versions(["mosaic-marl"])})
+        except UserError as exc:  # lost a race for the same run id
+            raise ConfigRejected([split_field(str(exc), "run_id")]) from None
+        algorithm, env_id = _config_summary(normalised)
+        record = RunRecord(
+            run_id=rid, worker=worker.name, state=RunState.QUEUED, run_dir=str(run.root),
+            created_at=now, updated_at=now, config_digest=config_digest(normalised), python=python,
+            cpus=cpus or worker.capabilities.resources.cpus,
+            heartbeat_timeout_s=heartbeat_timeout_s or self.settings.heartbeat_timeout_s,
+            algorithm=algorithm, env_id=env_id, state_reason="submitted")
+        self.hubs[rid] = TelemetryHub()
+        self.registry.insert(record)
+        self.queue.append(rid)
+        log.info("run %s queued (worker %s)", rid, worker.name)
+        self._schedule()
+        return self.registry.require(rid)
+
+    # ------------------------------------------------------------------ control
+    async def cancel(self, ref: str, reason: str = "", wait_s: float = 0.0) -> RunRecord:
+        record = self.resolve(ref)
+        reason = reason or "cancelled by request"
+        if record.state.terminal:
+            raise Conflict(f"run {record.run_id} has already ended ({record.state.value})")
+        if record.state is RunState.QUEUED:
+            self.queue.remove(record.run_id)
+            run = RunDir(self.store.runs_dir / record.run_id)
+            hub = self.hubs.pop(record.run_id, TelemetryHub())
+            with RunRecorder(run) as recorder:
+                event = recorder.record({"type": "run_cancelled", "reason": reason, "origin": "daemon"})
+                hub.publish(event["seq"], "run_cancelled", recorder.last_line)
+            hub.close()
+            return self.registry.transition(record.run_id, RunState.CANCELLED, reason)
+        active = self.active.get(record.run_id)
+        if active is None:  # between registry and memory: cannot happen on one loop
+            raise Conflict(f"run {record.run_id} is {record.state.value} but has no worker")
+        self._request_cancel(active, reason, self.settings.cancel_grace_s)
+        return await self._wait_for(record.run_id, set(), wait_s)
+
+    async def pause(self, ref: str, wait_s: float = 0.0) -> RunRecord:
+        record, active = self._controllable(ref, "paused")
+        if record.state is RunState.PAUSED:
+            return record
+        if record.state is not RunState.RUNNING:
+            raise Conflict(f"run {record.run_id} is {record.state.value}; only a RUNNING run "
+                           "can be paused")
+        active.pause_requested = True
+        if active.handle:
+            active.handle.signal(signal.SIGUSR1)
+        return await self._wait_for(record.run_id, {RunState.PAUSED}, wait_s)
+
+    async def resume(self, ref: str, wait_s: float = 0.0) -> RunRecord:
+        record, active = self._controllable(ref, "resumed")
+        if record.state is RunState.RUNNING and not active.pause_requested:
+            return record
+        if record.state not in (RunState.PAUSED, RunState.RUNNING):
+            raise Conflict(f"run {record.run_id} is {record.state.value}; only a PAUSED run "
+                           "can be resumed")
+        active.pause_requested = False
+        if active.handle:
+            active.handle.signal(signal.SIGUSR2)
+        return await self._wait_for(record.run_id, {RunState.RUNNING}, wait_s)
+
+    def _controllable(self, ref: str, verb: str) -> tuple[RunRecord, ActiveRun]:
+        record = self.resolve(ref)
+        active = self.active.get(record.run_id)
+        if record.state.terminal or active is None:
+            raise Conflict(f"run {record.run_id} is {record.state.value}; it cannot be {verb}")
+        worker = self.catalog.discovery
+        if record.worker in worker.names() and not worker.get(record.worker).capabilities.supports_pause_resume:
+            raise Conflict(f"worker {record.worker!r} does not support pause/resume")
+        return record, active
+
+    async def _wait_for(self, run_id: str, states: set[RunState], wait_s: float) -> RunRecord:
+        deadline = time.monotonic() + max(0.0, wait_s)
+        while True:
+            record = self.registry.require(run_id)
+            if record.state in states or record.state.terminal or time.monotonic() >= deadline:
+                return record
+            await asyncio.sleep(0.02)
+
+    def _request_cancel(self, active: ActiveRun, reason: str, grace_s: float) -> None:
+        if active.cancel_requested:  # asked twice: stop waiting
+            kill_group_now(active.handle)
+            return
+        active.cancel_requested = True
+        active.cancel_reason = reason
+        log.info("run %s: cancel (%s)", active.run_id, reason)
+        if active.handle:
+            active.handle.signal_group(signal.SIGTERM)
+            active.kill_timer = asyncio.get_running_loop().call_later(
+                grace_s, kill_group_now, active.handle)
+
+    # ------------------------------------------------------------------ scheduling
+    def _schedule(self) -> None:
+        """Start queued runs, oldest first, while the limits allow."""
+        while self.queue and not self._stopping:
+            record = self.registry.require(self.queue[0])
+            if len(self.active) >= self.settings.max_concurrent_runs:
+                return
+            if self.active and self.cpus_in_use() + record.cpus > self.settings.cpu_budget:
+                return
+            self.queue.pop(0)
+            hub = self.hubs.setdefault(record.run_id, TelemetryHub())
+            active = ActiveRun(record.run_id, RunDir(self.store.runs_dir / record.run_id), hub,
+                               RunState.STARTING, record.cpus, record.heartbeat_timeout_s)
+            self.active[record.run_id] = active
+            self._transition(active, RunState.STARTING, "started by the scheduler")
+            asyncio.ensure_future(self._launch(active, record))
+
+    async def _launch(self, active: ActiveRun, record: RunRecord) -> None:
+        run = active.run
+        try:
+            worker = self.catalog.get(record.worker)
+            cmd = [*worker_command(worker, record.python or None), "--config", str(run.config_path),
+                   "--run-dir", str(run.root)]
+            env = {**os.environ, "PYTHONUNBUFFERED": "1", "MOSAIC_RUN_DIR": str(run.root),
+                   "MOSAIC_HOME": str(self._home), **_run_env(run)}
+            active.recorder = RunRecorder(run, parse=parse_event_line)
+            handle = await spawn_worker(cmd, run, env)
+        except Exception as exc:  # bad interpreter path, worker uninstalled meanwhile, …
+            log.warning("run %s: could not start: %s", active.run_id, exc)
+            if active.recorder is None:
+                active.recorder = RunRecorder(run)
+            self._record(active, {"type": "run_failed", "error_type": type(exc).__name__,
+                                  "message": f"could not start the worker: {exc}"})
+            await self._finish(active, None, known=False)
+            return
+        run.update_manifest(status="starting", pid=handle.pid, command=cmd,
+                            daemon={"version": __version__, "pid": os.getpid()})
+        self.registry.update(active.run_id, pid=handle.pid, proc_start=process_start_token(handle.pid))
+        log.info("run %s: worker pid %d", active.run_id, handle.pid)
+        self._attach(active, handle, SpoolReader(spool_path(run)))
+        if active.cancel_requested:  # cancelled while we were spawning
+            active.cancel_requested = False
+            self._request_cancel(active, active.cancel_reason, self.settings.cancel_grace_s)
+
+    # ------------------------------------------------------------------ following
+    def _attach(self, active: ActiveRun, handle: WorkerHandle, reader: SpoolReader) -> None:
+        """From now on the pump reads this worker's spool, and its exit settles the run."""
+        active.handle, active.reader = handle, reader
+        handle.exited.add_done_callback(
+            lambda _: asyncio.ensure_future(self._settle(active)))
+        self._wake_pump()
+
+    def _wake_pump(self) -> None:
+        self._pump_wake.set()
+
+    async def _pump_loop(self) -> None:
+        """Tail every running worker's spool, one pass per tick.
+
+        One loop for all runs rather than a task each: with many runs the cost
+        is one timer per tick, not one per run. Ticks are short while output
+        flows and back off when every worker is quiet.
+        """
+        idle = POLL_MIN_S
+        while True:
+            try:
+                busy, saturated = self._pump_once()
+            except Exception:  # never let the pump die: every run depends on it
+                log.exception("telemetry pump error")
+                busy = saturated = False
+            if saturated:
+                await asyncio.sleep(SATURATED_PAUSE_S)  # more is waiting: let the streams send first
+                continue
+            idle = POLL_MIN_S if busy else min(idle * 2, POLL_MAX_S)
+            self._pump_wake.clear()
+            try:
+                await asyncio.wait_for(self._pump_wake.wait(), idle)
+            except asyncio.TimeoutError:
+                pass
+
+    def _pump_once(self) -> tuple[bool, bool]:
+        """One pass over all spools: (any output read, any run with more waiting)."""
+        busy = saturated = False
+        for active in list(self.active.values()):
+            if active.reader is None or active.settling:
+                continue
+            try:
+                lines = active.reader.read_available()
+                if lines:
+                    busy = True
+                    saturated = saturated or active.reader.saturated
+                    self._ingest(active, lines)
+            except Exception as exc:  # a daemon bug must fail this run only
+                self._lose(active, exc)
+        return busy, saturated
+
+    def _lose(self, active: ActiveRun, exc: BaseException) -> None:
+        log.error("run %s: supervisor error", active.run_id, exc_info=exc)
+        active.settling = True  # no more reading; the exit callback settles the run
+        if active.recorder and active.recorder.terminal is None:
+            self._record(active, {"type": "run_failed", "error_type": "DaemonError",
+                                  "message": f"the daemon lost this run: {exc!r}"})
+        kill_group_now(active.handle)
+
+    async def _settle(self, active: ActiveRun) -> None:
+        """The worker has exited: store the rest of its output, then end the run."""
+        assert active.handle is not None and active.reader is not None
+        returncode = active.handle.exited.result()
+        if not active.settling:
+            active.settling = True
+            try:
+                self._ingest(active, active.reader.read_rest())
+            except Exception as exc:
+                self._lose(active, exc)
+        await self._finish(active, returncode, known=returncode is not None)
+
+    def _ingest(self, active: ActiveRun, lines: Iterable[bytes]) -> None:
+        recorder, hub = active.recorder, active.hub
+        assert recorder is not None
+        active.last_activity = time.monotonic()
+        for event, text in recorder.feed_lines(lines):  # one write, then publish
+            kind = event["type"]
+            hub.publish(event["seq"], kind, text)
+            if kind == "heartbeat" or kind == "log" or kind == "episode":
+                continue
+            if kind == "metrics":
+                hub.last_metrics = event
+            elif kind == "run_started" and active.state is RunState.STARTING:
+                env = event.get("env") if isinstance(event.get("env"), dict) else {}
+                extra = {"started_at": event.get("ts") or time.time()}
+                if event.get("algorithm"):
+                    extra["algorithm"] = str(event["algorithm"])
+                if env.get("env_id"):
+                    extra["env_id"] = str(env["env_id"])
+                self._transition(active, RunState.RUNNING, "worker sent run_started", **extra)
+            elif kind == "paused" and active.state is RunState.RUNNING:
+                self._transition(active, RunState.PAUSED, "worker paused")
+            elif kind == "resumed" and active.state is RunState.PAUSED:
+                self._transition(active, RunState.RUNNING, "worker resumed")
+
+    def _record(self, active: ActiveRun, event: dict[str, Any]) -> None:
+        """Store an event the daemon writes on the worker's behalf, and publish it."""
+        assert active.recorder is not None
+        event = active.recorder.record({**event, "origin": "daemon"})
+        active.hub.publish(event["seq"], event["type"], active.recorder.last_line)
+
+    async def _finish(self, active: ActiveRun, returncode: int | None, known: bool = True) -> None:
+        """The worker is gone: record how it ended and release its slot."""
+        if active.finished.is_set() or active.run_id not in self.active:
+            return
+        if active.kill_timer:
+            active.kill_timer.cancel()
+        kill_group_now(active.handle)  # grandchildren go with the worker
+        recorder = active.recorder
+        assert recorder is not None
+        run = active.run
+        if not known:
+            if recorder.terminal is None:
+                self._record(active, {"type": "run_failed", "error_type": "DaemonRestarted",
+                                      "message": "daemon restarted: the worker exited while no daemon "
+                                                 "was following it (exit code unknown)"})
+            run.update_manifest(exit_code=None, exit_signal=None)
+        else:
+            code = returncode if returncode is not None else -int(signal.SIGKILL)
+            if recorder.terminal is None and active.cancel_requested:
+                self._record(active, {"type": "run_cancelled",
+                                      "reason": f"{active.cancel_reason} (worker stopped by "
+                                                f"{signal_name(code) or f'exit code {code}'})"})
+            before = recorder.seq
+            recorder.finish(code, _stderr_tail(run.worker_log_path))
+            if recorder.seq > before:  # finish() synthesised a run_failed: publish it too
+                active.hub.publish(recorder.seq - 1, "run_failed", recorder.last_line)
+            returncode = code
+        terminal = recorder.terminal or {}
+        state = TERMINAL_EVENT_STATE.get(terminal.get("type", ""), RunState.FAILED)
+        reason = {RunState.FAILED: str(terminal.get("message", "")),
+                  RunState.CANCELLED: active.cancel_reason or str(terminal.get("reason", "")),
+                  RunState.COMPLETED: "completed"}[state]
+        if state is RunState.COMPLETED and active.state is RunState.STARTING:
+            state, reason = RunState.FAILED, f"worker ended ({terminal.get('type')}) before run_started"
+        fields: dict[str, Any] = {"exit_code": returncode, "exit_signal": (
+            (signal_name(returncode) or "") if returncode is not None else "")}
+        if state is RunState.FAILED:
+            fields["failure_reason"] = reason
+        self._transition(active, state, reason, **fields)
+        recorder.close()
+        if active.reader:
+            active.reader.close()
+        if state is not RunState.FAILED:  # all of it is in telemetry.jsonl; keep it only to debug
+            spool_path(run).unlink(missing_ok=True)
+        active.hub.close()
+        self.active.pop(active.run_id, None)
+        self.hubs.pop(active.run_id, None)
+        active.finished.set()
+        log.info("run %s: %s%s", active.run_id, state.value, f" ({reason})" if reason else "")
+        self._schedule()
+
+    def _transition(self, active: ActiveRun, state: RunState, reason: str, **fields: Any) -> None:
+        self.registry.transition(active.run_id, state, reason, **fields)
+        active.state = state
+        if state in (RunState.STARTING,):
+            active.run.update_manifest(status="starting")
+
+    # ------------------------------------------------------------------ watchdog
+    async def _watchdog_loop(self) -> None:
+        while True:
+            await asyncio.sleep(WATCHDOG_PERIOD_S)
+            now = time.monotonic()
+            for active in list(self.active.values()):
+                if active.watchdog_fired or active.handle is None or active.recorder is None:
+                    continue
+                if active.state is RunState.STARTING:
+                    if now - active.started_mono > self.settings.startup_timeout_s:
+                        self._fire(active, "StartupTimeout", f"no run_started within "
+                                   f"{self.settings.startup_timeout_s:g} s of the worker's start")
+                elif active.heartbeat_timeout_s > 0 and now - active.last_activity > active.heartbeat_timeout_s:
+                    self._fire(active, "HeartbeatTimeout", f"no telemetry for "
+                               f"{now - active.last_activity:.1f} s (heartbeat timeout "
+                               f"{active.heartbeat_timeout_s:g} s); worker killed")
+
+    def _fire(self, active: ActiveRun, error_type: str, message: str) -> None:
+        active.watchdog_fired = True
+        log.warning("run %s: %s", active.run_id, message)
+        if active.recorder and active.recorder.terminal is None:
+            self._record(active, {"type": "run_failed", "error_type": error_type, "message": message})
+        kill_group_now(active.handle)
+
+    # ------------------------------------------------------------------ recovery
+    async def _recover(self) -> None:
+        """Runs an earlier daemon left active: re-attach if alive, else settle them."""
+        for record in self.registry.list(states=[RunState.STARTING, RunState.RUNNING, RunState.PAUSED]):
+            run = RunDir(self.store.runs_dir / record.run_id)
+            _drop_torn_tail(run.telemetry_path)
+            stored = _count_lines(run.telemetry_path)
+            daemon_made = _count_daemon_events(run)
+            hub = TelemetryHub(next_seq=stored)
+            active = ActiveRun(record.run_id, run, hub, record.state, record.cpus,
+                               record.heartbeat_timeout_s)
+            active.recorder = RunRecorder(run, parse=parse_event_line)
+            active.recorder.terminal = _stored_terminal(run)
+            reader = SpoolReader(spool_path(run), skip_lines=stored - daemon_made)
+            self.active[record.run_id] = active
+            self.hubs[record.run_id] = hub
+            if pid_alive(record.pid, record.proc_start):
+                log.info("run %s: re-attached to worker pid %s", record.run_id, record.pid)
+                self._attach(active, AttachedWorker(int(record.pid or 0), record.proc_start), reader)
+            else:
+                log.info("run %s: worker gone while the daemon was down", record.run_id)
+                active.reader = reader
+                self._ingest(active, reader.read_rest())
+                await self._finish(active, None, known=False)
+
+
+def _count_lines(path: os.PathLike[str] | str) -> int:
+    try:
+        with open(path, "rb") as fh:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+    except FileNotFoundError:
+        return 0
+
+
+def _next_seq_on_disk(path: os.PathLike[str] | str) -> int:
+    """One past the last stored seq, from the file's tail (cheap for long runs)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - (1 << 16)))
+            lines = fh.read().splitlines()
+    except FileNotFoundError:
+        return 0
+    for line in reversed(lines):
+        try:
+            return int(json.loads(line)["seq"]) + 1
+        except (ValueError, KeyError, TypeError):
+            continue
+    return 0
+
+
+def _count_daemon_events(run: RunDir) -> int:
+    """Events the daemon wrote itself (they have no line in the worker's spool)."""
+    return sum(1 for e in run.iter_events() if e.get("origin") == "daemon")
+
+
+def _stored_terminal(run: RunDir) -> dict[str, Any] | None:
+    for kind in ("run_completed", "run_failed", "run_cancelled"):
+        event = run.last_event(kind)
+        if event is not None:
+            return event
+    return None
+
+
+def _drop_torn_tail(path: os.PathLike[str] | str) -> None:
+    """Cut a half-written last line (the old daemon died mid-write) before appending."""
+    try:
+        with open(path, "rb+") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            if size == 0:
+                return
+            fh.seek(max(0, size - (1 << 20)))
+            tail = fh.read()
+            if tail.endswith(b"\n"):
+                return
+            cut = tail.rfind(b"\n")
+            fh.truncate(size - len(tail) + cut + 1 if cut >= 0 else max(0, size - len(tail)))
+    except FileNotFoundError:
+        return

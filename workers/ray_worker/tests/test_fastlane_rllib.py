@@ -1,0 +1,131 @@
+"""FastLane on a real RLlib run: PPO on pistonball, frames watched live and after the run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from ray_support import train
+from mosaic.fastlane.follow import StreamFollower
+from mosaic.fastlane.png import read_png
+from mosaic.fastlane.registry import read_registry
+from mosaic.fastlane.shm import list_segments, parse_segment_name
+
+pytestmark = pytest.mark.slow
+
+PISTONBALL = {"family": "butterfly", "env_id": "pistonball_v6", "api_type": "PARALLEL",
+              "env_kwargs": {"n_pistons": 3, "max_cycles": 40}}
+PISTONS = {"piston_0", "piston_1", "piston_2"}
+
+
+def override(num_workers: int) -> dict:
+    return {"environment": PISTONBALL, "resources": {"num_workers": num_workers},
+            "training": {"algorithm": "PPO", "total_timesteps": 160,
+                         "algo_params": {"train_batch_size_per_learner": 80, "minibatch_size": 80,
+                                         "num_epochs": 1}},
+            "fastlane": {"enabled": True, "fps": 30}, "tensorboard": False, "checkpoint": {"at_end": False}}
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_segments():
+    before = set(list_segments())
+    yield
+    leaked = set(list_segments()) - before
+    assert not leaked, f"FastLane segments left behind: {sorted(leaked)}"
+
+
+class LiveWatcher(threading.Thread):
+    """Follows every FastLane stream that appears while training runs, as a viewer would."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.before = set(list_segments())
+        self.stop = threading.Event()
+        self.frames: dict[str, list] = {}
+
+    def run(self) -> None:
+        followers: dict[str, StreamFollower] = {}
+        while not self.stop.is_set():
+            for name in set(list_segments()) - self.before - set(followers):
+                followers[name] = StreamFollower(name)
+            for name, follower in followers.items():
+                frame = follower.poll()
+                if frame is not None:
+                    self.frames.setdefault(parse_segment_name(name)[1], []).append(
+                        (frame.pixels.shape, float(frame.pixels.std()), frame.episode, frame.step, dict(frame.meta)))
+            self.stop.wait(0.002)
+        for follower in followers.values():
+            follower.close()
+
+
+def test_pistonball_ppo_streams_frames_and_watch_snapshots_them(tmp_path, ray_session):
+    watcher = LiveWatcher()
+    watcher.start()
+    try:
+        trained = train(tmp_path, override(0))
+    finally:
+        watcher.stop.set()
+        watcher.join(10)
+    assert trained.summary["timesteps_total"] >= 160
+
+    # live: the driver's env runner published frames tagged with episode, step and rewards
+    live = watcher.frames.get("runner-0")
+    assert live, f"no live frame seen (streams: {list(watcher.frames)})"
+    shape, std, episode, step, meta = live[-1]
+    assert shape == (560, 200, 3) and std > 10
+    assert episode >= 0 and step >= 0 and set(meta["rewards"]) == PISTONS and set(meta["returns"]) == PISTONS
+    assert meta["env_id"] == "pistonball_v6"
+
+    # after the run: segments gone, the last frame kept, and `mosaic watch --snapshot` shows it
+    run = trained.run
+    assert not list_segments(run.run_id)
+    entry = read_registry(run.root)["streams"]["runner-0"]
+    assert entry["state"] == "closed" and entry["geometry"]["height"] == 560
+    out = tmp_path / "f.png"
+    proc = subprocess.run([sys.executable, "-m", "mosaic", "watch", run.run_id, "--snapshot", str(out)],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "MOSAIC_HOME": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    pixels, saved_meta = read_png(out)
+    assert pixels.shape == (560, 200, 3)
+    colours = np.unique(pixels.reshape(-1, 3), axis=0)
+    assert pixels.std() > 10 and len(colours) > 5  # the board, pistons and ball, not a blank image
+    assert saved_meta["stream"] == "runner-0" and set(saved_meta["rewards"]) == PISTONS
+
+
+def test_one_stream_per_remote_env_runner(tmp_path, ray_session):
+    trained = train(tmp_path, override(1))
+    streams = read_registry(trained.run.root)["streams"]
+    assert set(streams) == {"runner-1"}  # the remote runner samples; the driver's local one does not
+    assert streams["runner-1"]["state"] == "closed"
+    assert streams["runner-1"]["pid"] != os.getpid()
+    pixels, meta = read_png(trained.run.root / "fastlane" / "runner-1.png")
+    assert pixels.shape == (560, 200, 3) and set(meta["rewards"]) == PISTONS
+    assert not list_segments(trained.run.run_id)
+
+
+def test_disabled_fastlane_leaves_the_env_unwrapped():
+    from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
+
+    from mosaic.fastlane.config import FastLaneConfig, FastLaneTarget
+    from ray_worker.config import EnvironmentConfig
+    from ray_worker.environment import EnvironmentFactory
+    from ray_worker.fastlane import FastLaneParallelEnv
+
+    env_cfg = EnvironmentConfig(**{k: v for k, v in PISTONBALL.items()})
+    off = EnvironmentFactory(env_cfg, FastLaneTarget("r", None, FastLaneConfig(enabled=False)))()
+    assert type(off) is ParallelPettingZooEnv
+    on = EnvironmentFactory(env_cfg, FastLaneTarget("r", None, FastLaneConfig(enabled=True)))()
+    try:
+        assert isinstance(on, FastLaneParallelEnv)
+        on.reset(seed=0)
+        assert list_segments("r") == ["mosaic_fl.r.runner-0"]
+    finally:
+        on.close()
+        off.close()
+    assert not list_segments("r")

@@ -1,0 +1,204 @@
+"""Policy actors load modules from checkpoints without Ray and act like training did."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ray_support import train
+
+CONFIGS = {
+    "shared": {"environment": {"family": "mpe", "env_id": "simple_spread_v3", "env_kwargs": {"N": 2, "max_cycles": 25}}},
+    "independent": {"policy_configuration": "INDEPENDENT",
+                    "environment": {"family": "sisl", "env_id": "waterworld_v4",
+                                    "env_kwargs": {"n_pursuers": 2, "max_cycles": 50}}},
+    "masked": {"environment": {"family": "classic", "env_id": "connect_four_v3", "api_type": "AEC"},
+               "training": {"total_timesteps": 600, "algo_params": {"train_batch_size_per_learner": 300,
+                                                                    "minibatch_size": 100, "num_epochs": 1}}},
+}
+
+
+@pytest.fixture(scope="module")
+def checkpoints(ray_session, tmp_path_factory):
+    out = {}
+    for name, override in CONFIGS.items():
+        run = train(tmp_path_factory.mktemp(name), override)
+        out[name] = (run, run.of_type("checkpoint_saved")[-1]["path"])
+    return out
+
+
+def observations(checkpoint: str, n: int = 24) -> dict[str, list]:
+    """Real observations per agent from the run's own env (the same preprocessing as training)."""
+    from ray_worker.policy_actor import environment_config, read_checkpoint
+    from ray_worker.environment import EnvironmentFactory
+
+    env, _ = EnvironmentFactory(environment_config(read_checkpoint(checkpoint))).make_pettingzoo()
+    rng = np.random.default_rng(0)
+    seen: dict[str, list] = {}
+    if hasattr(env, "agent_iter"):
+        env.reset(seed=0)
+        for agent in env.agent_iter(max_iter=n):
+            obs, _, term, trunc, _ = env.last()
+            if term or trunc:
+                env.step(None)
+                continue
+            seen.setdefault(agent, []).append(obs)
+            env.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+    else:
+        obs, _ = env.reset(seed=0)
+        for _ in range(n // 2):
+            for agent, o in obs.items():
+                seen.setdefault(agent, []).append(o)
+            obs, *_ = env.step({a: env.action_space(a).sample() for a in env.agents})
+    env.close()
+    return seen
+
+
+def greedy_training_actions(checkpoint: str, module_id: str, obs: list) -> list:
+    """What the training module (restored as an Algorithm, with Ray) does greedily."""
+    import torch
+    from ray.rllib.algorithms.algorithm import Algorithm
+    from ray.rllib.core.columns import Columns
+
+    from ray_worker.policy_actor import RayPolicyActor, read_checkpoint
+
+    algo = Algorithm.from_checkpoint(checkpoint)
+    try:
+        module = algo.get_module(module_id)
+        actor = RayPolicyActor(module, module_id, read_checkpoint(checkpoint), deterministic=True)
+        batch = actor._batch(obs)
+        with torch.no_grad():
+            logits = module.forward_inference({Columns.OBS: batch})[Columns.ACTION_DIST_INPUTS]
+        dist = module.get_inference_action_dist_cls().from_logits(logits).to_deterministic()
+        return [actor._to_env(a) for a in dist.sample().numpy()]
+    finally:
+        algo.stop()
+
+
+ACTOR_SCRIPT = """
+import json, pickle, sys, time
+t = time.perf_counter()
+from ray_worker import RayPolicyConfig, create_ray_actor
+jobs = pickle.load(open(sys.argv[1], "rb"))
+out = {}
+for key, (ckpt, module_id, obs) in jobs.items():
+    actor = create_ray_actor(RayPolicyConfig(checkpoint_path=ckpt, module_id=module_id))
+    out[key] = [a.tolist() if hasattr(a, "tolist") else a for a in actor.compute_actions(obs)]
+import ray
+out["ray_initialized"] = ray.is_initialized()
+print(json.dumps(out))
+"""
+
+
+def test_actor_actions_equal_training_module_greedy_actions_without_ray(checkpoints, tmp_path):
+    import pickle
+
+    jobs, expected = {}, {}
+    for name, (run, ckpt) in checkpoints.items():
+        for agent, obs in observations(ckpt).items():
+            module_id = json.loads((Path(ckpt) / "mosaic_state.json").read_text())["agent_to_module"][agent]
+            key = f"{name}:{agent}"
+            jobs[key] = (ckpt, module_id, obs)
+            expected[key] = [np.asarray(a).tolist() for a in greedy_training_actions(ckpt, module_id, obs)]
+    (tmp_path / "jobs.pkl").write_bytes(pickle.dumps(jobs))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")}
+    proc = subprocess.run([sys.executable, "-c", ACTOR_SCRIPT, str(tmp_path / "jobs.pkl")],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got.pop("ray_initialized") is False
+    assert "Started a local Ray instance" not in proc.stderr
+    for key, actions in expected.items():
+        assert np.allclose(np.asarray(got[key], dtype=float), np.asarray(actions, dtype=float), atol=1e-5), key
+
+
+def test_connect_four_against_random_reports_outcomes_and_saves_video(checkpoints):
+    from ray_worker import EvaluationConfig, RayPolicyController, create_ray_actor, RayPolicyConfig, run_evaluation
+
+    run, ckpt = checkpoints["masked"]
+    actor = create_ray_actor(RayPolicyConfig(checkpoint_path=ckpt, agent_id="player_0"))
+    results = run_evaluation(EvaluationConfig(controller=RayPolicyController({"player_0": actor}),
+                                              num_episodes=10, video_episodes=1))
+    outcomes = results.outcomes
+    assert set(outcomes) == {"shared", "random"}
+    shared = outcomes["shared"]
+    assert shared["games"] == 10
+    assert shared["win_rate"] + shared["draw_rate"] + shared["loss_rate"] == pytest.approx(1.0)
+    folder = Path(results.output_dir)
+    assert folder.parent == run.run.root / "eval"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["num_episodes"] == 10 and summary["per_agent_return"]["player_0"]["n"] == 10
+    assert len((folder / "episodes.csv").read_text().splitlines()) == 11
+    (video,) = results.videos
+    assert Path(video).stat().st_size > 1000 and Path(video).read_bytes()[:6] == b"GIF89a"
+    manifest = run.run.read_manifest()
+    assert manifest["evaluations"][-1]["path"].startswith("eval/")
+
+
+def test_two_runs_face_each_other(checkpoints, ray_session, tmp_path):
+    from ray_worker import EvaluationConfig, RayPolicyConfig, RayPolicyController, create_ray_actor, run_evaluation
+
+    _, ckpt_a = checkpoints["masked"]
+    other = train(tmp_path, {**CONFIGS["masked"], "seed": 9})
+    ckpt_b = other.of_type("checkpoint_saved")[-1]["path"]
+    controller = RayPolicyController({
+        "player_0": create_ray_actor(RayPolicyConfig(ckpt_a, agent_id="player_0")),
+        "player_1": create_ray_actor(RayPolicyConfig(ckpt_b, agent_id="player_1"))})
+    results = run_evaluation(EvaluationConfig(controller=controller, num_episodes=4, seed=3,
+                                              output_dir=str(tmp_path / "duel")))
+    assert len(results.episodes) == 4 and all(e.length > 0 for e in results.episodes)
+    assert (tmp_path / "duel" / "summary.json").exists()
+
+
+def test_bad_input_names_what_exists(checkpoints, tmp_path):
+    from mosaic.errors import UserError
+    from ray_worker import EvaluationConfig, RayPolicyConfig, RayPolicyController, create_ray_actor, run_evaluation
+
+    with pytest.raises(UserError, match="does not exist"):
+        create_ray_actor(RayPolicyConfig(checkpoint_path=str(tmp_path / "nope")))
+    _, ckpt = checkpoints["independent"]
+    with pytest.raises(UserError, match="available: pursuer_0, pursuer_1"):
+        create_ray_actor(RayPolicyConfig(checkpoint_path=ckpt, module_id="shared"))
+    spread = create_ray_actor(RayPolicyConfig(checkpoint_path=checkpoints["shared"][1]))
+    connect_four_ckpt = checkpoints["masked"][1]
+    four = create_ray_actor(RayPolicyConfig(checkpoint_path=connect_four_ckpt))
+    with pytest.raises(UserError, match="expects observations"):
+        run_evaluation(EvaluationConfig(controller=RayPolicyController({"player_0": four, "player_1": spread}),
+                                        num_episodes=1, save=False))
+
+
+def test_mosaic_eval_cli(checkpoints):
+    run, _ = checkpoints["masked"]
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "mosaic", "eval", str(run.run.root), "--episodes", "6",
+                           "--opponent", "random"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "win" in proc.stdout and "player_0" in proc.stdout and "saved to" in proc.stdout
+    assert time.monotonic() - start < 120
+
+
+def test_mappo_and_self_play_checkpoints_evaluate(ray_session, tmp_path):
+    from ray_worker import EvaluationConfig, RayPolicyController, run_evaluation
+
+    mappo = train(tmp_path / "mappo", {"policy_configuration": "SHARED_VALUE_FUNCTION"})
+    controller = RayPolicyController.from_checkpoint(mappo.of_type("checkpoint_saved")[-1]["path"])
+    assert {a: act.module_id for a, act in controller.actors.items()} == {"agent_0": "agent_0", "agent_1": "agent_1"}
+    results = run_evaluation(EvaluationConfig(controller=controller, num_episodes=2, save=False))
+    assert set(results.per_agent) == {"agent_0", "agent_1"}
+
+    game = train(tmp_path / "sp", {"policy_configuration": "SELF_PLAY",
+                                   "environment": {"family": "classic", "env_id": "tictactoe_v3", "api_type": "AEC"},
+                                   "training": {"total_timesteps": 300, "algo_params": {
+                                       "train_batch_size_per_learner": 300, "minibatch_size": 100}}})
+    controller = RayPolicyController.from_checkpoint(game.of_type("checkpoint_saved")[-1]["path"])
+    assert {act.module_id for act in controller.actors.values()} == {"main"}
+    controller.actors.pop("player_2")  # main against a random player
+    results = run_evaluation(EvaluationConfig(controller=controller, num_episodes=4, save=False))
+    assert set(results.outcomes) == {"main", "random"}
