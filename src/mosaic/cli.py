@@ -434,6 +434,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         cmd += ["--video", str(args.video)]
     if args.json:
         cmd.append("--json")
+    if args.fastlane:
+        cmd.append("--fastlane")
     proc = subprocess.run(cmd)
     return proc.returncode
 
@@ -475,6 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--worker", help="the worker to evaluate with (default: the run's)")
     p.add_argument("--json", action="store_true", help="results as JSON")
+    p.add_argument("--fastlane", action="store_true", help="stream frames (`mosaic watch RUN --stream eval`)")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("logs", help="print a run's telemetry")

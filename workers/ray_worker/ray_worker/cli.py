@@ -61,6 +61,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="--evaluate: record the first N episodes as GIF (default 1)")
     parser.add_argument("--seed", type=int, default=0, help="--evaluate: first episode seed")
     parser.add_argument("--json", action="store_true", help="--evaluate: print results as JSON")
+    parser.add_argument("--fastlane", action="store_true",
+                        help="--evaluate: stream frames for `mosaic watch RUN --stream eval`")
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -86,7 +88,8 @@ def _evaluate(args: argparse.Namespace) -> int:
                     raise UserError(f"--opponent: {args.opponent!r} has no policy for {agent!r}")
                 controller.actors[agent] = other.actors[agent]
     results = run_evaluation(EvaluationConfig(controller=controller, num_episodes=args.episodes,
-                                              seed=args.seed, video_episodes=args.video))
+                                              seed=args.seed, video_episodes=args.video,
+                                              fastlane=args.fastlane))
     print(json.dumps(results.to_dict(), indent=2) if args.json else
           results.table() + f"\nsaved to {results.output_dir}")
     return 0

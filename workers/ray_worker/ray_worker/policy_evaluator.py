@@ -26,6 +26,8 @@ class EvaluationConfig:
     video_episodes: int = 0  # record the first N episodes as GIF
     output_dir: str | None = None  # default: <run>/eval/<timestamp>/ when the checkpoint is in a run
     save: bool = True
+    fastlane: bool = False  # stream frames to `mosaic watch RUN --stream eval`
+    fastlane_fps: float = 30.0
 
 
 def _legal_random(rng: np.random.Generator, space: Any, obs: Any, info: Any) -> Any:
@@ -67,7 +69,9 @@ def run_evaluation(config: EvaluationConfig) -> EvaluationResults:
     env_cfg = environment_config(info)
     ctde = info.state.get("policy_configuration") == PolicyConfiguration.SHARED_VALUE_FUNCTION.name
     factory = EnvironmentFactory(env_cfg, global_state=ctde)
-    env, _ = factory.make_pettingzoo(render_mode="rgb_array" if config.video_episodes else None)
+    rendering = bool(config.video_episodes or config.fastlane)
+    env, _ = factory.make_pettingzoo(render_mode="rgb_array" if rendering else None)
+    lane = _lane(info.path, config) if config.fastlane else None
     for agent, actor in controller.actors.items():
         if agent not in env.possible_agents:
             raise UserError(f"agent {agent!r} is not in {env_cfg.env_id}; agents: {', '.join(env.possible_agents)}")
@@ -84,8 +88,9 @@ def run_evaluation(config: EvaluationConfig) -> EvaluationResults:
             record = i < config.video_episodes
             frames: list[np.ndarray] = []
             start = time.perf_counter()
+            sink = _FrameSink(frames if record else None, lane, i)
             returns, length = (_play_aec if is_aec else _play_parallel)(
-                env, controller, rng, seed, config.max_steps, frames if record else None)
+                env, controller, rng, seed, config.max_steps, sink if (record or lane) else None)
             winner = None
             if len(returns) == 2:
                 (a, ra), (b, rb) = returns.items()
@@ -96,6 +101,8 @@ def run_evaluation(config: EvaluationConfig) -> EvaluationResults:
                 frames_per_episode.append(frames)
     finally:
         env.close()
+        if lane is not None:
+            lane.close()
     from mosaic import configkit
 
     results = EvaluationResults(episodes, configkit.to_dict(env_cfg), str(info.path))
@@ -124,7 +131,7 @@ def _act(controller: RayPolicyController, agent: str, obs: Any, info: Any, rng: 
 
 
 def _play_aec(env: Any, controller: RayPolicyController, rng: np.random.Generator, seed: int,
-              max_steps: int | None, frames: list | None) -> tuple[dict[str, float], int]:
+              max_steps: int | None, frames: "_FrameSink | None") -> tuple[dict[str, float], int]:
     env.reset(seed=seed)
     returns = {a: 0.0 for a in env.possible_agents}
     length = 0
@@ -137,14 +144,14 @@ def _play_aec(env: Any, controller: RayPolicyController, rng: np.random.Generato
         if action is not None:
             length += 1
             if frames is not None:
-                frames.append(env.render())
+                frames.append(env.render, length, returns)
         if max_steps and length >= max_steps:
             break
     return returns, length
 
 
 def _play_parallel(env: Any, controller: RayPolicyController, rng: np.random.Generator, seed: int,
-                   max_steps: int | None, frames: list | None) -> tuple[dict[str, float], int]:
+                   max_steps: int | None, frames: "_FrameSink | None") -> tuple[dict[str, float], int]:
     obs, infos = env.reset(seed=seed)
     returns = {a: 0.0 for a in env.possible_agents}
     length = 0
@@ -167,10 +174,37 @@ def _play_parallel(env: Any, controller: RayPolicyController, rng: np.random.Gen
             returns[a] += float(r)
         length += 1
         if frames is not None:
-            frames.append(env.render())
+            frames.append(env.render, length, returns)
         if max_steps and length >= max_steps:
             break
     return returns, length
+
+
+class _FrameSink:
+    """Where rendered frames go: the episode's video and/or a FastLane stream."""
+
+    def __init__(self, video: list | None, lane: Any, episode: int) -> None:
+        self.video, self.lane, self.episode = video, lane, episode
+
+    def append(self, render: Any, step: int, returns: dict[str, float]) -> None:
+        if self.video is not None:
+            self.video.append(render())
+            if self.lane is not None:
+                frame = self.video[-1]
+                self.lane.offer(lambda: frame, self.episode, step, {"returns": dict(returns)})
+        elif self.lane is not None:
+            self.lane.offer(render, self.episode, step, lambda: {"returns": dict(returns)})
+
+
+def _lane(checkpoint: Path, config: EvaluationConfig) -> Any:
+    from mosaic.fastlane.config import FastLaneConfig, FastLaneTarget
+    from mosaic.fastlane.publisher import Publisher
+
+    run = _run_folder(checkpoint)
+    run_id = run.name if run is not None else f"eval-{time.strftime('%Y%m%d-%H%M%S')}"
+    target = FastLaneTarget(run_id, str(run) if run is not None else None,
+                            FastLaneConfig(enabled=True, fps=config.fastlane_fps, max_overhead=0.0))
+    return Publisher(target, "eval")
 
 
 def _write_gif(frames: list[np.ndarray], path: Path, fps: int = 15) -> Path:

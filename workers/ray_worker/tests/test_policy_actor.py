@@ -202,3 +202,16 @@ def test_mappo_and_self_play_checkpoints_evaluate(ray_session, tmp_path):
     controller.actors.pop("player_2")  # main against a random player
     results = run_evaluation(EvaluationConfig(controller=controller, num_episodes=4, save=False))
     assert set(results.outcomes) == {"main", "random"}
+
+
+def test_evaluation_streams_frames_to_fastlane(checkpoints):
+    from mosaic.fastlane.registry import last_frame_path
+    from ray_worker import EvaluationConfig, RayPolicyConfig, RayPolicyController, create_ray_actor, run_evaluation
+
+    run, ckpt = checkpoints["masked"]
+    actor = create_ray_actor(RayPolicyConfig(checkpoint_path=ckpt, agent_id="player_0"))
+    run_evaluation(EvaluationConfig(controller=RayPolicyController({"player_0": actor}), num_episodes=2,
+                                    fastlane=True, fastlane_fps=0))
+    png = last_frame_path(run.run.root, "eval")
+    assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not [p for p in Path("/dev/shm").glob(f"mosaic_fl.{run.run.run_id}.*")]
