@@ -17,7 +17,7 @@ Two references, measured in the same run:
   the machine allows for a cross-process hand-over. ``vs raw`` shows what
   FastLane itself costs.
 
-    python bench/fastlane_throughput.py [--seconds 2] [--capacity 8]
+    python bench/fastlane_throughput.py [--seconds 2] [--capacity 8] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -155,6 +155,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--capacity", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the best of each is shown")
     args = parser.parse_args()
     print(f"cpus: {os.cpu_count()}, load average: {os.getloadavg()[0]:.2f}, ring capacity {args.capacity}")
     print(f"{'frame WxHxC':<12} {'memcpy f/s':>10} {'memcpy MB/s':>11} {'lane f/s':>9} {'lane MB/s':>9} "
@@ -162,10 +163,16 @@ def main() -> None:
     for w, h, c in SIZES:
         geometry = Geometry(h, w, c)
         mb = geometry.frame_bytes / 1e6
-        before = memcpy_rate(geometry.frame_bytes, args.seconds / 2)
-        fps, written, delivered, lost = lane_rate(geometry, args.capacity, args.seconds)
-        raw = raw_rate(geometry.frame_bytes, args.capacity, args.seconds)
-        copy = (before + memcpy_rate(geometry.frame_bytes, args.seconds / 2)) / 2
+        # Interleaved rounds, best of each: on a small shared machine single runs swing widely,
+        # and the best run is the closest to what the code (not the neighbours) allows.
+        copies, lanes, raws, lost = [], [], [], 0
+        for _ in range(args.rounds):
+            copies.append(memcpy_rate(geometry.frame_bytes, args.seconds / 2))
+            fps_round, _, _, lost_round = lane_rate(geometry, args.capacity, args.seconds)
+            lanes.append(fps_round)
+            lost += lost_round
+            raws.append(raw_rate(geometry.frame_bytes, args.capacity, args.seconds))
+        copy, fps, raw = max(copies), max(lanes), max(raws)
         print(f"{w}x{h}x{c:<6} {copy:10.0f} {copy * mb:11.0f} {fps:9.0f} {fps * mb:9.0f} {fps / copy:6.2f} "
               f"{raw:12.0f} {fps / raw:6.2f}  {lost}")
     print("ratio = MB/s delivered through FastLane (writer and reader in two processes) / memcpy MB/s "

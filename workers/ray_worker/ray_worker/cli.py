@@ -87,9 +87,11 @@ def _evaluate(args: argparse.Namespace) -> int:
                 if agent not in other.actors:
                     raise UserError(f"--opponent: {args.opponent!r} has no policy for {agent!r}")
                 controller.actors[agent] = other.actors[agent]
+    # Against a single opponent in a 2-player game, play both seats in turn.
+    alternate = bool(args.opponent) and len(controller.actors) == 1
     results = run_evaluation(EvaluationConfig(controller=controller, num_episodes=args.episodes,
                                               seed=args.seed, video_episodes=args.video,
-                                              fastlane=args.fastlane))
+                                              fastlane=args.fastlane, alternate_seats=alternate))
     print(json.dumps(results.to_dict(), indent=2) if args.json else
           results.table() + f"\nsaved to {results.output_dir}")
     return 0

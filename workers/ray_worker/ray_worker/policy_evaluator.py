@@ -27,6 +27,7 @@ class EvaluationConfig:
     output_dir: str | None = None  # default: <run>/eval/<timestamp>/ when the checkpoint is in a run
     save: bool = True
     fastlane: bool = False  # stream frames to `mosaic watch RUN --stream eval`
+    alternate_seats: bool = False  # 2-player games: swap the two seats every episode (fair to both sides)
     fastlane_fps: float = 30.0
 
 
@@ -77,8 +78,12 @@ def run_evaluation(config: EvaluationConfig) -> EvaluationResults:
             raise UserError(f"agent {agent!r} is not in {env_cfg.env_id}; agents: {', '.join(env.possible_agents)}")
         actor.check_space(agent, env.observation_space(agent), env.action_space(agent))
     rng = np.random.default_rng(config.seed)
-    players = {a: (controller.actors[a].module_id if a in controller.actors else RANDOM)
-               for a in env.possible_agents}
+    seatings = [controller]
+    if config.alternate_seats and len(env.possible_agents) == 2:
+        first, second = env.possible_agents
+        swapped = {second if a == first else first if a == second else a: actor
+                   for a, actor in controller.actors.items()}
+        seatings.append(RayPolicyController(swapped, controller.default, controller.seed))
     is_aec = hasattr(env, "agent_iter")
     episodes: list[EpisodeMetrics] = []
     frames_per_episode: list[list[np.ndarray]] = []
@@ -89,8 +94,11 @@ def run_evaluation(config: EvaluationConfig) -> EvaluationResults:
             frames: list[np.ndarray] = []
             start = time.perf_counter()
             sink = _FrameSink(frames if record else None, lane, i)
+            seating = seatings[i % len(seatings)]
+            players = {a: (seating.actors[a].module_id if a in seating.actors else RANDOM)
+                       for a in env.possible_agents}
             returns, length = (_play_aec if is_aec else _play_parallel)(
-                env, controller, rng, seed, config.max_steps, sink if (record or lane) else None)
+                env, seating, rng, seed, config.max_steps, sink if (record or lane) else None)
             winner = None
             if len(returns) == 2:
                 (a, ra), (b, rb) = returns.items()

@@ -215,3 +215,15 @@ def test_evaluation_streams_frames_to_fastlane(checkpoints):
     png = last_frame_path(run.run.root, "eval")
     assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not [p for p in Path("/dev/shm").glob(f"mosaic_fl.{run.run.run_id}.*")]
+
+
+def test_alternate_seats_plays_both_sides(checkpoints):
+    from ray_worker import EvaluationConfig, RayPolicyConfig, RayPolicyController, create_ray_actor, run_evaluation
+
+    _, ckpt = checkpoints["masked"]
+    actor = create_ray_actor(RayPolicyConfig(checkpoint_path=ckpt, agent_id="player_0"))
+    results = run_evaluation(EvaluationConfig(controller=RayPolicyController({"player_0": actor}),
+                                              num_episodes=4, alternate_seats=True, save=False))
+    seats = [next(a for a, p in e.players.items() if p == "shared") for e in results.episodes]
+    assert seats == ["player_0", "player_1", "player_0", "player_1"]
+    assert results.outcomes["shared"]["games"] == 4
