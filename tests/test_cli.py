@@ -22,7 +22,8 @@ VALIDATOR = jsonschema.Draft202012Validator(TELEMETRY_SCHEMA)
 
 def runs_in(home: Path) -> list[Path]:
     runs = home / "trainer" / "runs"
-    return sorted(p for p in runs.iterdir() if p.is_dir()) if runs.exists() else []
+    # Skip a run still being staged (".<id>.<random>", renamed into place when complete).
+    return sorted(p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")) if runs.exists() else []
 
 
 def test_run_example_shows_progress_and_leaves_a_valid_run_folder(home):
@@ -123,7 +124,8 @@ def start_slow_run(home: Path, tmp_path: Path, **overrides) -> tuple[subprocess.
     deadline = time.time() + 60
     while time.time() < deadline:
         runs = runs_in(home)
-        if runs and b'"type":"metrics"' in (runs[0] / "telemetry.jsonl").read_bytes():
+        telemetry = runs[0] / "telemetry.jsonl" if runs else None
+        if telemetry is not None and telemetry.exists() and b'"type":"metrics"' in telemetry.read_bytes():
             return proc, runs[0]
         time.sleep(0.05)
     proc.kill()

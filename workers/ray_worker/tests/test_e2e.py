@@ -56,10 +56,13 @@ def test_pause_resume_and_cancel_checkpoint(address, tmp_path):
     try:
         runs = home / "trainer" / "runs"
         deadline = time.time() + 60
-        while not (runs.exists() and any(runs.iterdir())):
+        def complete_runs() -> list[Path]:  # not the ".<id>.<random>" staging folder
+            return [p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")] if runs.exists() else []
+
+        while not complete_runs():
             assert time.time() < deadline
             time.sleep(0.1)
-        run = next(p for p in runs.iterdir() if p.is_dir())
+        run = complete_runs()[0]
         telemetry = run / "telemetry.jsonl"
         wait_for(telemetry, '"type":"metrics"')
         pid = json.loads((run / "analytics.json").read_text())["pid"]
