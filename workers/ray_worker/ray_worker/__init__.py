@@ -57,8 +57,8 @@ def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
         action_spaces=("discrete", "masked_discrete", "box"),
         observation_spaces=("box", "image", "masked_discrete"),
         max_agents=20,  # pistonball's default 20 pistons: the most any test builds
-        supports_self_play=True,  # SELF_PLAY: frozen snapshots, tests/test_self_play.py
-        supports_population=False,
+        supports_self_play=True,  # SELF_PLAY: frozen snapshots, symmetric or team-wise (tests/test_self_play.py)
+        supports_population=True,  # league: main exploiters per side (self_play.main_exploiters)
         supports_checkpointing=True,
         supports_pause_resume=True,
         requires_gpu=False,

@@ -107,8 +107,13 @@ def resolve(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLayout) -> dict[st
         model_config = dict(sections.get("model", {}))
         obs_kind = space_kind(info.observation_space)
         module_class = None
-        if ctde:
+        if module_id in layout.baselines:
+            module_class = "ray_worker.modules.UniformRandomRLModule"
+        elif ctde:
             module_class = "ray_worker.ctde." + ("CentralCritic" if module_id == CRITIC_ID else "CTDEActor")
+            reads = info.observation_space["state" if module_id == CRITIC_ID else "obs"]  # ctde_ids STATE/LOCAL
+            if space_kind(reads) == "image" and "conv_filters" not in model_config:
+                model_config["conv_filters"] = SMALL_CNN
         elif obs_kind == "masked_discrete":
             module_class = f"ray_worker.modules.{MASKED_MODULE_NAMES[algo]}"
         elif obs_kind == "image" and "conv_filters" not in model_config:

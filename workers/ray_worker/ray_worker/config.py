@@ -33,6 +33,8 @@ IMPLEMENTED_POLICY_CONFIGURATIONS = (PolicyConfiguration.PARAMETER_SHARING,
                                      PolicyConfiguration.INDEPENDENT,
                                      PolicyConfiguration.SELF_PLAY,
                                      PolicyConfiguration.SHARED_VALUE_FUNCTION)
+#: Fixed opponents a self-play pool can hold (see ray_worker.modules.UniformRandomRLModule).
+SELF_PLAY_BASELINES = ("random",)
 #: Algorithms that train the centralised critic of SHARED_VALUE_FUNCTION (PPO = MAPPO).
 CTDE_ALGORITHMS = ("PPO",)
 
@@ -97,6 +99,23 @@ class SelfPlayConfig:
                                     help="how an episode's opponent is drawn from the pool")
     latest_probability: float = option(0.5, min=0.0, max=1.0,
                                        help="'latest' sampling: chance of the newest snapshot, else uniform")
+    baselines: list[str] = option(default_factory=list,
+                                  help="fixed opponents added to every pool and never evicted; allowed: random")
+    teams: dict = option(default_factory=dict,
+                         help="side name -> agents, for team-wise self-play; empty = one side if all agents "
+                              "share spaces (symmetric games), else one side per group of equal spaces")
+    win_returns: dict = option(default_factory=dict,
+                               help="side name -> mean per-agent return that counts as a win (general-sum "
+                                    "games); sides not listed win by out-scoring the other sides")
+    main_exploiters: int = option(0, min=0, max=8,
+                                  help="league training: extra learners per side that train only against the "
+                                       "current main; their snapshots join the pool")
+    exploiter_episode_share: float = option(0.3, min=0.0, max=1.0,
+                                            help="share of episodes an exploiter (rather than main) is drawn "
+                                                 "to play; main plays in those too, as the exploiter's target")
+    exploiter_win_rate: float = option(0.7, min=0.0, max=1.0,
+                                       help="an exploiter's win rate against main over the window that freezes "
+                                            "a copy into the pool and restarts the exploiter from main")
 
 
 @dataclass
@@ -156,6 +175,17 @@ class RayWorkerConfig:
             if self.environment.api_type != "PARALLEL":
                 raise ConfigError("environment.api_type", "SHARED_VALUE_FUNCTION needs PARALLEL envs "
                                   "(a global state per step)")
+        unknown = [b for b in self.self_play.baselines if b not in SELF_PLAY_BASELINES]
+        if unknown:
+            raise ConfigError("self_play.baselines", one_of(unknown[0], SELF_PLAY_BASELINES))
+        if len(set(self.self_play.baselines)) != len(self.self_play.baselines):
+            raise ConfigError("self_play.baselines", f"{self.self_play.baselines!r} names a baseline twice")
+        for side, agents in self.self_play.teams.items():
+            if not isinstance(agents, list) or not agents or not all(isinstance(a, str) for a in agents):
+                raise ConfigError(f"self_play.teams.{side}", f"must be a non-empty list of agent ids, got {agents!r}")
+        for side, value in self.self_play.win_returns.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ConfigError(f"self_play.win_returns.{side}", f"must be a number, got {value!r}")
         size = self.environment.preprocessing.resize
         if len(size) != 2 or any(not isinstance(v, int) or v < 8 or v > 512 for v in size):
             raise ConfigError("environment.preprocessing.resize", f"{size!r} must be [height, width], each 8..512")

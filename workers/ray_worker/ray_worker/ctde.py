@@ -11,6 +11,10 @@
   agent's value loss trains the same parameters.
 * :class:`CTDEPPOTorchLearner` keeps PPO's loss but a single optimizer over the
   union of parameters, so the shared critic is stepped once per update.
+
+Vector inputs get an MLP; image inputs (HxWxC, e.g. pistonball's preprocessed frames
+for actors and its shrunk board for the critic) get a small CNN (``conv_filters``,
+default :data:`ray_worker.algorithms.SMALL_CNN`) followed by that MLP.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from ray_worker.ctde_ids import CRITIC_ID, LOCAL, STATE
 from ray_worker.global_state import GlobalStateObservations
 
 __all__ = ["CRITIC_ID", "CTDEActor", "CTDEMultiRLModule", "CTDEPPOTorchLearner", "CentralCritic",
-           "GlobalStateObservations"]
+           "GlobalStateObservations", "ImageEncoder"]
 
 
 # -- the modules ---------------------------------------------------------------
@@ -46,50 +50,100 @@ def _mlp(inputs: int, hidden: list[int], outputs: int, activation: str) -> torch
     return torch.nn.Sequential(*layers)
 
 
-def _local_part(obs: Any) -> torch.Tensor:
-    x = obs[LOCAL] if isinstance(obs, dict) else obs
-    return x.reshape(x.shape[0], -1).float()
+def is_image(space: gym.Space) -> bool:
+    """An HxWxC Box: read with a CNN rather than flattened into an MLP."""
+    return isinstance(space, gym.spaces.Box) and len(space.shape) == 3
+
+
+class ImageEncoder(torch.nn.Module):
+    """Batches of HxWxC images → flat features: channels-first, conv stack (padded), flatten.
+
+    Padding keeps every layer's output at least 1x1, so small or narrow inputs (a
+    24x9 board) work with the same filters as 42x42 frames.
+    """
+
+    def __init__(self, space: gym.spaces.Box, filters: list, activation: str = "relu") -> None:
+        super().__init__()
+        self.input_shape = tuple(int(d) for d in space.shape)
+        # raw uint8 pixels (preprocessing off) are scaled like the preprocessed [0, 1] frames
+        self.scale = 1.0 / 255.0 if space.dtype == np.uint8 else 1.0
+        act = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh, "elu": torch.nn.ELU,
+               "swish": torch.nn.SiLU, "silu": torch.nn.SiLU}.get(activation, torch.nn.ReLU)
+        layers: list[torch.nn.Module] = []
+        channels = self.input_shape[-1]
+        for out, kernel, stride in filters:
+            kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
+            sh, sw = (stride, stride) if isinstance(stride, int) else stride
+            layers += [torch.nn.Conv2d(channels, int(out), (kh, kw), (sh, sw), padding=(kh // 2, kw // 2)), act()]
+            channels = int(out)
+        layers.append(torch.nn.Flatten())
+        self.convs = torch.nn.Sequential(*layers)
+        h, w, c = self.input_shape
+        with torch.no_grad():
+            self.output_size = int(self.convs(torch.zeros(1, c, h, w)).shape[1])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.reshape(-1, *self.input_shape).float() * self.scale
+        return self.convs(x.permute(0, 3, 1, 2))
+
+
+def _network(space: gym.Space, outputs: int, cfg: dict[str, Any]) -> torch.nn.Sequential:
+    """MLP on vectors (as before, so vector checkpoints keep their parameter names); CNN + MLP on images."""
+    hidden, activation = list(cfg.get("fcnet_hiddens", [64, 64])), cfg.get("fcnet_activation", "tanh")
+    if not is_image(space):
+        return _mlp(int(np.prod(space.shape)), hidden, outputs, activation)
+    filters = cfg.get("conv_filters")
+    if not filters:
+        from ray_worker.algorithms import SMALL_CNN
+
+        filters = SMALL_CNN
+    encoder = ImageEncoder(space, filters, cfg.get("conv_activation", "relu"))
+    return torch.nn.Sequential(encoder, _mlp(encoder.output_size, hidden, outputs, activation))
+
+
+def _part(obs: Any, key: str, image: bool) -> torch.Tensor:
+    """This module's input from the observation batch: flat for MLPs, as is for CNNs."""
+    x = obs[key] if isinstance(obs, dict) else obs
+    return x if image else x.reshape(x.shape[0], -1).float()
+
+
+def _subspace(space: gym.Space, key: str) -> gym.Space:
+    return space[key] if isinstance(space, gym.spaces.Dict) else space
 
 
 class CentralCritic(TorchRLModule, ValueFunctionAPI):
     """V(global state): the one critic every actor shares. It never acts."""
 
     def setup(self) -> None:
-        space = self.observation_space[STATE] if isinstance(self.observation_space, gym.spaces.Dict) \
-            else self.observation_space
+        space = _subspace(self.observation_space, STATE)
         self.state_dim = int(np.prod(space.shape))
-        cfg = self.model_config or {}
-        self.net = _mlp(self.state_dim, list(cfg.get("fcnet_hiddens", [64, 64])), 1,
-                        cfg.get("fcnet_activation", "tanh"))
+        self._image = is_image(space)
+        self.net = _network(space, 1, self.model_config or {})
 
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         return {}
 
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
-        obs = batch[Columns.OBS]
-        state = obs[STATE] if isinstance(obs, dict) else obs
-        return self.net(state.reshape(state.shape[0], -1).float()).squeeze(-1)
+        return self.net(_part(batch[Columns.OBS], STATE, self._image)).squeeze(-1)
 
 
 class CTDEActor(TorchRLModule, ValueFunctionAPI):
     """A decentralised policy on the local observation; values come from the central critic."""
 
     def setup(self) -> None:
-        space = self.observation_space[LOCAL] if isinstance(self.observation_space, gym.spaces.Dict) \
-            else self.observation_space
-        cfg = self.model_config or {}
+        space = _subspace(self.observation_space, LOCAL)
         if isinstance(self.action_space, gym.spaces.Discrete):
             outputs, self._dist = int(self.action_space.n), TorchCategorical
         elif isinstance(self.action_space, gym.spaces.Box):
             outputs, self._dist = 2 * int(np.prod(self.action_space.shape)), TorchDiagGaussian
         else:
             raise ValueError(f"CTDE actors support Discrete and Box actions, not {self.action_space}")
-        self.pi = _mlp(int(np.prod(space.shape)), list(cfg.get("fcnet_hiddens", [64, 64])), outputs,
-                       cfg.get("fcnet_activation", "tanh"))
+        self._image = is_image(space)
+        self.pi = _network(space, outputs, self.model_config or {})
         self.__dict__["critic_ref"] = None  # set by CTDEMultiRLModule; not a submodule of the actor
 
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        return {Columns.ACTION_DIST_INPUTS: self.pi(_local_part(batch[Columns.OBS]))}
+        return {Columns.ACTION_DIST_INPUTS: self.pi(_part(batch[Columns.OBS], LOCAL, self._image))}
 
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
         critic = self.__dict__.get("critic_ref")

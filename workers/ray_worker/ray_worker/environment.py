@@ -101,13 +101,13 @@ class EnvironmentFactory:
             p = cfg.preprocessing
             env = ImagePreprocess(env, tuple(p.resize), p.grayscale, p.frame_stack)
         if self.global_state:
-            from ray_worker.global_state import GlobalStateObservations
+            from ray_worker.global_state import GlobalStateObservations, StateImage
 
-            if preprocess:
-                raise ConfigError("policy_configuration", f"SHARED_VALUE_FUNCTION does not support image "
-                                  f"observations ({cfg.env_id}) yet; use PARAMETER_SHARING or INDEPENDENT")
+            # an image state() (pistonball's board) is shrunk like the observations are
+            p = cfg.preprocessing
+            image = StateImage(p.resize[0], p.grayscale, p.frame_stack) if preprocess else None
             try:
-                env = GlobalStateObservations(env)
+                env = GlobalStateObservations(env, image)
             except ValueError as exc:
                 raise ConfigError("policy_configuration", f"SHARED_VALUE_FUNCTION on {cfg.env_id}: {exc}") from None
         if cfg.api_type == "AEC" and has_parallel:

@@ -18,6 +18,7 @@ import torch
 from ray.rllib.algorithms.appo.torch.default_appo_torch_rl_module import DefaultAPPOTorchRLModule
 from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
 from ray.rllib.core.columns import Columns
+from ray.rllib.core.rl_module.rl_module import RLModule
 from ray.rllib.utils.torch_utils import FLOAT_MIN
 
 MASK_KEY = "action_mask"
@@ -88,3 +89,42 @@ class MaskedAPPOTorchRLModule(ActionMaskingMixin, DefaultAPPOTorchRLModule):
 
 MASKED_MODULES = {"PPO": MaskedPPOTorchRLModule, "A2C": MaskedPPOTorchRLModule, "IMPALA": MaskedPPOTorchRLModule,
                   "APPO": MaskedAPPOTorchRLModule}
+
+
+class UniformRandomRLModule(RLModule):
+    """A fixed baseline opponent: uniformly random *legal* actions, no parameters, never trained.
+
+    It returns actions directly, so RLlib samples nothing from it; with an action
+    mask it draws only among the legal moves. It is deliberately not a torch
+    module: learners then give it no optimizer. Draws use NumPy's global
+    generator, which RLlib seeds per env runner from the run's seed.
+    """
+
+    def setup(self) -> None:
+        space = self.observation_space
+        self._masked = isinstance(space, gym.spaces.Dict) and MASK_KEY in space.spaces
+
+    def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        obs = batch[Columns.OBS]
+        first = next(iter(obs.values())) if isinstance(obs, dict) else obs
+        n = int(first.shape[0])
+        space = self.action_space
+        if self._masked:
+            mask = np.asarray(obs[MASK_KEY], dtype=np.float64).reshape(n, -1)
+            actions = np.empty(n, dtype=np.int64)
+            for i, row in enumerate(mask):
+                # A row with no legal move (not this agent's turn) falls back to uniform.
+                legal = np.flatnonzero(row) if row.any() else np.arange(row.size)
+                actions[i] = np.random.choice(legal)
+        elif isinstance(space, gym.spaces.Discrete):
+            actions = np.random.randint(int(space.start), int(space.start + space.n), size=n)
+        elif isinstance(space, gym.spaces.Box):
+            low = np.nan_to_num(space.low, neginf=-1.0)
+            high = np.nan_to_num(space.high, posinf=1.0)
+            actions = (low + (high - low) * np.random.random_sample((n, *space.shape))).astype(space.dtype)
+        else:
+            raise ValueError(f"the random baseline supports Discrete and Box actions, not {space}")
+        return {Columns.ACTIONS: actions}
+
+    def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        raise RuntimeError("the random baseline is never trained; keep it out of policies_to_train")

@@ -8,10 +8,11 @@ so envs with several agent types still share within each type.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ray_worker.config import PolicyConfiguration, RayWorkerConfig
+from mosaic.errors import ConfigError
+from ray_worker.config import PolicyConfiguration, RayWorkerConfig, SelfPlayConfig
 from ray_worker.environment import EnvInfo, EnvironmentFactory
 
 SHARED = "shared"
@@ -29,10 +30,16 @@ class PolicyLayout:
     modules: dict[str, ModuleInfo]
     agent_to_module: dict[str, str]
     trainable: tuple[str, ...]
+    #: SELF_PLAY: side name -> its agents; fixed baseline modules (never trained, never evicted).
+    sides: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    baselines: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"modules": {m: list(i.agents) for m, i in self.modules.items()},
-                "trainable": list(self.trainable)}
+        out: dict[str, Any] = {"modules": {m: list(i.agents) for m, i in self.modules.items()},
+                               "trainable": list(self.trainable)}
+        if self.sides:
+            out["sides"] = {s: list(a) for s, a in self.sides.items()}
+        return out
 
 
 class AgentToModule:
@@ -50,7 +57,83 @@ def _group_name(agents: list[str], index: int) -> str:
     return prefix or f"{SHARED}_{index}"
 
 
-def layout_for(policy: PolicyConfiguration, env: EnvInfo, ctde_actors: str = "per_agent") -> PolicyLayout:
+def _same_spaces(env: EnvInfo, a: str, b: str) -> bool:
+    return env.observation_spaces[a] == env.observation_spaces[b] and env.action_spaces[a] == env.action_spaces[b]
+
+
+def _space_groups(env: EnvInfo) -> tuple[list[str], list[list[str]]]:
+    """Agents grouped by equal spaces, and a name per group (its agents' common prefix)."""
+    groups: list[list[str]] = []
+    for agent in env.agents:
+        for group in groups:
+            if _same_spaces(env, group[0], agent):
+                group.append(agent)
+                break
+        else:
+            groups.append([agent])
+    names = [SHARED] if len(groups) == 1 else [_group_name(g, i) for i, g in enumerate(groups)]
+    if len(set(names)) != len(names):
+        names = [f"{SHARED}_{i}" for i in range(len(groups))]
+    return names, groups
+
+
+def self_play_sides(env: EnvInfo, teams: dict[str, list[str]]) -> dict[str, tuple[str, ...]]:
+    """The sides of a self-play run: given teams, one side for symmetric games, else one per agent type."""
+    from ray_worker.self_play import ALL_SEATS
+
+    if teams:
+        listed = [a for agents in teams.values() for a in agents]
+        missing, unknown = set(env.agents) - set(listed), set(listed) - set(env.agents)
+        if unknown or missing or len(listed) != len(set(listed)):
+            raise ConfigError("self_play.teams", f"must list every agent exactly once; agents: "
+                              f"{', '.join(env.agents)}" + (f"; unknown: {sorted(unknown)}" if unknown else "")
+                              + (f"; missing: {sorted(missing)}" if missing else ""))
+        if len(teams) < 2:
+            raise ConfigError("self_play.teams", "needs two or more sides")
+        for side, agents in teams.items():
+            if any(not _same_spaces(env, agents[0], a) for a in agents):
+                raise ConfigError(f"self_play.teams.{side}", "agents of one side must share observation "
+                                  "and action spaces (they share one learner)")
+        return {str(s): tuple(a) for s, a in teams.items()}
+    if len(env.agents) < 2:
+        raise ConfigError("policy_configuration", "SELF_PLAY needs two or more agents")
+    names, groups = _space_groups(env)
+    if len(groups) == 1:
+        return {ALL_SEATS: tuple(env.agents)}
+    return {n: tuple(g) for n, g in zip(names, groups)}
+
+
+def self_play_layout(env: EnvInfo, config: SelfPlayConfig | None) -> PolicyLayout:
+    """Learners (mains, exploiters), each main's first frozen snapshot, and the fixed baselines."""
+    from ray_worker.self_play import MAIN, baseline_id, learner_ids, snapshot_id
+
+    config = config or SelfPlayConfig()
+    sides = self_play_sides(env, config.teams)
+    unknown = sorted(set(config.win_returns) - set(sides))
+    if unknown:
+        raise ConfigError("self_play.win_returns", f"{unknown[0]!r} is not a side; sides: {', '.join(sides)}")
+    modules: dict[str, ModuleInfo] = {}
+    mapping: dict[str, str] = {}
+    learners = learner_ids(sides, config.main_exploiters)
+    for learner in learners:
+        first = sides[learner.side][0]
+        spaces = (env.observation_spaces[first], env.action_spaces[first])
+        if learner.role == MAIN:
+            modules[learner.module_id] = ModuleInfo(*spaces, sides[learner.side])
+            mapping.update({a: learner.module_id for a in sides[learner.side]})
+            modules[snapshot_id(learner.module_id, 0)] = ModuleInfo(*spaces, ())
+        else:
+            modules[learner.module_id] = ModuleInfo(*spaces, ())
+    baselines = []
+    for side, agents in sides.items():
+        for name in config.baselines:
+            baselines.append(baseline_id(name, side))
+            modules[baselines[-1]] = ModuleInfo(env.observation_spaces[agents[0]], env.action_spaces[agents[0]], ())
+    return PolicyLayout(modules, mapping, tuple(l.module_id for l in learners), sides, tuple(baselines))
+
+
+def layout_for(policy: PolicyConfiguration, env: EnvInfo, ctde_actors: str = "per_agent",
+               self_play: SelfPlayConfig | None = None) -> PolicyLayout:
     if policy is PolicyConfiguration.SHARED_VALUE_FUNCTION:
         from ray_worker.ctde_ids import CRITIC_ID
 
@@ -61,36 +144,12 @@ def layout_for(policy: PolicyConfiguration, env: EnvInfo, ctde_actors: str = "pe
         return PolicyLayout({**actors.modules, CRITIC_ID: critic}, actors.agent_to_module,
                             (*actors.trainable, CRITIC_ID))
     if policy is PolicyConfiguration.SELF_PLAY:
-        from mosaic.errors import ConfigError
-        from ray_worker.self_play import MAIN, SNAPSHOT_PREFIX
-
-        first = env.agents[0]
-        unequal = [a for a in env.agents if env.observation_spaces[a] != env.observation_spaces[first]
-                   or env.action_spaces[a] != env.action_spaces[first]]
-        if len(env.agents) < 2 or unequal:
-            raise ConfigError("policy_configuration", "SELF_PLAY needs two or more agents with equal spaces "
-                              "(symmetric games such as connect_four_v3); team-wise self-play for envs like "
-                              "simple_tag_v3 is not implemented yet")
-        info = ModuleInfo(env.observation_spaces[first], env.action_spaces[first], tuple(env.agents))
-        frozen = ModuleInfo(info.observation_space, info.action_space, ())
-        return PolicyLayout({MAIN: info, f"{SNAPSHOT_PREFIX}0": frozen}, {a: MAIN for a in env.agents}, (MAIN,))
+        return self_play_layout(env, self_play)
     if policy is PolicyConfiguration.INDEPENDENT:
         modules = {a: ModuleInfo(env.observation_spaces[a], env.action_spaces[a], (a,)) for a in env.agents}
         return PolicyLayout(modules, {a: a for a in env.agents}, tuple(env.agents))
     if policy is PolicyConfiguration.PARAMETER_SHARING:
-        groups: list[list[str]] = []
-        for agent in env.agents:
-            for group in groups:
-                first = group[0]
-                if (env.observation_spaces[first] == env.observation_spaces[agent]
-                        and env.action_spaces[first] == env.action_spaces[agent]):
-                    group.append(agent)
-                    break
-            else:
-                groups.append([agent])
-        names = [SHARED] if len(groups) == 1 else [_group_name(g, i) for i, g in enumerate(groups)]
-        if len(set(names)) != len(names):
-            names = [f"{SHARED}_{i}" for i in range(len(groups))]
+        names, groups = _space_groups(env)
         modules = {n: ModuleInfo(env.observation_spaces[g[0]], env.action_spaces[g[0]], tuple(g))
                    for n, g in zip(names, groups)}
         mapping = {a: n for n, g in zip(names, groups) for a in g}
@@ -103,4 +162,5 @@ def prepare(config: RayWorkerConfig) -> tuple[EnvironmentFactory, EnvInfo, Polic
     ctde = config.policy_configuration is PolicyConfiguration.SHARED_VALUE_FUNCTION
     factory = EnvironmentFactory(config.environment, global_state=ctde)
     env_info = factory.describe()
-    return factory, env_info, layout_for(config.policy_configuration, env_info, config.ctde.actors)
+    return factory, env_info, layout_for(config.policy_configuration, env_info, config.ctde.actors,
+                                         config.self_play)

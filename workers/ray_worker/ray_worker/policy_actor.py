@@ -172,7 +172,8 @@ def create_ray_actor(config: RayPolicyConfig) -> RayPolicyActor:
                         f"not {config.algorithm}")
     from ray_worker.ctde_ids import CRITIC_ID
 
-    playable = [m for m in info.modules if m != CRITIC_ID]
+    # The central critic never acts; fixed baselines (e.g. the random opponent) are not policies.
+    playable = [m for m in info.modules if m != CRITIC_ID and m not in info.state.get("baselines", [])]
     module_id = config.module_id
     if module_id is None and config.agent_id is not None:
         module_id = _module_for_agent(info, config.agent_id)

@@ -131,6 +131,7 @@ class RayWorkerRuntime:
             "episodes": episodes, "run_id": self.config.run_id, "algorithm": self.config.training.algorithm,
             "policy_configuration": self.config.policy_configuration.name,
             "agent_to_module": dict(self.layout.agent_to_module) if getattr(self, "layout", None) else {},
+            "baselines": list(self.layout.baselines) if getattr(self, "layout", None) else [],
             "environment": self.config.to_dict()["environment"],
             **({"self_play": self.league.state()} if getattr(self, "league", None) else {})}))
         self.ctx.emitter.checkpoint_saved(path=str(path), iteration=iteration, timesteps_total=timesteps)
@@ -150,37 +151,61 @@ class RayWorkerRuntime:
                               f"(no readable {STATE_FILE})") from None
         league = getattr(self, "league", None)
         if league is not None and "self_play" in state:
-            from ray_worker.self_play import add_snapshot, remove_snapshot
-
-            league.load(state["self_play"])
-            mapping = league.mapping()
-            for module_id in league.pool:  # the checkpoint's snapshots must exist before loading
-                if module_id not in algo.config.policies:
-                    add_snapshot(algo, module_id, mapping)
-            for module_id in [m for m in algo.config.policies if m.startswith("main_v") and m not in league.pool]:
-                remove_snapshot(algo, module_id, mapping)
+            self._restore_pool(algo, league, state["self_play"])
         algo.restore_from_path(str(Path(path).resolve()))
         self.ctx.emitter.log(f"restored from {path} at iteration {state['iteration']}, "
                              f"{state['timesteps_total']} env steps")
         return state
 
+    def _restore_pool(self, algo: Any, league: Any, saved: dict[str, Any]) -> None:
+        """Rebuild the checkpoint's pool (its modules must exist before the weights load)."""
+        import re
+
+        from ray_worker.self_play import add_snapshot, remove_snapshot
+
+        try:
+            league.load(saved)
+        except ValueError as exc:
+            raise ConfigError("checkpoint.restore_from", str(exc)) from None
+        mapping, trainable = league.mapping(), league.trainable
+        for module_id in league.pool:
+            if module_id not in algo.config.policies:
+                owner = module_id.rsplit("_v", 1)[0]
+                add_snapshot(algo, module_id, mapping, source=owner, trainable=trainable)
+        for module_id in list(algo.config.policies):
+            if re.search(r"_v\d+$", module_id) and module_id not in league.pool:
+                remove_snapshot(algo, module_id, mapping, trainable=trainable)
+
     def _self_play_step(self, algo: Any, league: Any, records: list[dict], iteration: int) -> dict[str, Any]:
-        """Score the iteration's games; add (and evict) a snapshot when main has earned it."""
-        from ray_worker.self_play import add_snapshot, remove_snapshot, set_mapping
+        """Score the iteration's games; freeze snapshots of learners that earned one."""
+        from ray_worker.self_play import EXPLOITER, add_snapshot, copy_weights, remove_snapshot, set_mapping
 
         summary = league.record(records)
-        if league.should_snapshot(iteration):
-            rate = league.window_win_rate()
-            new, evicted = league.admit(iteration)
+        added, evictions, resets = [], [], []
+        for learner in league.due(iteration):
+            rate = league.window_win_rate(learner.module_id)
+            new, evicted = league.admit(iteration, learner.module_id)
             mapping = league.mapping()
-            add_snapshot(algo, new, mapping)
+            add_snapshot(algo, new, mapping, source=learner.module_id, trainable=league.trainable)
             if evicted:
-                remove_snapshot(algo, evicted, mapping)
-            self.ctx.emitter.log(f"self-play: snapshot {new} of main joined the pool (window win rate "
-                                 f"{rate:.2f})" + (f"; {evicted} left it" if evicted else ""),
-                                 self_play_event="snapshot_added", module_id=new, evicted=evicted)
-            summary.update(snapshot_added=new, evicted=evicted, pool=list(league.pool),
-                           pool_size=len(league.pool))
+                remove_snapshot(algo, evicted, mapping, trainable=league.trainable)
+            reset = learner.role == EXPLOITER
+            if reset:  # the exploiter found a weakness; it starts again from main
+                copy_weights(algo, league.main_of(learner.side), learner.module_id)
+                resets.append(learner.module_id)
+            added.append(new)
+            evictions.append(evicted)
+            self.ctx.emitter.log(
+                f"self-play: snapshot {new} of {learner.module_id} joined the pool (window win rate {rate:.2f})"
+                + (f"; {evicted} left it" if evicted else "")
+                + (f"; {learner.module_id} restarts from {league.main_of(learner.side)}" if reset else ""),
+                self_play_event="snapshot_added", module_id=new, source=learner.module_id, evicted=evicted,
+                exploiter_reset=reset)
+        if added:
+            summary.update(snapshot_added=added[0], snapshots_added=added, evicted=evictions[0],
+                           evictions=[e for e in evictions if e], exploiters_reset=resets,
+                           pool=league.pool, pool_size=len(league.pool),
+                           pools={s: league.pool_of(s) for s in league.sides})
         elif self.config.self_play.opponent_sampling == "prioritized":
             set_mapping(algo, league.mapping())  # win rates moved: re-weight the draw
         return summary
@@ -208,9 +233,9 @@ class RayWorkerRuntime:
         register_env(env_name, EnvironmentFactory(cfg.environment, fastlane, global_state=factory.global_state))
         league = None
         if cfg.policy_configuration is PolicyConfiguration.SELF_PLAY:
-            from ray_worker.self_play import SelfPlayManager
+            from ray_worker.self_play import League
 
-            league = SelfPlayManager(cfg.self_play, env_info.agents, cfg.seed)
+            league = League(cfg.self_play, layout.sides, cfg.seed)
         self.league = league
         algo = build_algorithm_config(cfg, env_info, layout, env_name, MosaicCallbacks,
                                       mapping_fn=league.mapping() if league else None).build_algo()
@@ -218,9 +243,11 @@ class RayWorkerRuntime:
         try:
             iteration, timesteps, episodes = 0, 0, 0
             if league is not None:
-                from ray_worker.self_play import copy_main_into
+                from ray_worker.self_play import copy_weights, snapshot_id
 
-                copy_main_into(algo, league.pool[0])  # the first opponent: main as initialised
+                for side in league.sides:  # the first opponents: each main as initialised
+                    main = league.main_of(side)
+                    copy_weights(algo, main, snapshot_id(main, 0))
             if cfg.checkpoint.restore_from:
                 state = self._restore(algo, cfg.checkpoint.restore_from)
                 iteration, timesteps, episodes = (state["iteration"], state["timesteps_total"],

@@ -1,15 +1,29 @@
-"""Self-play with a pool of frozen snapshots, driven from the training loop.
+"""Self-play and league training with pools of frozen snapshots, driven from the training loop.
 
-``main`` is the only trained module. Each episode, :class:`SelfPlayMapping`
-seats ``main`` at a random seat and an opponent drawn from the pool at the
-others. :class:`SelfPlayManager` scores every game from ``main``'s point of
-view, and when main's win rate over a window of games passes the threshold
-(after a minimum number of iterations) it adds a frozen copy of ``main`` to
-the pool, evicting the oldest or weakest snapshot when the pool is full.
+Agents are split into **sides**. In a symmetric game (connect_four, chess) there
+is one side holding every seat: the learner ``main`` sits at one random seat and
+an opponent takes the others. In an asymmetric game (simple_tag: adversaries
+against good agents) every side has its own learner ``main_<side>``, and the
+other sides are played by frozen snapshots of *their* learners: team-wise
+self-play.
+
+**Learners** are the trained modules: one ``main`` per side and, for league
+training, ``main_exploiters`` exploiters per side. Each episode has one focus
+learner. A main's opponents are drawn from the frozen pool (its own past
+snapshots, or the other sides' in asymmetric games, plus exploiter snapshots
+and fixed baselines such as ``random``); an exploiter's opponent is always the
+current main, whose weaknesses it is there to find.
+
+:class:`League` scores every game from the focus learner's point of view. When a
+main's win rate against the pool over a window passes the threshold (after a
+minimum number of iterations), a frozen copy joins its side's pool, evicting the
+oldest or weakest snapshot when the pool is full. When an exploiter's win rate
+against main passes its threshold, a frozen copy of the exploiter joins the pool
+(main must now learn to beat it) and the exploiter restarts from main's weights.
 Frozen modules are never in ``policies_to_train``, so they never change.
 
-This module imports no Ray; :func:`add_snapshot` and friends take the
-algorithm and call RLlib's public ``add_module``/``remove_module``.
+This module imports no Ray; the functions at the bottom take the algorithm and
+call RLlib's public ``add_module``/``remove_module``/``set_state``.
 """
 
 from __future__ import annotations
@@ -17,137 +31,317 @@ from __future__ import annotations
 import random
 import zlib
 from collections import deque
-from typing import Any, Iterable
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
 
 MAIN = "main"
-SNAPSHOT_PREFIX = "main_v"
+EXPLOITER = "exploiter"
+SNAPSHOT_SUFFIX = "_v"
+#: The one side of a symmetric game.
+ALL_SEATS = "all"
+#: Fixed (never trained) opponents a pool can hold besides snapshots.
+BASELINES = ("random",)
+
+
+@dataclass(frozen=True)
+class Learner:
+    module_id: str
+    side: str
+    role: str  # MAIN or EXPLOITER
+
+
+def learner_ids(sides: Mapping[str, tuple[str, ...]], exploiters: int) -> list[Learner]:
+    """The trained modules of a league: a main per side, then its exploiters."""
+    symmetric = list(sides) == [ALL_SEATS]
+    out = []
+    for side in sides:
+        main = MAIN if symmetric else f"{MAIN}_{side}"
+        out.append(Learner(main, side, MAIN))
+        for i in range(exploiters):
+            out.append(Learner(f"{EXPLOITER}_{i}" if symmetric else f"{EXPLOITER}_{side}_{i}", side, EXPLOITER))
+    return out
+
+
+def baseline_id(name: str, side: str) -> str:
+    return name if side == ALL_SEATS else f"{name}_{side}"
+
+
+def snapshot_id(learner: str, version: int) -> str:
+    return f"{learner}{SNAPSHOT_SUFFIX}{version}"
 
 
 class SelfPlayMapping:
-    """``policy_mapping_fn``: per episode, main at one random seat, pool opponents elsewhere.
+    """``policy_mapping_fn``: per episode, a focus learner and its opponents, seat by seat.
 
-    The draw depends only on the episode id, so all agents of one episode agree.
+    The draw depends only on the seed and the episode id, so all agents of one
+    episode agree, on every env runner.
     """
 
-    def __init__(self, agents: Iterable[str], pool: list[str], weights: list[float], seed: int) -> None:
-        self.agents = list(agents)
-        self.pool = list(pool)
-        self.weights = list(weights)
+    def __init__(self, sides: Mapping[str, Iterable[str]], learners: list[Learner],
+                 pools: Mapping[str, list[str]], weights: Mapping[str, list[float]], seed: int,
+                 exploiter_share: float = 0.0) -> None:
+        self.sides = {s: list(a) for s, a in sides.items()}
+        self.learners = list(learners)
+        self.pools = {s: list(p) for s, p in pools.items()}
+        self.weights = {s: list(w) for s, w in weights.items()}
         self.seed = seed
+        self.exploiter_share = exploiter_share
+        self._cache: tuple[str, dict[str, str]] | None = None
 
-    def draw(self, episode_id: str) -> tuple[int, str]:
+    def main_of(self, side: str) -> str:
+        return next(l.module_id for l in self.learners if l.side == side and l.role == MAIN)
+
+    def draw(self, episode_id: str) -> dict[str, str]:
+        """agent → module for one episode."""
         rng = random.Random(zlib.crc32(f"{self.seed}:{episode_id}".encode()))
-        return rng.randrange(len(self.agents)), rng.choices(self.pool, weights=self.weights)[0]
+        side = rng.choice(sorted(self.sides))
+        exploiters = [l for l in self.learners if l.side == side and l.role == EXPLOITER]
+        focus = rng.choice(exploiters) if exploiters and rng.random() < self.exploiter_share \
+            else next(l for l in self.learners if l.side == side and l.role == MAIN)
+
+        def opponent(of_side: str) -> str:
+            if focus.role == EXPLOITER:
+                return self.main_of(of_side)
+            return rng.choices(self.pools[of_side], weights=self.weights[of_side])[0]
+
+        if list(self.sides) == [ALL_SEATS]:
+            agents = self.sides[ALL_SEATS]
+            seat = rng.randrange(len(agents))
+            other = opponent(ALL_SEATS)
+            return {a: focus.module_id if i == seat else other for i, a in enumerate(agents)}
+        mapping = {a: focus.module_id for a in self.sides[side]}
+        for other_side, agents in self.sides.items():
+            if other_side != side:
+                module = opponent(other_side)
+                mapping.update({a: module for a in agents})
+        return mapping
 
     def __call__(self, agent_id: str, episode: Any = None, **kwargs: Any) -> str:
-        seat, opponent = self.draw(str(getattr(episode, "id_", episode)))
-        return MAIN if self.agents.index(agent_id) == seat else opponent
+        key = str(getattr(episode, "id_", episode))
+        if self._cache is None or self._cache[0] != key:
+            self._cache = (key, self.draw(key))
+        return self._cache[1][agent_id]
 
 
-def outcome(returns: dict[str, float], modules: dict[str, str]) -> tuple[str, str] | None:
-    """(opponent module, "win"|"draw"|"loss") of one game, seen from main; None without main."""
-    main_agents = [a for a, m in modules.items() if m == MAIN]
-    others = [a for a, m in modules.items() if m != MAIN]
-    if not main_agents or not others:
+def outcome(returns: Mapping[str, float], modules: Mapping[str, str], learner: str,
+            win_return: float | None = None) -> tuple[str, str] | None:
+    """(opponent module, "win"|"draw"|"loss") of one game seen from ``learner``; None if it did not play.
+
+    A side wins when its agents' mean return beats the mean return of everyone
+    else, or, given ``win_return`` (for general-sum games, where the sides'
+    returns are not comparable), when it reaches that return; then there are no draws.
+    """
+    mine_agents = [a for a, m in modules.items() if m == learner]
+    others = [a for a, m in modules.items() if m != learner]
+    if not mine_agents or not others:
         return None
-    mine = sum(returns.get(a, 0.0) for a in main_agents) / len(main_agents)
+    mine = sum(returns.get(a, 0.0) for a in mine_agents) / len(mine_agents)
+    if win_return is not None:
+        return modules[others[0]], "win" if mine >= win_return else "loss"
     theirs = sum(returns.get(a, 0.0) for a in others) / len(others)
     result = "win" if mine > theirs else "loss" if mine < theirs else "draw"
     return modules[others[0]], result
 
 
-class SelfPlayManager:
-    """The pool, the game record and the snapshot rule."""
+class League:
+    """Sides, learners, pools, the game record and the snapshot rules."""
 
-    def __init__(self, config: Any, agents: Iterable[str], seed: int) -> None:
+    def __init__(self, config: Any, sides: Mapping[str, Iterable[str]], seed: int) -> None:
         self.config = config
-        self.agents = list(agents)
+        self.sides = {s: tuple(a) for s, a in sides.items()}
         self.seed = seed
-        self.pool: list[str] = [f"{SNAPSHOT_PREFIX}0"]
-        self.next_version = 1
-        self.window: deque[str] = deque(maxlen=config.window_episodes)
-        self.per_opponent: dict[str, deque[str]] = {}
-        self.last_snapshot_iteration = 0
+        self.learners = learner_ids(self.sides, getattr(config, "main_exploiters", 0))
+        self.win_returns = {str(s): float(v) for s, v in (getattr(config, "win_returns", None) or {}).items()}
+        self.baselines = {s: [baseline_id(b, s) for b in getattr(config, "baselines", [])] for s in self.sides}
+        #: Frozen snapshots per side, oldest first (baselines are kept apart: never evicted).
+        self.snapshots: dict[str, list[str]] = {s: [snapshot_id(self.main_of(s), 0)] for s in self.sides}
+        self.next_version: dict[str, int] = {l.module_id: 1 for l in self.learners}
+        self.next_version.update({self.main_of(s): 1 for s in self.sides})
+        window = config.window_episodes
+        self.windows: dict[str, deque[str]] = {l.module_id: deque(maxlen=window) for l in self.learners}
+        self.per_opponent: dict[str, dict[str, deque[str]]] = {l.module_id: {} for l in self.learners}
+        self.last_event_iteration: dict[str, int] = {l.module_id: 0 for l in self.learners}
 
-    # -- opponents -----------------------------------------------------------
-    def win_rate_against(self, module_id: str) -> float | None:
-        games = self.per_opponent.get(module_id)
+    # -- who is who ------------------------------------------------------------
+    @property
+    def symmetric(self) -> bool:
+        return list(self.sides) == [ALL_SEATS]
+
+    def main_of(self, side: str) -> str:
+        return next(l.module_id for l in self.learners if l.side == side and l.role == MAIN)
+
+    def learner(self, module_id: str) -> Learner | None:
+        return next((l for l in self.learners if l.module_id == module_id), None)
+
+    @property
+    def trainable(self) -> list[str]:
+        return [l.module_id for l in self.learners]
+
+    def pool_of(self, side: str) -> list[str]:
+        return [*self.baselines[side], *self.snapshots[side]]
+
+    @property
+    def pool(self) -> list[str]:
+        """Every frozen module, side by side."""
+        return [m for s in self.sides for m in self.pool_of(s)]
+
+    # -- opponents -------------------------------------------------------------
+    def win_rate(self, learner: str, opponent: str) -> float | None:
+        games = self.per_opponent.get(learner, {}).get(opponent)
         return None if not games else sum(g == "win" for g in games) / len(games)
 
-    def sampling_weights(self) -> list[float]:
-        mode, n = self.config.opponent_sampling, len(self.pool)
+    def _sides_main_rate(self, opponent: str, side: str) -> float | None:
+        """How often the mains that face ``side``'s pool beat ``opponent``."""
+        rates = [self.win_rate(l.module_id, opponent) for l in self.learners
+                 if l.role == MAIN and (self.symmetric or l.side != side)]
+        rates = [r for r in rates if r is not None]
+        return sum(rates) / len(rates) if rates else None
+
+    def sampling_weights(self, side: str) -> list[float]:
+        pool, mode = self.pool_of(side), self.config.opponent_sampling
+        n = len(pool)
         if mode == "latest" and n > 1:
             p = self.config.latest_probability
             return [(1 - p) / (n - 1)] * (n - 1) + [p]
         if mode == "prioritized":
-            # Harder opponents (lower win rate of main against them) are drawn more often.
-            return [1.0 - (self.win_rate_against(m) if self.win_rate_against(m) is not None else 0.5) + 0.05
-                    for m in self.pool]
+            # Harder opponents (main beats them less often) are drawn more often.
+            out = []
+            for m in pool:
+                rate = self._sides_main_rate(m, side)
+                out.append(1.0 - (0.5 if rate is None else rate) + 0.05)
+            return out
         return [1.0] * n
 
     def mapping(self) -> SelfPlayMapping:
-        return SelfPlayMapping(self.agents, self.pool, self.sampling_weights(), self.seed)
+        return SelfPlayMapping(self.sides, self.learners, {s: self.pool_of(s) for s in self.sides},
+                               {s: self.sampling_weights(s) for s in self.sides}, self.seed,
+                               getattr(self.config, "exploiter_episode_share", 0.0))
 
-    # -- scoring -------------------------------------------------------------
-    def record(self, episodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    # -- scoring -----------------------------------------------------------------
+    def record(self, episodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         """Score one iteration's games; returns its telemetry summary."""
-        counts = {"win": 0, "draw": 0, "loss": 0}
+        counts = {l.module_id: {"win": 0, "draw": 0, "loss": 0} for l in self.learners}
+        frozen = set(self.pool)
+        mains = {self.main_of(s) for s in self.sides}
         for episode in episodes:
-            scored = outcome(episode.get("returns", {}), episode.get("modules", {}))
-            if scored is None:
-                continue
-            opponent, result = scored
-            counts[result] += 1
-            self.window.append(result)
-            self.per_opponent.setdefault(opponent, deque(maxlen=self.config.window_episodes)).append(result)
-        games = sum(counts.values())
-        summary: dict[str, Any] = {"games": games, "pool": list(self.pool), "pool_size": len(self.pool),
-                                   "window_games": len(self.window),
-                                   "window_win_rate": self.window_win_rate()}
-        for key, value in counts.items():
-            summary[f"{key}_rate"] = value / games if games else None
-        summary["win_rate_vs"] = {m: self.win_rate_against(m) for m in self.pool}
-        return summary
+            returns, modules = episode.get("returns", {}), episode.get("modules", {})
+            present = set(modules.values())
+            for learner in self.learners:
+                scored = outcome(returns, modules, learner.module_id, self.win_returns.get(learner.side))
+                if scored is None:
+                    continue
+                opponent, result = scored
+                opponents = present - {learner.module_id}
+                # A main's window counts games against the frozen pool; an exploiter's, games against main.
+                counts_for_window = opponents <= frozen if learner.role == MAIN else bool(opponents & mains)
+                if not counts_for_window:
+                    if learner.role == MAIN and opponents & set(self.trainable):
+                        self._remember(learner.module_id, opponent, result)  # main vs an exploiter: info only
+                    continue
+                counts[learner.module_id][result] += 1
+                self.windows[learner.module_id].append(result)
+                self._remember(learner.module_id, opponent, result)
+        return self.summary(counts)
 
-    def window_win_rate(self) -> float | None:
-        return sum(r == "win" for r in self.window) / len(self.window) if self.window else None
+    def _remember(self, learner: str, opponent: str, result: str) -> None:
+        self.per_opponent[learner].setdefault(opponent, deque(maxlen=self.config.window_episodes)).append(result)
+
+    def window_win_rate(self, learner: str = MAIN) -> float | None:
+        window = self.windows.get(learner)
+        return sum(r == "win" for r in window) / len(window) if window else None
+
+    def summary(self, counts: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
+        learners = {}
+        for l in self.learners:
+            c = counts[l.module_id]
+            games = sum(c.values())
+            learners[l.module_id] = {
+                "role": l.role, "side": l.side, "games": games,
+                **{f"{k}_rate": (v / games if games else None) for k, v in c.items()},
+                "window_games": len(self.windows[l.module_id]),
+                "window_win_rate": self.window_win_rate(l.module_id),
+                "win_rate_vs": {m: self.win_rate(l.module_id, m) for m in self.per_opponent[l.module_id]}}
+        main_counts = {k: sum(counts[l.module_id][k] for l in self.learners if l.role == MAIN)
+                       for k in ("win", "draw", "loss")}
+        games = sum(main_counts.values())
+        main_ids = [l.module_id for l in self.learners if l.role == MAIN]
+        windows = [r for r in (self.window_win_rate(m) for m in main_ids) if r is not None]
+        out: dict[str, Any] = {
+            "games": games, **{f"{k}_rate": (v / games if games else None) for k, v in main_counts.items()},
+            "window_win_rate": sum(windows) / len(windows) if windows else None,
+            "window_games": min(len(self.windows[m]) for m in main_ids),
+            "pool": self.pool, "pool_size": len(self.pool),
+            "pools": {s: self.pool_of(s) for s in self.sides},
+            "win_rate_vs": {m: self._sides_main_rate(m, s) for s in self.sides for m in self.pool_of(s)},
+            "learners": learners,
+        }
+        return out
+
+    # -- snapshot rules ------------------------------------------------------------
+    def _ready(self, learner: Learner, iteration: int) -> bool:
+        window = self.windows[learner.module_id]
+        rate = self.window_win_rate(learner.module_id)
+        bar = self.config.snapshot_win_rate if learner.role == MAIN else self.config.exploiter_win_rate
+        return (rate is not None and len(window) >= window.maxlen and rate >= bar
+                and iteration - self.last_event_iteration[learner.module_id]
+                >= self.config.min_iterations_between_snapshots)
+
+    def due(self, iteration: int) -> list[Learner]:
+        """Learners whose window has earned a snapshot this iteration."""
+        return [l for l in self.learners if self._ready(l, iteration)]
 
     def should_snapshot(self, iteration: int) -> bool:
-        rate = self.window_win_rate()
-        return (rate is not None and len(self.window) >= self.window.maxlen
-                and rate >= self.config.snapshot_win_rate
-                and iteration - self.last_snapshot_iteration >= self.config.min_iterations_between_snapshots)
+        return bool(self.due(iteration))
 
-    def admit(self, iteration: int) -> tuple[str, str | None]:
-        """Name the new snapshot and the one it evicts (if the pool is full); update the pool."""
-        new = f"{SNAPSHOT_PREFIX}{self.next_version}"
-        self.next_version += 1
+    def admit(self, iteration: int, learner: str | None = None) -> tuple[str, str | None]:
+        """Name ``learner``'s new snapshot and the one it evicts (if its side's pool is full)."""
+        owner = self.learner(learner or self.learners[0].module_id)
+        assert owner is not None
+        new = snapshot_id(owner.module_id, self.next_version[owner.module_id])
+        self.next_version[owner.module_id] += 1
+        snapshots = self.snapshots[owner.side]
         evicted = None
-        if len(self.pool) >= self.config.max_pool_size:
+        if len(snapshots) >= self.config.max_pool_size:
             if self.config.eviction == "weakest":
-                evicted = max(self.pool, key=lambda m: self.win_rate_against(m) or 0.0)
+                evicted = max(snapshots, key=lambda m: self._sides_main_rate(m, owner.side) or 0.0)
             else:
-                evicted = self.pool[0]
-            self.pool.remove(evicted)
-            self.per_opponent.pop(evicted, None)
-        self.pool.append(new)
-        self.window.clear()
-        self.last_snapshot_iteration = iteration
+                evicted = snapshots[0]
+            snapshots.remove(evicted)
+            for games in self.per_opponent.values():
+                games.pop(evicted, None)
+        snapshots.append(new)
+        self.windows[owner.module_id].clear()
+        self.last_event_iteration[owner.module_id] = iteration
         return new, evicted
 
-    # -- checkpoints ---------------------------------------------------------
+    # -- checkpoints ---------------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        return {"pool": list(self.pool), "next_version": self.next_version,
-                "window": list(self.window), "last_snapshot_iteration": self.last_snapshot_iteration,
-                "per_opponent": {m: list(g) for m, g in self.per_opponent.items()}}
+        return {"format": 2, "sides": {s: list(a) for s, a in self.sides.items()},
+                "snapshots": {s: list(p) for s, p in self.snapshots.items()},
+                "next_version": dict(self.next_version),
+                "windows": {m: list(w) for m, w in self.windows.items()},
+                "last_event_iteration": dict(self.last_event_iteration),
+                "per_opponent": {l: {m: list(g) for m, g in o.items()} for l, o in self.per_opponent.items()}}
 
-    def load(self, state: dict[str, Any]) -> None:
-        self.pool = list(state["pool"])
-        self.next_version = int(state["next_version"])
-        self.window.extend(state.get("window", []))
-        self.last_snapshot_iteration = int(state.get("last_snapshot_iteration", 0))
-        for module_id, games in state.get("per_opponent", {}).items():
-            self.per_opponent[module_id] = deque(games, maxlen=self.config.window_episodes)
+    def load(self, state: Mapping[str, Any]) -> None:
+        if state.get("format") != 2:
+            raise ValueError("this checkpoint's self-play state is from an older format")
+        if {s: list(a) for s, a in state["sides"].items()} != {s: list(a) for s, a in self.sides.items()}:
+            raise ValueError(f"the checkpoint's sides {state['sides']} differ from this run's {self.sides}")
+        self.snapshots = {s: list(p) for s, p in state["snapshots"].items()}
+        self.next_version.update({k: int(v) for k, v in state["next_version"].items()})
+        for module_id, games in state.get("windows", {}).items():
+            if module_id in self.windows:
+                self.windows[module_id].extend(games)
+        self.last_event_iteration.update({k: int(v) for k, v in state.get("last_event_iteration", {}).items()})
+        for learner, opponents in state.get("per_opponent", {}).items():
+            if learner in self.per_opponent:
+                for module_id, games in opponents.items():
+                    self.per_opponent[learner][module_id] = deque(games, maxlen=self.config.window_episodes)
+
+
+#: The name earlier code and tests used.
+SelfPlayManager = League
 
 
 # -- RLlib side (public Algorithm API only) --------------------------------------
@@ -169,32 +363,41 @@ def set_mapping(algo: Any, mapping: SelfPlayMapping) -> None:
     algo.env_runner_group.foreach_env_runner(_set, local_env_runner=True)
 
 
-def copy_main_into(algo: Any, module_id: str) -> None:
-    """Give ``module_id`` main's current weights, in the learner and in every env runner."""
-    weights = _learner_weights(algo, MAIN)
-    algo.set_state({"learner_group": {"learner": {"rl_module": {module_id: weights}}}})
+def copy_weights(algo: Any, source: str, target: str) -> None:
+    """Give ``target`` the current weights of ``source``, in the learner and in every env runner."""
+    weights = _learner_weights(algo, source)
+    algo.set_state({"learner_group": {"learner": {"rl_module": {target: weights}}}})
 
-    def _copy(runner: Any, target: str = module_id) -> bool:
-        runner.module[target].set_state(runner.module[MAIN].get_state())
+    def _copy(runner: Any) -> bool:
+        runner.module[target].set_state(runner.module[source].get_state())
         return True
 
     algo.env_runner_group.foreach_env_runner(_copy, local_env_runner=True)
+    # Runners sync weights from the learner at the start of each iteration; copying
+    # there too keeps the very next episodes consistent.
 
 
-def add_snapshot(algo: Any, module_id: str, mapping: SelfPlayMapping) -> None:
+def copy_main_into(algo: Any, module_id: str) -> None:
+    copy_weights(algo, MAIN, module_id)
+
+
+def add_snapshot(algo: Any, module_id: str, mapping: SelfPlayMapping, source: str = MAIN,
+                 trainable: list[str] | None = None) -> None:
+    """Add a frozen module ``module_id`` holding ``source``'s current weights."""
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    spec = RLModuleSpec.from_module(algo.learner_group._learner.module[MAIN]) \
-        if getattr(algo.learner_group, "_learner", None) is not None \
-        else RLModuleSpec.from_module(algo.get_module(MAIN))
+    learner = getattr(algo.learner_group, "_learner", None)
+    spec = RLModuleSpec.from_module(learner.module[source] if learner is not None else algo.get_module(source))
     spec.inference_only = False
     algo.add_module(module_id=module_id, module_spec=spec, new_agent_to_module_mapping_fn=mapping,
-                    new_should_module_be_updated=[MAIN])
-    copy_main_into(algo, module_id)
+                    new_should_module_be_updated=list(trainable or [MAIN]))
+    copy_weights(algo, source, module_id)
 
 
-def remove_snapshot(algo: Any, module_id: str, mapping: SelfPlayMapping) -> None:
-    algo.remove_module(module_id, new_agent_to_module_mapping_fn=mapping, new_should_module_be_updated=[MAIN])
+def remove_snapshot(algo: Any, module_id: str, mapping: SelfPlayMapping,
+                    trainable: list[str] | None = None) -> None:
+    algo.remove_module(module_id, new_agent_to_module_mapping_fn=mapping,
+                       new_should_module_be_updated=list(trainable or [MAIN]))
 
 
 def snapshot_weights(algo: Any, module_id: str) -> dict[str, Any]:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from pettingzoo.utils.env import ParallelEnv
 
 from ray_support import TINY, merge, train
 from ray_worker.config import RayWorkerConfig
@@ -121,16 +125,184 @@ def test_mappo_run_through_the_worker(ray_session, tmp_path):
     assert set(AGENTS) <= set(last["learner"]) and "vf_loss" in last["learner"]["agent_0"]
 
 
-def test_env_without_state_uses_joint_observations(tmp_path):
+def test_env_without_state_uses_joint_observations(ray_session, tmp_path):
     from ray_worker.policies import prepare
 
-    config = RayWorkerConfig.from_dict({**merge(TINY, {
-        "policy_configuration": "SHARED_VALUE_FUNCTION",
-        "environment": {"family": "sisl", "env_id": "waterworld_v4", "env_kwargs": {"n_pursuers": 2}}}),
-        "run_id": "ww"})
+    override = {"policy_configuration": "SHARED_VALUE_FUNCTION",
+                "environment": {"family": "sisl", "env_id": "waterworld_v4",
+                                "env_kwargs": {"n_pursuers": 2, "max_cycles": 50}}}
+    config = RayWorkerConfig.from_dict({**merge(TINY, override), "run_id": "ww"})
     _, info, layout = prepare(config)
     assert info.observation_spaces["pursuer_0"][STATE].shape == (2 * 242,)
     assert set(layout.modules) == {"pursuer_0", "pursuer_1", CRITIC_ID}
+    run = train(tmp_path, override)
+    last = run.of_type("metrics")[-1]
+    assert {"pursuer_0", "pursuer_1"} <= set(last["learner"]) and "vf_loss" in last["learner"]["pursuer_0"]
+
+
+def test_mappo_trains_multiwalker_with_continuous_actions(ray_session, tmp_path):
+    from ray_worker.policies import prepare
+
+    override = {"policy_configuration": "SHARED_VALUE_FUNCTION",
+                "environment": {"family": "sisl", "env_id": "multiwalker_v9",
+                                "env_kwargs": {"n_walkers": 2, "max_cycles": 25}}}
+    _, info, _ = prepare(RayWorkerConfig.from_dict({**merge(TINY, override), "run_id": "mw"}))
+    assert info.to_dict()["observation_spaces"]["walker_0"] == {
+        LOCAL: "Box((31,), float32)", STATE: "Box((51,), float32)"}  # multiwalker's own state() vector
+    run = train(tmp_path, override)
+    assert run.events[0]["modules"]["trainable"] == ["walker_0", "walker_1", CRITIC_ID]
+    last = run.of_type("metrics")[-1]
+    assert {"walker_0", "walker_1"} <= set(last["learner"]) and "vf_loss" in last["learner"]["walker_0"]
+
+
+# -- images: pistonball's frames for the actors, its whole board for the critic -------------
+PISTONS = ("piston_0", "piston_1", "piston_2")
+PISTONBALL = {"policy_configuration": "SHARED_VALUE_FUNCTION",
+              "environment": {"family": "butterfly", "env_id": "pistonball_v6", "api_type": "PARALLEL",
+                              "env_kwargs": {"n_pistons": 3, "max_cycles": 20},
+                              "preprocessing": {"resize": [24, 24], "grayscale": True, "frame_stack": 2}},
+              "training": {"total_timesteps": 160, "algo_params": {
+                  "train_batch_size_per_learner": 80, "minibatch_size": 80, "num_epochs": 1,
+                  "fcnet_hiddens": [32]}}}
+#: pistonball's state() with 3 pistons is a 560x200 RGB board: 24 rows keep its aspect in
+#: 9 columns; grayscale x 2 stacked frames = 2 channels. Each piston sees 24x24x2.
+BOARD, FRAME = (24, 9, 2), (24, 24, 2)
+
+
+@pytest.fixture(scope="module")
+def pistonball(ray_session, tmp_path_factory):
+    """A MAPPO run on pistonball through the worker, and its CTDE module restored from the checkpoint."""
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
+
+    from ray_worker.policy_actor import MODULES_DIR
+
+    run = train(tmp_path_factory.mktemp("pistonball"), PISTONBALL)
+    checkpoint = run.of_type("checkpoint_saved")[-1]["path"]
+    module = MultiRLModule.from_checkpoint(str(Path(checkpoint) / MODULES_DIR))
+    return run, checkpoint, module
+
+
+def pistonball_batch(steps: int = 6) -> dict[str, dict[str, np.ndarray]]:
+    from ray_worker.policies import prepare
+
+    factory, _, _ = prepare(RayWorkerConfig.from_dict({**merge(TINY, PISTONBALL), "run_id": "pb"}))
+    env, _ = factory.make_pettingzoo()
+    obs, _ = env.reset(seed=1)
+    rows = {a: [] for a in PISTONS}
+    while len(rows["piston_0"]) < steps:
+        if not env.agents:  # the ball reached the wall: a new episode
+            obs, _ = env.reset(seed=len(rows["piston_0"]))
+        for a in PISTONS:
+            rows[a].append(obs[a])
+        obs, *_ = env.step({a: env.action_space(a).sample() for a in env.agents})
+    env.close()
+    return {a: {LOCAL: np.stack([r[LOCAL] for r in rs]), STATE: np.stack([r[STATE] for r in rs])}
+            for a, rs in rows.items()}
+
+
+def test_pistonball_mappo_trains_through_the_worker(pistonball):
+    run, _, _ = pistonball
+    started = run.events[0]
+    assert started["policy_configuration"] == "SHARED_VALUE_FUNCTION"
+    assert started["modules"]["trainable"] == [*PISTONS, CRITIC_ID]
+    metrics = run.of_type("metrics")
+    assert metrics and metrics[-1]["iteration"] >= 1
+    assert set(PISTONS) <= set(metrics[-1]["learner"]) and "vf_loss" in metrics[-1]["learner"]["piston_0"]
+
+
+def test_pistonball_state_space_is_what_the_env_produces(pistonball):
+    from ray_worker.policies import prepare
+
+    _, _, module = pistonball
+    _, info, _ = prepare(RayWorkerConfig.from_dict({**merge(TINY, PISTONBALL), "run_id": "pb"}))
+    space = info.observation_spaces["piston_0"]
+    assert space[LOCAL].shape == FRAME and space[STATE].shape == BOARD and space[STATE].dtype == np.float32
+    assert module["piston_0"].observation_space == space == module[CRITIC_ID].observation_space  # checkpoint agrees
+    batch = pistonball_batch()["piston_0"]
+    assert all(space[STATE].contains(s) for s in batch[STATE]) and batch[STATE].dtype == np.float32
+
+
+def test_pistonball_has_one_cnn_critic_on_the_shrunk_board(pistonball):
+    _, _, module = pistonball
+    critic = module[CRITIC_ID]
+    assert set(module.keys()) == {*PISTONS, CRITIC_ID}  # exactly one critic
+    assert critic.net[0].input_shape == BOARD  # a CNN on the global board, not on any piston's frame
+    critic_params = {id(p) for p in critic.parameters()}
+    for agent in PISTONS:
+        actor = module[agent]
+        assert actor.__dict__["critic_ref"] is critic
+        assert actor.pi[0].input_shape == FRAME  # a CNN on the local frame
+        assert not critic_params & {id(p) for p in actor.parameters()}
+    batches = pistonball_batch()
+    assert batches["piston_0"][STATE].shape[1:] == BOARD
+    for agent in PISTONS:  # every piston's value is the critic's value of the board
+        critic.zero_grad(set_to_none=True)
+        batch = {"obs": {k: torch.from_numpy(v) for k, v in batches[agent].items()}}
+        values = module[agent].compute_values(batch)
+        assert values.shape == (len(batches[agent][STATE]),)
+        values.pow(2).mean().backward()
+        assert sum(float(p.grad.abs().sum()) for p in critic.parameters() if p.grad is not None) > 0
+
+
+def test_pistonball_actors_act_on_local_frames_only(pistonball):
+    _, _, module = pistonball
+    actor = module["piston_1"]
+    local = torch.from_numpy(pistonball_batch()["piston_1"][LOCAL])
+    critic, actor.__dict__["critic_ref"] = actor.__dict__["critic_ref"], None  # no critic at execution
+    try:
+        with torch.no_grad():
+            out = actor.forward_inference({"obs": local})  # no "state" key at all
+    finally:
+        actor.__dict__["critic_ref"] = critic
+    assert out["action_dist_inputs"].shape == (local.shape[0], 2)  # mean and log-std of one piston
+
+
+def test_pistonball_checkpoint_plays_without_the_learner(pistonball):
+    from ray_worker import EvaluationConfig, RayPolicyController, run_evaluation
+
+    _, checkpoint, _ = pistonball
+    controller = RayPolicyController.from_checkpoint(checkpoint)
+    assert {a: act.module_id for a, act in controller.actors.items()} == {a: a for a in PISTONS}
+    assert controller.actors["piston_0"].module.pi[0].input_shape == FRAME
+    results = run_evaluation(EvaluationConfig(controller=controller, num_episodes=1, save=False))
+    assert set(results.per_agent) == set(PISTONS) and results.episodes[0].length > 0
+
+
+def test_image_envs_without_state_stack_observations_on_channels():
+    from ray_worker.global_state import GlobalStateObservations
+    from ray_worker.preprocessing import ImagePreprocess
+
+    class NoState(ParallelEnv):
+        """Two agents seeing 10x8 RGB frames; no state(); agent b leaves after one step."""
+
+        metadata: dict = {}
+        possible_agents = ["a", "b"]
+
+        def observation_space(self, agent: str) -> gym.Space:
+            return gym.spaces.Box(0, 255, (10, 8, 3), np.uint8)
+
+        def action_space(self, agent: str) -> gym.Space:
+            return gym.spaces.Discrete(2)
+
+        def _obs(self) -> dict:
+            return {a: np.full((10, 8, 3), 255, np.uint8) for a in self.agents}
+
+        def reset(self, seed=None, options=None):
+            self.agents = list(self.possible_agents)
+            return self._obs(), {a: {} for a in self.agents}
+
+        def step(self, actions):
+            self.agents = ["a"]
+            return self._obs(), {"a": 0.0}, {"a": False}, {"a": False}, {"a": {}}
+
+    env = GlobalStateObservations(ImagePreprocess(NoState(), (6, 4), grayscale=True, frame_stack=2))
+    space = env.observation_space("a")[STATE]
+    assert env.kind == "joined_images" and space.shape == (6, 4, 4) and space.dtype == np.float32
+    obs, _ = env.reset(seed=0)
+    assert space.contains(obs["a"][STATE]) and np.all(obs["a"][STATE] == 1.0)
+    obs, *_ = env.step({"a": 0, "b": 0})
+    assert space.contains(obs["a"][STATE])
+    assert np.all(obs["a"][STATE][..., :2] == 1.0) and np.all(obs["a"][STATE][..., 2:] == 0.0)  # b absent
 
 
 @pytest.mark.parametrize("override,message", [

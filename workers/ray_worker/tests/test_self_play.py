@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from ray_support import train
-from ray_worker.self_play import MAIN, SelfPlayManager, SelfPlayMapping, outcome
+from ray_worker.self_play import ALL_SEATS, MAIN, League, outcome
 
 GAME = {"policy_configuration": "SELF_PLAY",
         "environment": {"family": "classic", "env_id": "tictactoe_v3", "api_type": "AEC"},
@@ -27,6 +27,17 @@ class Cfg:
     eviction = "oldest"
     opponent_sampling = "uniform"
     latest_probability = 0.5
+    baselines: list = []
+    main_exploiters = 0
+    exploiter_episode_share = 0.3
+    exploiter_win_rate = 0.7
+
+
+def cfg(**changes) -> Cfg:
+    c = Cfg()
+    for key, value in changes.items():
+        setattr(c, key, value)
+    return c
 
 
 class Episode:
@@ -34,8 +45,14 @@ class Episode:
         self.id_ = id_
 
 
+SEATS = {ALL_SEATS: ("p0", "p1")}
+TEAMS = {"adversary": ("adversary_0", "adversary_1"), "agent": ("agent_0",)}
+
+
 def test_mapping_is_consistent_within_an_episode_and_varies_across():
-    mapping = SelfPlayMapping(["p0", "p1"], ["main_v0", "main_v1"], [1.0, 1.0], seed=0)
+    league = League(cfg(max_pool_size=5), SEATS, seed=0)
+    league.snapshots[ALL_SEATS].append("main_v1")
+    mapping = league.mapping()
     seats, opponents = set(), set()
     for i in range(60):
         ep = Episode(f"ep{i}")
@@ -47,18 +64,16 @@ def test_mapping_is_consistent_within_an_episode_and_varies_across():
 
 
 def test_latest_sampling_prefers_the_newest_snapshot():
-    cfg = Cfg()
-    cfg.opponent_sampling, cfg.latest_probability, cfg.max_pool_size = "latest", 0.8, 5
-    league = SelfPlayManager(cfg, ["p0", "p1"], seed=0)
-    league.pool = ["main_v0", "main_v1", "main_v2"]
-    assert league.sampling_weights() == pytest.approx([0.1, 0.1, 0.8])
+    league = League(cfg(opponent_sampling="latest", latest_probability=0.8, max_pool_size=5), SEATS, seed=0)
+    league.snapshots[ALL_SEATS] = ["main_v0", "main_v1", "main_v2"]
+    assert league.sampling_weights(ALL_SEATS) == pytest.approx([0.1, 0.1, 0.8])
 
 
 def test_snapshot_rule_window_threshold_guard_and_eviction():
-    league = SelfPlayManager(Cfg(), ["p0", "p1"], seed=0)
+    league = League(cfg(), SEATS, seed=0)
     win = {"returns": {"p0": 1.0, "p1": -1.0}, "modules": {"p0": MAIN, "p1": "main_v0"}}
     loss = {"returns": {"p0": -1.0, "p1": 1.0}, "modules": {"p0": MAIN, "p1": "main_v0"}}
-    assert outcome(win["returns"], win["modules"]) == ("main_v0", "win")
+    assert outcome(win["returns"], win["modules"], MAIN) == ("main_v0", "win")
     summary = league.record([win, win, win, loss])
     assert summary["win_rate"] == 0.75 and summary["loss_rate"] == 0.25
     assert not league.should_snapshot(iteration=1)  # guard: too soon after iteration 0
@@ -68,6 +83,88 @@ def test_snapshot_rule_window_threshold_guard_and_eviction():
     assert not league.should_snapshot(iteration=3)  # guard again
     assert league.admit(4) == ("main_v2", "main_v0")  # pool of 2: the oldest leaves
     assert league.pool == ["main_v1", "main_v2"]
+
+
+def test_baselines_stay_in_the_pool_and_are_never_evicted():
+    league = League(cfg(baselines=["random"], max_pool_size=1), SEATS, seed=0)
+    assert league.pool == ["random", "main_v0"]
+    assert league.admit(5) == ("main_v1", "main_v0")
+    assert league.pool == ["random", "main_v1"]
+    drawn = {league.mapping().draw(f"e{i}")["p1"] for i in range(80)} - {MAIN}
+    assert drawn == {"random", "main_v1"}
+
+
+def test_team_wise_sides_each_have_a_main_and_face_the_other_sides_pool():
+    league = League(cfg(max_pool_size=3), TEAMS, seed=1)
+    assert [l.module_id for l in league.learners] == ["main_adversary", "main_agent"]
+    assert league.pool == ["main_adversary_v0", "main_agent_v0"]
+    mapping = league.mapping()
+    focus = set()
+    for i in range(60):
+        drawn = mapping.draw(f"e{i}")
+        adv = {drawn["adversary_0"], drawn["adversary_1"]}
+        assert len(adv) == 1  # a side is played by one module
+        if drawn["adversary_0"] == "main_adversary":
+            assert drawn["agent_0"] == "main_agent_v0"
+            focus.add("adversary")
+        else:
+            assert drawn["adversary_0"] == "main_adversary_v0" and drawn["agent_0"] == "main_agent"
+            focus.add("agent")
+    assert focus == {"adversary", "agent"}
+    # The adversaries' main scores its games against the frozen good agent, and only those.
+    game = {"returns": {"adversary_0": 10.0, "adversary_1": 10.0, "agent_0": -10.0},
+            "modules": {"adversary_0": "main_adversary", "adversary_1": "main_adversary",
+                        "agent_0": "main_agent_v0"}}
+    summary = league.record([game] * 4)
+    assert summary["learners"]["main_adversary"]["win_rate"] == 1.0
+    assert summary["learners"]["main_agent"]["games"] == 0
+    assert [l.module_id for l in league.due(iteration=2)] == ["main_adversary"]
+    assert league.admit(2, "main_adversary") == ("main_adversary_v1", None)
+    assert league.pool_of("adversary") == ["main_adversary_v0", "main_adversary_v1"]
+    assert league.pool_of("agent") == ["main_agent_v0"]
+
+
+def test_win_returns_score_general_sum_sides_on_their_own_scale():
+    league = League(cfg(win_returns={"agent": -5.0}), TEAMS, seed=0)
+    caught = {"returns": {"adversary_0": 10.0, "adversary_1": 10.0, "agent_0": -10.0},
+              "modules": {"adversary_0": "main_adversary_v0", "adversary_1": "main_adversary_v0",
+                          "agent_0": "main_agent"}}
+    escaped = {**caught, "returns": {"adversary_0": 0.0, "adversary_1": 0.0, "agent_0": -1.0}}
+    summary = league.record([caught, escaped, escaped])
+    assert summary["learners"]["main_agent"]["win_rate"] == pytest.approx(2 / 3)
+    assert summary["learners"]["main_agent"]["draw_rate"] == 0.0
+
+
+def test_exploiters_play_the_current_main_and_freeze_when_they_beat_it():
+    league = League(cfg(main_exploiters=1, exploiter_episode_share=0.5), SEATS, seed=2)
+    assert league.trainable == [MAIN, "exploiter_0"]
+    mapping = league.mapping()
+    pairs = set()
+    for i in range(100):
+        drawn = mapping.draw(f"e{i}")
+        pairs.add(frozenset(drawn.values()))
+    assert pairs == {frozenset({MAIN, "main_v0"}), frozenset({MAIN, "exploiter_0"})}
+    beats_main = {"returns": {"p0": 1.0, "p1": -1.0}, "modules": {"p0": "exploiter_0", "p1": MAIN}}
+    summary = league.record([beats_main] * 4)
+    assert summary["learners"]["exploiter_0"]["win_rate"] == 1.0
+    assert summary["learners"][MAIN]["games"] == 0  # games against an exploiter are not pool games
+    assert summary["learners"][MAIN]["win_rate_vs"] == {"exploiter_0": 0.0}
+    assert [l.module_id for l in league.due(iteration=3)] == ["exploiter_0"]
+    assert league.admit(3, "exploiter_0") == ("exploiter_0_v1", None)
+    assert "exploiter_0_v1" in league.pool  # main must now learn to beat it
+
+
+def test_league_state_round_trips():
+    league = League(cfg(main_exploiters=1, baselines=["random"]), TEAMS, seed=0)
+    league.admit(3, "main_agent")
+    league.record([{"returns": {"adversary_0": 1.0, "adversary_1": 1.0, "agent_0": 0.0},
+                    "modules": {"adversary_0": "main_adversary", "adversary_1": "main_adversary",
+                                "agent_0": "main_agent_v1"}}])
+    again = League(cfg(main_exploiters=1, baselines=["random"]), TEAMS, seed=0)
+    again.load(league.state())
+    assert again.pool == league.pool and again.state() == league.state()
+    with pytest.raises(ValueError, match="sides"):
+        League(cfg(), SEATS, seed=0).load(league.state())
 
 
 def _weights(algo, module_id):
@@ -139,12 +236,144 @@ def _equal(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(np.array_equal(np.asarray(a[k]), np.asarray(b[k])) for k in a)
 
 
-def test_teams_with_different_spaces_are_refused(tmp_path):
-    from mosaic.errors import ConfigError
+def _layout(env_id: str, **self_play):
     from ray_worker.config import RayWorkerConfig
     from ray_worker.policies import prepare
 
     config = RayWorkerConfig.from_dict({"run_id": "x", "policy_configuration": "SELF_PLAY",
-                                        "environment": {"family": "mpe", "env_id": "simple_tag_v3"}})
-    with pytest.raises(ConfigError, match="team-wise self-play"):
-        prepare(config)
+                                        "environment": {"family": "mpe", "env_id": env_id},
+                                        "self_play": self_play})
+    return prepare(config)[2]
+
+
+def test_agent_types_become_sides_of_team_wise_self_play():
+    layout = _layout("simple_tag_v3", baselines=["random"], main_exploiters=1)
+    assert layout.sides == {"adversary": ("adversary_0", "adversary_1", "adversary_2"), "agent": ("agent_0",)}
+    assert layout.agent_to_module == {"adversary_0": "main_adversary", "adversary_1": "main_adversary",
+                                      "adversary_2": "main_adversary", "agent_0": "main_agent"}
+    assert layout.trainable == ("main_adversary", "exploiter_adversary_0", "main_agent", "exploiter_agent_0")
+    assert set(layout.modules) == {*layout.trainable, "main_adversary_v0", "main_agent_v0",
+                                   "random_adversary", "random_agent"}
+    assert layout.baselines == ("random_adversary", "random_agent")
+
+
+@pytest.mark.parametrize("self_play, field, message", [
+    ({"teams": {"a": ["adversary_0", "agent_0"], "b": ["agent_1"]}}, "self_play.teams.a", "share"),
+    ({"teams": {"a": ["adversary_0"], "b": ["agent_0"]}}, "self_play.teams", "missing"),
+    ({"teams": {"a": ["adversary_0", "agent_0", "agent_1"]}}, "self_play.teams", "two or more"),
+    ({"teams": {"a": ["nobody"], "b": ["adversary_0", "agent_0", "agent_1"]}}, "self_play.teams", "unknown"),
+    ({"baselines": ["minimax"]}, "self_play.baselines", "random"),
+    ({"win_returns": {"good": 0.0}}, "self_play.win_returns", "adversary, agent"),
+])
+def test_bad_self_play_settings_name_the_field(self_play, field, message):
+    from mosaic.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message) as info:
+        _layout("simple_adversary_v3", **self_play)
+    assert info.value.field == field
+
+
+def _spy_weights(monkeypatch) -> dict[str, list]:
+    """Record every learner's and frozen module's weights after each self-play step."""
+    from ray_worker import runtime as runtime_module
+
+    seen: dict[str, list] = {}
+    original = runtime_module.RayWorkerRuntime._self_play_step
+
+    def spy(self, algo, league, records, iteration):
+        summary = original(self, algo, league, records, iteration)
+        for module_id in [*league.trainable, *league.pool]:
+            if not module_id.startswith("random"):
+                seen.setdefault(module_id, []).append(_weights(algo, module_id))
+        for exploiter in summary.get("exploiters_reset", []):  # restarted from main's weights
+            seen.setdefault("resets", []).append(
+                _equal(_weights(algo, exploiter), _weights(algo, league.main_of(league.learner(exploiter).side))))
+        return summary
+
+    monkeypatch.setattr(runtime_module.RayWorkerRuntime, "_self_play_step", spy)
+    return seen
+
+
+def test_league_with_an_exploiter_and_a_random_baseline(ray_session, tmp_path, monkeypatch):
+    seen = _spy_weights(monkeypatch)
+    league = {**GAME, "resources": {"num_workers": 0},
+              "training": {**GAME["training"], "total_timesteps": 1200},
+              "self_play": {**GAME["self_play"], "baselines": ["random"], "main_exploiters": 1,
+                            "exploiter_episode_share": 0.4, "exploiter_win_rate": 0.3}}
+    run = train(tmp_path, league, tiny=False)
+    episodes = run.of_type("episode")
+    pairs = {frozenset(e["modules"].values()) for e in episodes}
+    assert frozenset({MAIN, "exploiter_0"}) in pairs  # the exploiter plays the current main
+    assert frozenset({MAIN, "random"}) in pairs  # the baseline is in the pool
+    assert not any("exploiter_0" in p and MAIN not in p for p in pairs)
+    assert sum(e["illegal_actions"] for e in episodes) == 0  # the random baseline respects the mask
+    last = run.of_type("metrics")[-1]["self_play"]
+    assert last["learners"]["exploiter_0"]["games"] + last["learners"][MAIN]["games"] > 0
+    assert "random" in last["pool"]
+    resets = seen.pop("resets", [])
+    for module_id, history in seen.items():
+        if module_id in (MAIN, "exploiter_0"):
+            assert any(not _equal(a, b) for a, b in zip(history, history[1:])), f"{module_id} never trained"
+        else:
+            assert all(_equal(history[0], h) for h in history[1:]), f"{module_id} changed"
+    events = [e for e in run.of_type("log") if e.get("self_play_event") == "snapshot_added"]
+    frozen_exploiters = [e for e in events if e["source"] == "exploiter_0"]
+    assert frozen_exploiters and all(e["exploiter_reset"] for e in frozen_exploiters)
+    assert all(e["module_id"].startswith("exploiter_0_v") for e in frozen_exploiters)
+    assert resets and all(resets)
+    # The checkpoint evaluates main; the random baseline is not a policy to load.
+    from mosaic.errors import UserError
+    from ray_worker.policy_actor import RayPolicyConfig, create_ray_actor
+
+    checkpoint = run.of_type("checkpoint_saved")[-1]["path"]
+    assert create_ray_actor(RayPolicyConfig(checkpoint)).module_id == MAIN
+    with pytest.raises(UserError, match="'random' is not in"):
+        create_ray_actor(RayPolicyConfig(checkpoint, module_id="random"))
+
+
+def test_team_wise_self_play_on_an_asymmetric_mpe_env(ray_session, tmp_path, monkeypatch):
+    seen = _spy_weights(monkeypatch)
+    run = train(tmp_path, {
+        "policy_configuration": "SELF_PLAY", "resources": {"num_workers": 0},
+        "environment": {"family": "mpe", "env_id": "simple_adversary_v3", "api_type": "PARALLEL",
+                        "env_kwargs": {"N": 2, "max_cycles": 25}},
+        "training": {"algorithm": "PPO", "total_timesteps": 1500,
+                     "algo_params": {"train_batch_size_per_learner": 300, "minibatch_size": 150,
+                                     "num_epochs": 1, "fcnet_hiddens": [32]}},
+        "self_play": {"snapshot_win_rate": 0.0, "window_episodes": 4, "min_iterations_between_snapshots": 1,
+                      "max_pool_size": 2}}, tiny=False)
+    episodes = run.of_type("episode")
+    for e in episodes:
+        adversary, agents = e["modules"]["adversary_0"], {e["modules"]["agent_0"], e["modules"]["agent_1"]}
+        assert len(agents) == 1  # a side is one module
+        assert (adversary == "main_adversary") != (agents == {"main_agent"})  # one learning side per episode
+    metrics = run.of_type("metrics")
+    added = [m for x in metrics for m in x["self_play"].get("snapshots_added", [])]
+    assert any(m.startswith("main_adversary_v") for m in added) and any(m.startswith("main_agent_v") for m in added)
+    from ray_worker.policy_actor import RayPolicyController
+
+    controller = RayPolicyController.from_checkpoint(run.of_type("checkpoint_saved")[-1]["path"])
+    assert {a: actor.module_id for a, actor in controller.actors.items()} == {
+        "adversary_0": "main_adversary", "agent_0": "main_agent", "agent_1": "main_agent"}
+    pools = metrics[-1]["self_play"]["pools"]
+    assert all(m.startswith("main_adversary_v") for m in pools["adversary"])
+    assert all(m.startswith("main_agent_v") for m in pools["agent"])
+    for module_id, history in seen.items():
+        if module_id in ("main_adversary", "main_agent"):
+            assert any(not _equal(a, b) for a, b in zip(history, history[1:])), f"{module_id} never trained"
+        else:
+            assert all(_equal(history[0], h) for h in history[1:]), f"{module_id} changed"
+
+
+def test_chess_self_play_trains_with_masks(ray_session, tmp_path):
+    run = train(tmp_path, {
+        "policy_configuration": "SELF_PLAY", "resources": {"num_workers": 0},
+        "environment": {"family": "classic", "env_id": "chess_v6", "api_type": "AEC"},
+        "training": {"algorithm": "PPO", "total_timesteps": 200,
+                     "algo_params": {"train_batch_size_per_learner": 200, "minibatch_size": 100,
+                                     "num_epochs": 1, "fcnet_hiddens": [32]}},
+        "self_play": {"baselines": ["random"]}, "checkpoint": {"at_end": False}}, tiny=False)
+    metrics = run.of_type("metrics")
+    assert metrics and "main" in metrics[-1]["learner"]
+    assert metrics[-1]["learner"]["main"]["policy_loss"] == metrics[-1]["learner"]["main"]["policy_loss"]
+    assert sum(e["illegal_actions"] for e in run.of_type("episode")) == 0
