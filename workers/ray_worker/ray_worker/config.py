@@ -116,6 +116,9 @@ class SelfPlayConfig:
     exploiter_win_rate: float = option(0.7, min=0.0, max=1.0,
                                        help="an exploiter's win rate against main over the window that freezes "
                                             "a copy into the pool and restarts the exploiter from main")
+    exploiter_patience_iterations: int = option(0, min=0,
+                                                help="restart an exploiter from main when it has not earned a "
+                                                     "snapshot for this many iterations; 0 = never")
 
 
 @dataclass

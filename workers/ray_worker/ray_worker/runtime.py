@@ -201,6 +201,14 @@ class RayWorkerRuntime:
                 + (f"; {learner.module_id} restarts from {league.main_of(learner.side)}" if reset else ""),
                 self_play_event="snapshot_added", module_id=new, source=learner.module_id, evicted=evicted,
                 exploiter_reset=reset)
+        for learner in league.stale(iteration):
+            copy_weights(algo, league.main_of(learner.side), learner.module_id)
+            resets.append(learner.module_id)
+            self.ctx.emitter.log(f"self-play: {learner.module_id} found no weakness in time; it restarts from "
+                                 f"{league.main_of(learner.side)}", self_play_event="exploiter_reset",
+                                 module_id=learner.module_id)
+        if resets:
+            summary["exploiters_reset"] = resets
         if added:
             summary.update(snapshot_added=added[0], snapshots_added=added, evicted=evictions[0],
                            evictions=[e for e in evictions if e], exploiters_reset=resets,

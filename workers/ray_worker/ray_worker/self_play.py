@@ -290,6 +290,18 @@ class League:
         """Learners whose window has earned a snapshot this iteration."""
         return [l for l in self.learners if self._ready(l, iteration)]
 
+    def stale(self, iteration: int) -> list[Learner]:
+        """Exploiters that found no weakness within ``exploiter_patience_iterations``: restart them from main."""
+        patience = getattr(self.config, "exploiter_patience_iterations", 0)
+        if not patience:
+            return []
+        out = [l for l in self.learners if l.role == EXPLOITER
+               and iteration - self.last_event_iteration[l.module_id] >= patience]
+        for learner in out:
+            self.windows[learner.module_id].clear()
+            self.last_event_iteration[learner.module_id] = iteration
+        return out
+
     def should_snapshot(self, iteration: int) -> bool:
         return bool(self.due(iteration))
 

@@ -31,6 +31,7 @@ class Cfg:
     main_exploiters = 0
     exploiter_episode_share = 0.3
     exploiter_win_rate = 0.7
+    exploiter_patience_iterations = 0
 
 
 def cfg(**changes) -> Cfg:
@@ -152,6 +153,16 @@ def test_exploiters_play_the_current_main_and_freeze_when_they_beat_it():
     assert [l.module_id for l in league.due(iteration=3)] == ["exploiter_0"]
     assert league.admit(3, "exploiter_0") == ("exploiter_0_v1", None)
     assert "exploiter_0_v1" in league.pool  # main must now learn to beat it
+
+
+def test_exploiters_without_success_restart_after_their_patience():
+    league = League(cfg(main_exploiters=2, exploiter_patience_iterations=5), SEATS, seed=0)
+    assert league.stale(4) == []
+    league.last_event_iteration["exploiter_1"] = 3  # exploiter_1 froze a snapshot at iteration 3
+    assert [l.module_id for l in league.stale(5)] == ["exploiter_0"]
+    assert league.stale(6) == []  # the restart counts as a fresh start
+    assert [l.module_id for l in league.stale(8)] == ["exploiter_1"]
+    assert League(cfg(main_exploiters=1), SEATS, seed=0).stale(100) == []  # 0 = never
 
 
 def test_league_state_round_trips():
