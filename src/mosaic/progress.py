@@ -43,6 +43,8 @@ class ProgressView:
             self._print(f"checkpoint: {event.get('path')}")
         elif kind in ("paused", "resumed"):
             self._print(kind)
+        elif kind == "log" and event.get("self_play_event"):
+            self._print(event.get("message", ""))  # snapshots joining a self-play pool are milestones
         elif kind == "log" and event.get("level") in ("warning", "error") and not event.get("raw"):
             self._print(f"[{event['level']}] {event.get('message', '')}")
 
@@ -62,6 +64,9 @@ class ProgressView:
         ret = m.get("episode_return_mean", self.last_return)
         line = (f"{bar} | it {m.get('iteration')} | {_fmt(m.get('env_steps_per_s'), 0)} steps/s"
                 f" | return {_fmt(ret)} | episodes {m.get('num_episodes_lifetime', self.episodes)}")
+        league = m.get("self_play")
+        if isinstance(league, dict):  # zero-sum returns say nothing; main's win rate and the pool do
+            line += f" | win {_fmt(league.get('window_win_rate'))} | pool {_fmt(league.get('pool_size'))}"
         if self.tty:
             self.stream.write("\r" + line.ljust(len(self.line)))
             self.line = line

@@ -1,0 +1,36 @@
+"""The terminal progress view: what a researcher sees while a run trains."""
+
+from __future__ import annotations
+
+import io
+
+from mosaic.progress import ProgressView
+
+
+def _lines(events: list[dict]) -> list[str]:
+    stream = io.StringIO()  # not a TTY: one line per iteration
+    view = ProgressView(stream)
+    for event in events:
+        view(event)
+    return stream.getvalue().splitlines()
+
+
+def test_iterations_show_steps_return_and_episodes():
+    lines = _lines([{"type": "run_started", "run_id": "r1", "worker": "ray", "algorithm": "PPO",
+                     "env": {"family": "mpe", "env_id": "simple_spread_v3"}, "total_timesteps": 400},
+                    {"type": "metrics", "iteration": 1, "timesteps_total": 200, "env_steps_per_s": 150.0,
+                     "episode_return_mean": -20.5, "num_episodes_lifetime": 8}])
+    assert lines[0] == "run r1: ray PPO on mpe/simple_spread_v3"
+    assert "50% 200/400" in lines[1] and "return -20.50" in lines[1] and "episodes 8" in lines[1]
+    assert "pool" not in lines[1]
+
+
+def test_self_play_runs_show_win_rate_pool_and_snapshots():
+    lines = _lines([{"type": "metrics", "iteration": 3, "timesteps_total": 600, "total_timesteps": 900,
+                     "self_play": {"window_win_rate": 0.8, "pool_size": 2}},
+                    {"type": "log", "level": "info", "message": "self-play: snapshot main_v1 of main joined",
+                     "self_play_event": "snapshot_added"},
+                    {"type": "log", "level": "info", "message": "quiet"}])
+    assert "win 0.80 | pool 2" in lines[0]
+    assert lines[1] == "self-play: snapshot main_v1 of main joined"
+    assert len(lines) == 2  # ordinary info logs stay out of the way
