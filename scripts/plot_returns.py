@@ -1,11 +1,16 @@
-"""Plot episode_return_mean against env steps for one or more runs, as a PNG (Pillow only).
+"""Plot episode_return_mean against env steps, one curve per label, as a PNG (Pillow only).
 
-    python scripts/plot_returns.py OUT.png LABEL=RUN_DIR [LABEL=RUN_DIR ...]
+    python scripts/plot_returns.py OUT.png LABEL=RUN_DIR[,RUN_DIR...] [LABEL=...]
+
+Several run folders under one label (e.g. seeds) are drawn thin, with their mean
+(iteration by iteration) drawn thick. For every label it prints the mean return over
+the last 5 iterations, per run and across runs.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -13,6 +18,7 @@ from PIL import Image, ImageDraw
 
 COLOURS = [(31, 119, 180), (214, 39, 40), (44, 160, 44), (148, 103, 189)]
 W, H, PAD = 800, 480, 60
+TAIL = 5
 
 
 def curve(run_dir: Path) -> list[tuple[float, float]]:
@@ -24,11 +30,24 @@ def curve(run_dir: Path) -> list[tuple[float, float]]:
     return points
 
 
+def mean_curve(curves: list[list[tuple[float, float]]]) -> list[tuple[float, float]]:
+    n = min(len(c) for c in curves)
+    return [(statistics.fmean(c[i][0] for c in curves), statistics.fmean(c[i][1] for c in curves))
+            for i in range(n)]
+
+
+def tail_mean(points: list[tuple[float, float]]) -> float:
+    return statistics.fmean(y for _, y in points[-TAIL:])
+
+
 def main() -> None:
-    out, pairs = Path(sys.argv[1]), [arg.split("=", 1) for arg in sys.argv[2:]]
-    curves = [(label, curve(Path(path))) for label, path in pairs]
-    xs = [x for _, c in curves for x, _ in c]
-    ys = [y for _, c in curves for _, y in c]
+    out = Path(sys.argv[1])
+    groups = []
+    for arg in sys.argv[2:]:
+        label, paths = arg.split("=", 1)
+        groups.append((label, [curve(Path(p)) for p in paths.split(",")]))
+    xs = [x for _, cs in groups for c in cs for x, _ in c]
+    ys = [y for _, cs in groups for c in cs for _, y in c]
     x0, x1, y0, y1 = 0.0, max(xs), min(ys), max(ys)
     img = Image.new("RGB", (W, H), "white")
     draw = ImageDraw.Draw(img)
@@ -38,10 +57,20 @@ def main() -> None:
         return (PAD + (x - x0) / (x1 - x0 or 1) * (W - 1.5 * PAD),
                 H - PAD - (y - y0) / (y1 - y0 or 1) * (H - 1.5 * PAD))
 
-    for i, (label, points) in enumerate(curves):
+    for i, (label, curves) in enumerate(groups):
         colour = COLOURS[i % len(COLOURS)]
-        draw.line([to_px(x, y) for x, y in points], fill=colour, width=2)
-        draw.text((PAD + 10, PAD // 2 + 10 + 16 * i), label, fill=colour)
+        light = tuple(int(c + (255 - c) * 0.6) for c in colour)
+        if len(curves) > 1:
+            for points in curves:
+                draw.line([to_px(x, y) for x, y in points], fill=light, width=1)
+        mean = mean_curve(curves)
+        draw.line([to_px(x, y) for x, y in mean], fill=colour, width=3)
+        runs = f" (mean of {len(curves)} runs)" if len(curves) > 1 else ""
+        draw.text((PAD + 10, PAD // 2 + 10 + 16 * i), label + runs, fill=colour)
+        per_run = [tail_mean(c) for c in curves]
+        spread = f" ± {statistics.stdev(per_run):.1f} (sd over runs)" if len(per_run) > 1 else ""
+        print(f"{label}: last {TAIL} iterations {statistics.fmean(per_run):.1f}{spread}; "
+              f"per run {', '.join(f'{v:.1f}' for v in per_run)}")
     draw.text((PAD, H - PAD + 10), f"env steps 0 .. {x1:,.0f}", fill="black")
     draw.text((5, PAD // 2), f"{y1:.1f}", fill="black")
     draw.text((5, H - PAD - 10), f"{y0:.1f}", fill="black")

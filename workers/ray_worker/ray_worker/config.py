@@ -127,6 +127,8 @@ class CTDEConfig:
 
     actors: str = option("per_agent", choices=("per_agent", "per_group"),
                          help="one actor per agent, or one per group of agents with equal spaces")
+    critic_actions: bool = option(False, help="the critic's global state also holds every agent's previous "
+                                              "action (one-hot if discrete); vector states only")
 
 
 @dataclass

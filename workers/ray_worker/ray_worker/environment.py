@@ -68,9 +68,10 @@ class EnvironmentFactory:
     """Creates the configured env; picklable, so RLlib can call it on every env runner."""
 
     def __init__(self, config: EnvironmentConfig, fastlane: FastLaneTarget | None = None,
-                 global_state: bool = False) -> None:
+                 global_state: bool = False, critic_actions: bool = False) -> None:
         self.config = config
         self.global_state = global_state  # add {"state": ...} for a centralised critic
+        self.critic_actions = critic_actions  # ... with every agent's previous action in it
         #: Where env runners publish frames; None (or disabled) = plain envs, zero cost.
         self.fastlane = fastlane if fastlane is not None and fastlane.config.enabled else None
 
@@ -107,7 +108,7 @@ class EnvironmentFactory:
             p = cfg.preprocessing
             image = StateImage(p.resize[0], p.grayscale, p.frame_stack) if preprocess else None
             try:
-                env = GlobalStateObservations(env, image)
+                env = GlobalStateObservations(env, image, with_actions=self.critic_actions)
             except ValueError as exc:
                 raise ConfigError("policy_configuration", f"SHARED_VALUE_FUNCTION on {cfg.env_id}: {exc}") from None
         if cfg.api_type == "AEC" and has_parallel:

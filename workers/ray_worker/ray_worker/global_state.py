@@ -9,6 +9,12 @@ Each agent observes ``{"obs": local, "state": global}``. ``global`` is, in order
 * without ``state()``: all agents' observations joined in a fixed order (absent agents as
   zeros): concatenated for vectors, stacked on the channel axis for images of equal size.
 
+With ``with_actions`` a vector state also carries every agent's previous action
+(one-hot if discrete, the raw vector if continuous; zeros at reset and for absent
+agents), so the critic can condition on what the team just did. The current
+actions are not known when an observation is made, and a value function that saw
+them would no longer be V(s).
+
 The ``state`` space describes exactly what is produced (shape, dtype, bounds), so the
 critic RLlib builds and the one a checkpoint restores agree.
 """
@@ -44,6 +50,21 @@ def _flat(x: Any) -> np.ndarray:
     return np.asarray(x, dtype=np.float32).reshape(-1)
 
 
+def _action_size(space: gym.Space) -> int:
+    if isinstance(space, gym.spaces.Discrete):
+        return int(space.n)
+    return int(np.prod(space.shape))
+
+
+def _encode_action(space: gym.Space, action: Any) -> np.ndarray:
+    """One-hot for a discrete action, the flattened vector for a continuous one."""
+    if isinstance(space, gym.spaces.Discrete):
+        out = np.zeros(int(space.n), np.float32)
+        out[int(action) - int(space.start)] = 1.0
+        return out
+    return _flat(action)
+
+
 def _is_image(space: gym.Space) -> bool:
     return isinstance(space, gym.spaces.Box) and len(space.shape) == 3
 
@@ -55,8 +76,11 @@ class GlobalStateObservations(ParallelPassThrough):
     (or joined observations) are accepted.
     """
 
-    def __init__(self, env: ParallelEnv, image: StateImage | None = None) -> None:
+    def __init__(self, env: ParallelEnv, image: StateImage | None = None, with_actions: bool = False) -> None:
         super().__init__(env)
+        self.with_actions = with_actions
+        self._action_dims = {a: _action_size(env.action_space(a)) for a in self.possible_agents}
+        self._last_actions: dict[str, np.ndarray] = {}
         local = {a: env.observation_space(a) for a in self.possible_agents}
         self._local_dims = {a: int(np.prod(s.shape)) for a, s in local.items()}
         self._resize: FrameResizer | None = None
@@ -91,6 +115,12 @@ class GlobalStateObservations(ParallelPassThrough):
         else:
             self.kind = "joined"
             state_space = gym.spaces.Box(-np.inf, np.inf, (sum(self._local_dims.values()),), np.float32)
+        if with_actions:
+            if self.kind not in ("vector", "joined"):
+                raise ValueError(f"the critic sees actions only with a vector global state, not a {self.kind} one "
+                                 f"(set ctde.critic_actions to false)")
+            size = int(state_space.shape[0]) + sum(self._action_dims.values())
+            state_space = gym.spaces.Box(-np.inf, np.inf, (size,), np.float32)
         self.state_space = state_space
         self.state_dim = int(np.prod(state_space.shape))
         self._spaces = {a: gym.spaces.Dict({LOCAL: local[a], STATE: state_space}) for a in self.possible_agents}
@@ -112,14 +142,26 @@ class GlobalStateObservations(ParallelPassThrough):
                  for a in self.possible_agents]
         return np.concatenate(parts)
 
+    def _actions_part(self) -> np.ndarray:
+        return np.concatenate([self._last_actions.get(a, np.zeros(self._action_dims[a], np.float32))
+                               for a in self.possible_agents])
+
+    def _remember(self, actions: dict[str, Any]) -> None:
+        self._last_actions = {a: _encode_action(self.env.action_space(a), act) for a, act in actions.items()}
+
     def _wrap(self, obs: dict[str, Any], first: bool = False) -> dict[str, dict[str, Any]]:
         state = self._global(obs, first)
+        if self.with_actions:
+            state = np.concatenate([state, self._actions_part()])
         return {a: {LOCAL: o, STATE: state} for a, o in obs.items()}
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
         obs, infos = self.env.reset(seed=seed, options=options)
+        self._last_actions = {}
         return self._wrap(obs, first=True), infos
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         obs, rewards, terms, truncs, infos = self.env.step(actions)
+        if self.with_actions:
+            self._remember(actions)
         return self._wrap(obs), rewards, terms, truncs, infos

@@ -160,7 +160,8 @@ def layout_for(policy: PolicyConfiguration, env: EnvInfo, ctde_actors: str = "pe
 def prepare(config: RayWorkerConfig) -> tuple[EnvironmentFactory, EnvInfo, PolicyLayout]:
     """The env factory, the env's agents and spaces, and the module layout of a run."""
     ctde = config.policy_configuration is PolicyConfiguration.SHARED_VALUE_FUNCTION
-    factory = EnvironmentFactory(config.environment, global_state=ctde)
+    factory = EnvironmentFactory(config.environment, global_state=ctde,
+                                 critic_actions=ctde and config.ctde.critic_actions)
     env_info = factory.describe()
     return factory, env_info, layout_for(config.policy_configuration, env_info, config.ctde.actors,
                                          config.self_play)

@@ -69,7 +69,8 @@ def run_evaluation(config: EvaluationConfig) -> EvaluationResults:
     info = ref.info
     env_cfg = environment_config(info)
     ctde = info.state.get("policy_configuration") == PolicyConfiguration.SHARED_VALUE_FUNCTION.name
-    factory = EnvironmentFactory(env_cfg, global_state=ctde)
+    factory = EnvironmentFactory(env_cfg, global_state=ctde,
+                                 critic_actions=bool((info.state.get("ctde") or {}).get("critic_actions")))
     rendering = bool(config.video_episodes or config.fastlane)
     env, _ = factory.make_pettingzoo(render_mode="rgb_array" if rendering else None)
     lane = _lane(info.path, config) if config.fastlane else None

@@ -132,7 +132,7 @@ class RayWorkerRuntime:
             "policy_configuration": self.config.policy_configuration.name,
             "agent_to_module": dict(self.layout.agent_to_module) if getattr(self, "layout", None) else {},
             "baselines": list(self.layout.baselines) if getattr(self, "layout", None) else [],
-            "environment": self.config.to_dict()["environment"],
+            "environment": self.config.to_dict()["environment"], "ctde": self.config.to_dict()["ctde"],
             **({"self_play": self.league.state()} if getattr(self, "league", None) else {})}))
         self.ctx.emitter.checkpoint_saved(path=str(path), iteration=iteration, timesteps_total=timesteps)
         if periodic:
@@ -238,7 +238,8 @@ class RayWorkerRuntime:
         from mosaic.fastlane.config import FastLaneTarget
 
         fastlane = FastLaneTarget(cfg.run_id, str(self.ctx.run_dir.root), cfg.fastlane)
-        register_env(env_name, EnvironmentFactory(cfg.environment, fastlane, global_state=factory.global_state))
+        register_env(env_name, EnvironmentFactory(cfg.environment, fastlane, global_state=factory.global_state,
+                                                    critic_actions=factory.critic_actions))
         league = None
         if cfg.policy_configuration is PolicyConfiguration.SELF_PLAY:
             from ray_worker.self_play import League

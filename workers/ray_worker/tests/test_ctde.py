@@ -315,3 +315,47 @@ def test_ctde_refuses_what_it_cannot_do(override, message):
 
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         RayWorkerConfig.from_dict({**merge(TINY, {**CTDE, **override}), "run_id": "x"})
+
+
+def test_global_state_can_carry_every_agents_previous_action():
+    from ray_worker.environment import EnvironmentFactory
+
+    config = RayWorkerConfig.from_dict({**merge(TINY, CTDE), "run_id": "acts"})
+    env, _ = EnvironmentFactory(config.environment, global_state=True, critic_actions=True).make_pettingzoo()
+    obs, _ = env.reset(seed=0)
+    base = env.unwrapped.state().size
+    assert env.observation_space("agent_0")[STATE].shape == (base + 3 * 5,)  # 3 agents, 5 discrete actions
+    assert not obs["agent_0"][STATE][base:].any()  # nothing done yet
+    obs, *_ = env.step({"agent_0": 1, "agent_1": 4, "agent_2": 0})
+    tail = obs["agent_2"][STATE][base:].reshape(3, 5)
+    assert tail.argmax(axis=1).tolist() == [1, 4, 0] and tail.sum() == 3.0
+    assert np.array_equal(obs["agent_0"][STATE], obs["agent_1"][STATE])  # one global state for all
+    env.close()
+
+
+def test_mappo_with_actions_in_the_critic_trains_and_evaluates(ray_session, tmp_path):
+    from ray_worker.policy_actor import RayPolicyController
+    from ray_worker.policy_evaluator import EvaluationConfig, run_evaluation
+
+    run = train(tmp_path, {**CTDE, "ctde": {"critic_actions": True}})
+    assert "vf_loss" in run.of_type("metrics")[-1]["learner"]["agent_0"]
+    checkpoint = run.of_type("checkpoint_saved")[-1]["path"]
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    critic = RLModule.from_checkpoint(f"{checkpoint}/learner_group/learner/rl_module/{CRITIC_ID}")
+    assert critic.net[0].in_features == 54 + 3 * 5
+    results = run_evaluation(EvaluationConfig(controller=RayPolicyController.from_checkpoint(checkpoint),
+                                              num_episodes=2, save=False))
+    assert len(results.episodes) == 2
+
+
+def test_critic_actions_need_a_vector_state():
+    from mosaic.errors import ConfigError
+    from ray_worker.policies import prepare
+
+    config = RayWorkerConfig.from_dict({
+        **merge(TINY, {"policy_configuration": "SHARED_VALUE_FUNCTION", "ctde": {"critic_actions": True},
+                       "environment": {"family": "butterfly", "env_id": "pistonball_v6",
+                                       "env_kwargs": {"n_pistons": 3, "max_cycles": 20}}}), "run_id": "x"})
+    with pytest.raises(ConfigError, match="critic_actions"):
+        prepare(config)
