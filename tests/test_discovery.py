@@ -102,3 +102,14 @@ def test_mosaic_workers_cli_lists_broken_ones_with_reasons(plugin_dir, home):
     for name, reason in EXPECTED_REASONS.items():
         line = next(l for l in proc.stdout.splitlines() if l.startswith(f"broken: {name} "))
         assert reason in line
+
+
+def test_capability_claims_must_be_consistent():
+    base = dict(worker_type="w", paradigms=("multi_agent",), env_families=("mpe",), algorithms=("x",),
+                action_spaces=("discrete",), observation_spaces=("box",), max_agents=2)
+    league_without_self_play = WorkerCapabilities(policy_configurations=("PARAMETER_SHARING",),
+                                                  supports_population=True, **base)
+    assert any("supports_population" in p for p in league_without_self_play.problems())
+    honest = WorkerCapabilities(policy_configurations=("SELF_PLAY",), supports_self_play=True,
+                                supports_population=True, **base)
+    assert honest.problems() == []

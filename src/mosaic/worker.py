@@ -107,6 +107,8 @@ class WorkerCapabilities:
             found.append(f"max_agents: {self.max_agents} must be >= 1")
         if self.supports_self_play and "SELF_PLAY" not in self.policy_configurations:
             found.append("supports_self_play is set but SELF_PLAY is not a policy configuration")
+        if self.supports_population and not self.supports_self_play:
+            found.append("supports_population (league training) is set but supports_self_play is not")
         return found
 
     def to_dict(self) -> dict[str, Any]:

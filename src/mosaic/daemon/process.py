@@ -15,6 +15,7 @@ import signal
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from mosaic.pids import is_running, start_ticks
 from mosaic.recorder import LineSplitter
 from mosaic.runs import RunDir
 
@@ -29,32 +30,14 @@ def spool_path(run: RunDir) -> Path:
 
 
 def process_start_token(pid: int) -> str:
-    """When the process started (clock ticks since boot), to tell a reused pid apart."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    fields = stat.rsplit(")", 1)[-1].split()
-    return fields[19] if len(fields) > 19 else ""
+    """When the process started (clock ticks since boot), to tell a reused pid apart; "" if unknown."""
+    ticks = start_ticks(pid)
+    return str(ticks) if ticks else ""
 
 
 def pid_alive(pid: int | None, start_token: str = "") -> bool:
     """Is ``pid`` running (not a zombie) and the same process that was recorded?"""
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[-1].split()[0] == "Z":
-            return False
-    except OSError:
-        pass
-    return not start_token or process_start_token(pid) in ("", start_token)
+    return is_running(pid, start_token)
 
 
 def signal_group(pgid: int, sig: int) -> bool:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from mosaic.pids import is_running, start_ticks
+
 SHM_DIR = Path(os.environ.get("MOSAIC_SHM_DIR", "/dev/shm"))
 PREFIX = "mosaic_fl."
 STREAM_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -161,24 +163,8 @@ def unlink_segment(name: str, inode: int | None = None) -> bool:
 # -- writer liveness (for cleanup) -------------------------------------------
 def process_start_time(pid: int) -> int:
     """Start time of ``pid`` in clock ticks since boot (0 if unknown): guards against PID reuse."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return int(stat.rsplit(")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError):
-        return 0
+    return start_ticks(pid)
 
 
 def process_alive(pid: int, start_time: int = 0) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # exists, another user's
-    if start_time:
-        now = process_start_time(pid)
-        if now and now != start_time:
-            return False  # the pid was reused by another process
-    return True
+    return is_running(pid, start_time)
