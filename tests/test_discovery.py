@@ -9,6 +9,7 @@ import pytest
 
 from mosaic.discovery import discover_workers
 from mosaic.errors import UserError
+from mosaic.worker import WorkerCapabilities
 from cli_support import run_cli
 
 PLUGIN_MODULE = '''
