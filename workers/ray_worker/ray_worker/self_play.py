@@ -352,10 +352,6 @@ class League:
                     self.per_opponent[learner][module_id] = deque(games, maxlen=self.config.window_episodes)
 
 
-#: The name earlier code and tests used.
-SelfPlayManager = League
-
-
 # -- RLlib side (public Algorithm API only) --------------------------------------
 def _learner_weights(algo: Any, module_id: str) -> Any:
     state = algo.learner_group.get_state(components=f"learner/rl_module/{module_id}")
@@ -384,13 +380,9 @@ def copy_weights(algo: Any, source: str, target: str) -> None:
         runner.module[target].set_state(runner.module[source].get_state())
         return True
 
+    # Runners also sync from the learner each iteration; copying now keeps the very next
+    # episodes consistent.
     algo.env_runner_group.foreach_env_runner(_copy, local_env_runner=True)
-    # Runners sync weights from the learner at the start of each iteration; copying
-    # there too keeps the very next episodes consistent.
-
-
-def copy_main_into(algo: Any, module_id: str) -> None:
-    copy_weights(algo, MAIN, module_id)
 
 
 def add_snapshot(algo: Any, module_id: str, mapping: SelfPlayMapping, source: str = MAIN,
