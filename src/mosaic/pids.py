@@ -42,7 +42,7 @@ def is_running(pid: int | None, started: int | str | None = None) -> bool:
     fields = _stat_fields(pid)
     if fields and fields[0] == "Z":
         return False
-    if started in (None, 0, ""):
+    if not started or str(started) == "0":  # start time unknown: the pid is all we have
         return True
     now = start_ticks(pid)
     return not now or str(now) == str(started)

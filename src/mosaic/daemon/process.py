@@ -15,7 +15,7 @@ import signal
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from mosaic.pids import is_running, start_ticks
+from mosaic.pids import is_running
 from mosaic.recorder import LineSplitter
 from mosaic.runs import RunDir
 
@@ -27,17 +27,6 @@ READ_BUDGET = 256 << 10
 
 def spool_path(run: RunDir) -> Path:
     return run.root / "logs" / "worker.stdout"
-
-
-def process_start_token(pid: int) -> str:
-    """When the process started (clock ticks since boot), to tell a reused pid apart; "" if unknown."""
-    ticks = start_ticks(pid)
-    return str(ticks) if ticks else ""
-
-
-def pid_alive(pid: int | None, start_token: str = "") -> bool:
-    """Is ``pid`` running (not a zombie) and the same process that was recorded?"""
-    return is_running(pid, start_token)
 
 
 def signal_group(pgid: int, sig: int) -> bool:
@@ -97,7 +86,7 @@ class AttachedWorker(WorkerHandle):
         self._poller = asyncio.ensure_future(self._poll(poll_s))
 
     async def _poll(self, poll_s: float) -> None:
-        while pid_alive(self.pid, self.start_token):
+        while is_running(self.pid, self.start_token):
             await asyncio.sleep(poll_s)
         if not self.exited.done():
             self.exited.set_result(None)

@@ -30,8 +30,6 @@ from mosaic.daemon.process import (
     SpoolReader,
     WorkerHandle,
     kill_group_now,
-    pid_alive,
-    process_start_token,
     spawn_worker,
     spool_path,
 )
@@ -39,6 +37,7 @@ from mosaic.daemon.registry import Registry, RunRecord
 from mosaic.daemon.settings import DaemonSettings
 from mosaic.daemon.states import TERMINAL_EVENT_STATE, RunState
 from mosaic.errors import UserError
+from mosaic.pids import is_running, start_ticks
 from mosaic.launcher import _stderr_tail, validate_config, worker_command
 from mosaic.provenance import config_digest, host_info, package_versions
 from mosaic.recorder import RunRecorder, signal_name
@@ -335,7 +334,7 @@ class Supervisor:
             return
         run.update_manifest(status="starting", pid=handle.pid, command=cmd,
                             daemon={"version": __version__, "pid": os.getpid()})
-        self.registry.update(active.run_id, pid=handle.pid, proc_start=process_start_token(handle.pid))
+        self.registry.update(active.run_id, pid=handle.pid, proc_start=str(start_ticks(handle.pid)))
         log.info("run %s: worker pid %d", active.run_id, handle.pid)
         self._attach(active, handle, SpoolReader(spool_path(run)))
         if active.cancel_requested:  # cancelled while we were spawning
@@ -540,7 +539,7 @@ class Supervisor:
             reader = SpoolReader(spool_path(run), skip_lines=stored - daemon_made)
             self.active[record.run_id] = active
             self.hubs[record.run_id] = hub
-            if pid_alive(record.pid, record.proc_start):
+            if is_running(record.pid, record.proc_start):
                 log.info("run %s: re-attached to worker pid %s", record.run_id, record.pid)
                 self._attach(active, AttachedWorker(int(record.pid or 0), record.proc_start), reader)
             else:

@@ -24,9 +24,9 @@ from mosaic.fastlane.shm import (
     list_segments,
     list_temp_files,
     parse_segment_name,
-    process_alive,
     unlink_segment,
 )
+from mosaic.pids import is_running
 from mosaic.runs import RunDir
 
 FINISHED = ("completed", "failed", "cancelled")
@@ -77,7 +77,7 @@ def inspect(name: str, force: bool = False) -> SegmentStatus:
         g = hd.geometry
         status.geometry = f"{g.height}x{g.width}x{g.channels} {g.dtype}"
     same_host = hd.owner.get("host") in (None, socket.gethostname())
-    status.writer_alive = process_alive(hd.writer_pid, hd.writer_start) if same_host else None
+    status.writer_alive = is_running(hd.writer_pid, hd.writer_start) if same_host else None
     if status.closed:
         status.garbage_reason = "closed by its writer"
     elif status.writer_alive is False:
@@ -118,7 +118,7 @@ def collect_garbage(dry_run: bool = False, force: bool = False) -> list[SegmentS
         removed.append(status)
     for tmp in list_temp_files():
         pid = tmp.rsplit(".", 2)[-2]
-        if pid.isdigit() and not process_alive(int(pid)):
+        if pid.isdigit() and not is_running(int(pid)):
             if not dry_run:
                 try:
                     os.unlink(SHM_DIR / tmp)

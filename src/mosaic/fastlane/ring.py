@@ -44,9 +44,9 @@ from mosaic.fastlane.shm import (
     create_segment,
     current_inode,
     open_segment,
-    process_start_time,
     unlink_segment,
 )
+from mosaic.pids import start_ticks
 
 MAGIC = b"MOSAICFL"
 VERSION = 1
@@ -205,7 +205,7 @@ class RingWriter:
         def init(mm: Any) -> None:
             mm[OWNER_OFFSET:OWNER_OFFSET + len(owner_bytes)] = owner_bytes
             struct.pack_into("<I", mm, OWNER_LEN_OFFSET, len(owner_bytes))
-            _WRITER.pack_into(mm, 64, pid, 0, process_start_time(pid), time.time_ns(), self.generation)
+            _WRITER.pack_into(mm, 64, pid, 0, start_ticks(pid), time.time_ns(), self.generation)
             struct.pack_into("<Q", mm, WRITE_SEQ_OFFSET, 0)
             _HEAD.pack_into(mm, 0, b"\0" * 8, VERSION, HEADER_SIZE, geometry.height, geometry.width,
                             geometry.channels, capacity, geometry.dtype.encode(), geometry.frame_bytes,

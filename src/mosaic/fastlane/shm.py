@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from mosaic.pids import is_running, start_ticks
 
 SHM_DIR = Path(os.environ.get("MOSAIC_SHM_DIR", "/dev/shm"))
 PREFIX = "mosaic_fl."
@@ -158,13 +157,3 @@ def unlink_segment(name: str, inode: int | None = None) -> bool:
         return True
     except FileNotFoundError:
         return False
-
-
-# -- writer liveness (for cleanup) -------------------------------------------
-def process_start_time(pid: int) -> int:
-    """Start time of ``pid`` in clock ticks since boot (0 if unknown): guards against PID reuse."""
-    return start_ticks(pid)
-
-
-def process_alive(pid: int, start_time: int = 0) -> bool:
-    return is_running(pid, start_time)

@@ -159,9 +159,7 @@ class RayWorkerRuntime:
 
     def _restore_pool(self, algo: Any, league: Any, saved: dict[str, Any]) -> None:
         """Rebuild the checkpoint's pool (its modules must exist before the weights load)."""
-        import re
-
-        from ray_worker.self_play import add_snapshot, remove_snapshot
+        from ray_worker.self_play import add_snapshot, remove_snapshot, snapshot_owner
 
         try:
             league.load(saved)
@@ -170,10 +168,9 @@ class RayWorkerRuntime:
         mapping, trainable = league.mapping(), league.trainable
         for module_id in league.pool:
             if module_id not in algo.config.policies:
-                owner = module_id.rsplit("_v", 1)[0]
-                add_snapshot(algo, module_id, mapping, source=owner, trainable=trainable)
+                add_snapshot(algo, module_id, mapping, source=snapshot_owner(module_id), trainable=trainable)
         for module_id in list(algo.config.policies):
-            if re.search(r"_v\d+$", module_id) and module_id not in league.pool:
+            if snapshot_owner(module_id) and module_id not in league.pool:
                 remove_snapshot(algo, module_id, mapping, trainable=trainable)
 
     def _self_play_step(self, algo: Any, league: Any, records: list[dict], iteration: int) -> dict[str, Any]:

@@ -70,6 +70,12 @@ def snapshot_id(learner: str, version: int) -> str:
     return f"{learner}{SNAPSHOT_SUFFIX}{version}"
 
 
+def snapshot_owner(module_id: str) -> str | None:
+    """The learner a snapshot was frozen from (``main_agent_v3`` → ``main_agent``); None if not a snapshot."""
+    owner, sep, version = module_id.rpartition(SNAPSHOT_SUFFIX)
+    return owner if sep and owner and version.isdigit() else None
+
+
 class SelfPlayMapping:
     """``policy_mapping_fn``: per episode, a focus learner and its opponents, seat by seat.
 
@@ -156,7 +162,6 @@ class League:
         #: Frozen snapshots per side, oldest first (baselines are kept apart: never evicted).
         self.snapshots: dict[str, list[str]] = {s: [snapshot_id(self.main_of(s), 0)] for s in self.sides}
         self.next_version: dict[str, int] = {l.module_id: 1 for l in self.learners}
-        self.next_version.update({self.main_of(s): 1 for s in self.sides})
         window = config.window_episodes
         self.windows: dict[str, deque[str]] = {l.module_id: deque(maxlen=window) for l in self.learners}
         self.per_opponent: dict[str, dict[str, deque[str]]] = {l.module_id: {} for l in self.learners}

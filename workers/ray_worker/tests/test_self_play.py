@@ -186,18 +186,7 @@ def _weights(algo, module_id):
 
 
 def test_self_play_adds_frozen_snapshots_that_never_change(ray_session, tmp_path, monkeypatch):
-    from ray_worker import runtime as runtime_module
-
-    seen: dict[str, list] = {}
-    original = runtime_module.RayWorkerRuntime._self_play_step
-
-    def spy(self, algo, league, records, iteration):
-        summary = original(self, algo, league, records, iteration)
-        for module_id in [MAIN, *league.pool]:
-            seen.setdefault(module_id, []).append(_weights(algo, module_id))
-        return summary
-
-    monkeypatch.setattr(runtime_module.RayWorkerRuntime, "_self_play_step", spy)
+    seen = _spy_weights(monkeypatch)
     run = train(tmp_path, {**GAME, "resources": {"num_workers": 0}}, tiny=False)
     metrics = run.of_type("metrics")
     added = [m["self_play"]["snapshot_added"] for m in metrics if m["self_play"].get("snapshot_added")]
@@ -208,11 +197,7 @@ def test_self_play_adds_frozen_snapshots_that_never_change(ray_session, tmp_path
     assert any(e.get("self_play_event") == "snapshot_added" for e in run.of_type("log"))
     assert sum(e["illegal_actions"] for e in run.of_type("episode")) == 0
     # Every frozen snapshot keeps exactly its weights while main keeps changing.
-    for module_id, history in seen.items():
-        if module_id == MAIN:
-            assert any(not _equal(a, b) for a, b in zip(history, history[1:])), "main never trained"
-        else:
-            assert all(_equal(history[0], h) for h in history[1:]), f"{module_id} changed"
+    _assert_learners_train_and_frozen_stay(seen, {MAIN})
     assert run.of_type("checkpoint_saved")
 
 
@@ -305,6 +290,14 @@ def _spy_weights(monkeypatch) -> dict[str, list]:
     return seen
 
 
+def _assert_learners_train_and_frozen_stay(seen: dict[str, list], learners: set[str]) -> None:
+    for module_id, history in seen.items():
+        if module_id in learners:
+            assert any(not _equal(a, b) for a, b in zip(history, history[1:])), f"{module_id} never trained"
+        else:
+            assert all(_equal(history[0], h) for h in history[1:]), f"{module_id} changed"
+
+
 def test_league_with_an_exploiter_and_a_random_baseline(ray_session, tmp_path, monkeypatch):
     seen = _spy_weights(monkeypatch)
     league = {**GAME, "resources": {"num_workers": 0},
@@ -322,11 +315,7 @@ def test_league_with_an_exploiter_and_a_random_baseline(ray_session, tmp_path, m
     assert last["learners"]["exploiter_0"]["games"] + last["learners"][MAIN]["games"] > 0
     assert "random" in last["pool"]
     resets = seen.pop("resets", [])
-    for module_id, history in seen.items():
-        if module_id in (MAIN, "exploiter_0"):
-            assert any(not _equal(a, b) for a, b in zip(history, history[1:])), f"{module_id} never trained"
-        else:
-            assert all(_equal(history[0], h) for h in history[1:]), f"{module_id} changed"
+    _assert_learners_train_and_frozen_stay(seen, {MAIN, "exploiter_0"})
     events = [e for e in run.of_type("log") if e.get("self_play_event") == "snapshot_added"]
     frozen_exploiters = [e for e in events if e["source"] == "exploiter_0"]
     assert frozen_exploiters and all(e["exploiter_reset"] for e in frozen_exploiters)
@@ -369,11 +358,7 @@ def test_team_wise_self_play_on_an_asymmetric_mpe_env(ray_session, tmp_path, mon
     pools = metrics[-1]["self_play"]["pools"]
     assert all(m.startswith("main_adversary_v") for m in pools["adversary"])
     assert all(m.startswith("main_agent_v") for m in pools["agent"])
-    for module_id, history in seen.items():
-        if module_id in ("main_adversary", "main_agent"):
-            assert any(not _equal(a, b) for a, b in zip(history, history[1:])), f"{module_id} never trained"
-        else:
-            assert all(_equal(history[0], h) for h in history[1:]), f"{module_id} changed"
+    _assert_learners_train_and_frozen_stay(seen, {"main_adversary", "main_agent"})
 
 
 def test_chess_self_play_trains_with_masks(ray_session, tmp_path):
