@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from mosaic.envs import available_env_ids, make_env
+from mosaic.envs import ENV_FAMILIES, available_env_ids, make_env
 from mosaic.errors import ConfigError
 
 
@@ -35,3 +35,16 @@ def test_parallel_env_steps():
     assert len(obs) == 2
     env.step({a: env.action_space(a).sample() for a in env.agents})
     env.close()
+
+
+@pytest.mark.parametrize("family", ENV_FAMILIES)
+def test_every_installed_env_id_declares_how_it_rewards_its_agents(family):
+    """Self-play validation relies on it: a new env id must be classified, not silently allowed."""
+    from mosaic.envs import REWARD_STRUCTURES, available_env_ids, reward_structure
+
+    ids = available_env_ids(family)
+    assert ids
+    unclassified = [i for i in ids if reward_structure(family, i) not in ("cooperative", "competitive", "mixed",
+                                                                          "single")]
+    assert not unclassified, f"classify these {family} envs in mosaic.envs.REWARD_STRUCTURES: {unclassified}"
+    assert sorted(REWARD_STRUCTURES[family]) == ids, "REWARD_STRUCTURES lists ids the packages do not offer"

@@ -32,6 +32,31 @@ FAMILY_PACKAGES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: How each env rewards its agents. ``cooperative``: one team, a shared (or jointly
+#: shaped) reward, nobody wins; ``competitive``: zero-sum games between players;
+#: ``mixed``: teams with opposed goals (general-sum); ``single``: one agent. Self-play
+#: needs an opponent to beat, so it is refused where no agent has one.
+REWARD_STRUCTURES: dict[str, dict[str, str]] = {
+    "sisl": {"multiwalker_v9": "cooperative", "pursuit_v4": "cooperative", "waterworld_v4": "cooperative"},
+    "classic": {"chess_v6": "competitive", "connect_four_v3": "competitive", "gin_rummy_v4": "competitive",
+                "go_v5": "competitive", "hanabi_v5": "cooperative", "leduc_holdem_v4": "competitive",
+                "rps_v2": "competitive", "texas_holdem_no_limit_v6": "competitive",
+                "texas_holdem_v4": "competitive", "tictactoe_v3": "competitive"},
+    "butterfly": {"cooperative_pong_v5": "cooperative", "knights_archers_zombies_v10": "cooperative",
+                  "pistonball_v6": "cooperative"},
+    "mpe": {"collect_treasure_v1": "cooperative", "simple_adversary_v3": "mixed", "simple_crypto_v3": "mixed",
+            "simple_formation_v1": "cooperative", "simple_line_v1": "cooperative", "simple_push_v3": "mixed",
+            "simple_reference_v3": "cooperative", "simple_speaker_listener_v4": "cooperative",
+            "simple_spread_v3": "cooperative", "simple_tag_v3": "mixed", "simple_v3": "single",
+            "simple_world_comm_v3": "mixed"},
+}
+
+
+def reward_structure(family: str, env_id: str) -> str | None:
+    """``cooperative``, ``competitive``, ``mixed`` or ``single``; None for an env MOSAIC has not classified."""
+    return REWARD_STRUCTURES.get(family, {}).get(env_id)
+
+
 def _headless_pygame() -> None:
     """PettingZoo envs import pygame; without a display, keep SDL quiet and off-screen."""
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):

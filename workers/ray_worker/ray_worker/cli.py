@@ -19,11 +19,14 @@ from ray_worker import algo_params
 from ray_worker.config import RayWorkerConfig, default_config
 
 
-def deep_validate(config: RayWorkerConfig) -> None:
-    """Checks that need the env (spaces vs algorithm) or the machine (GPUs, checkpoints)."""
+def deep_validate(config: RayWorkerConfig):
+    """Checks that need the env (spaces vs algorithm) or the machine (GPUs, checkpoints), without Ray.
+
+    Returns the env's description and the module layout it checked (``--dry-run`` prints them).
+    """
     from ray_worker.algorithms import check_compatibility
 
-    env_info, _ = _prepare(config)
+    env_info, layout = _prepare(config)
     check_compatibility(config, env_info)
     restore = config.checkpoint.restore_from
     if restore and not (Path(restore) / "mosaic_state.json").is_file():
@@ -39,6 +42,7 @@ def deep_validate(config: RayWorkerConfig) -> None:
         from ray_worker.analytics import check_wandb_available
 
         check_wandb_available()
+    return env_info, layout
 
 
 def _prepare(config: RayWorkerConfig):
@@ -109,7 +113,7 @@ def _handle_arguments(args: argparse.Namespace) -> int | None:
         from ray_worker.algorithms import resolve
 
         config = build_config(PROGRAM, load_config_data(args.config))
-        env_info, layout = _prepare(config)
+        env_info, layout = deep_validate(config)  # everything `mosaic run` checks that needs no Ray
         print(json.dumps({"config": config.to_dict(), "env": env_info.to_dict(),
                           "rllib": resolve(config, env_info, layout)}, indent=2, default=str))
         return 0

@@ -157,8 +157,22 @@ def layout_for(policy: PolicyConfiguration, env: EnvInfo, ctde_actors: str = "pe
     raise NotImplementedError(f"{policy.name} is not implemented")
 
 
+def check_self_play_env(family: str, env_id: str) -> None:
+    """Self-play needs someone to beat: refuse envs whose agents all share one goal."""
+    from mosaic.envs import reward_structure
+
+    structure = reward_structure(family, env_id)
+    if structure in ("cooperative", "single"):
+        why = ("it has a single agent" if structure == "single" else
+               "it is fully cooperative: every agent works toward one shared reward, so no side can win")
+        raise ConfigError("policy_configuration", f"SELF_PLAY needs opponents, but {family}/{env_id} has none "
+                          f"({why}); use PARAMETER_SHARING, INDEPENDENT or SHARED_VALUE_FUNCTION")
+
+
 def prepare(config: RayWorkerConfig) -> tuple[EnvironmentFactory, EnvInfo, PolicyLayout]:
     """The env factory, the env's agents and spaces, and the module layout of a run."""
+    if config.policy_configuration is PolicyConfiguration.SELF_PLAY:
+        check_self_play_env(config.environment.family, config.environment.env_id)
     ctde = config.policy_configuration is PolicyConfiguration.SHARED_VALUE_FUNCTION
     factory = EnvironmentFactory(config.environment, global_state=ctde,
                                  critic_actions=ctde and config.ctde.critic_actions)
