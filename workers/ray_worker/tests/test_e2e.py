@@ -68,9 +68,16 @@ def test_pause_resume_and_cancel_checkpoint(address, tmp_path):
         pid = json.loads((run / "analytics.json").read_text())["pid"]
         os.kill(pid, signal.SIGUSR1)
         wait_for(telemetry, '"type":"paused"')
-        count = telemetry.read_text().count('"type":"metrics"')
-        time.sleep(2)
-        assert telemetry.read_text().count('"type":"metrics"') == count, "trained while paused"
+        def after_pause() -> list[str]:
+            types = [json.loads(line)["type"] for line in telemetry.read_text().splitlines()]
+            return types[types.index("paused") + 1:]
+
+        # heartbeats go on while paused (time passes, the worker lives); no iteration is trained
+        deadline = time.time() + 60
+        while after_pause().count("heartbeat") < 3:
+            assert time.time() < deadline, "no heartbeats while paused"
+            time.sleep(0.1)
+        assert "metrics" not in after_pause(), "trained while paused"
         os.kill(pid, signal.SIGUSR2)
         wait_for(telemetry, '"type":"resumed"')
         cancel_at = time.monotonic()
