@@ -67,6 +67,10 @@ def test_default_run_without_config_trains_the_default_worker(home):
     assert manifest["algorithm"] == "PPO" and manifest["env"]["env_id"] == "simple_spread_v3"
     config = json.loads((run / "config.json").read_text())
     assert config["training"]["total_timesteps"] == 400
+    # it ends by saying what was learned and where to look next
+    assert "mean episode return: " in proc.stderr and "where to look next:" in proc.stderr
+    assert f"mosaic eval {run.name} --episodes 20 --video" in proc.stderr
+    assert f"tensorboard --logdir {run / 'tensorboard'}" in proc.stderr
 
 
 def test_set_rejects_malformed_overrides(home):

@@ -34,3 +34,13 @@ def test_self_play_runs_show_win_rate_pool_and_snapshots():
     assert "win 0.80 | pool 2" in lines[0]
     assert lines[1] == "self-play: snapshot main_v1 of main joined"
     assert len(lines) == 2  # ordinary info logs stay out of the way
+
+
+def test_learning_summary_compares_the_first_iterations_with_the_last():
+    view = ProgressView(io.StringIO())
+    assert view.learning_summary() is None  # nothing to compare yet
+    for i, ret in enumerate([-40.0, -38.0, -36.0, -34.0, -33.0, -31.0, -30.0, -29.0], start=1):
+        view({"type": "metrics", "iteration": i, "timesteps_total": 100 * i, "episode_return_mean": ret})
+    summary = view.learning_summary()
+    assert summary.startswith("mean episode return: -39.00 over the first 2 iterations, -29.50 over the last")
+    assert "(+9.50; best iteration -29.00, 8 iterations)" in summary

@@ -119,6 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     term = outcome.terminal
     if outcome.status == "completed":
         print(f"run {run_id} completed: {json.dumps(term.get('summary', {}))}")
+        print(next_steps(run, view), file=sys.stderr)
         return 0
     if outcome.status == "cancelled":
         print(f"run {run_id} cancelled", file=sys.stderr)
@@ -126,6 +127,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"run {run_id} failed: {term.get('error_type', '?')}: {term.get('message', '')}",
           file=sys.stderr)
     return EXIT_FAILED
+
+
+def next_steps(run: RunDir, view: ProgressView) -> str:
+    """What the run learned, and where to look next."""
+    lines = [line for line in [view.learning_summary()] if line]
+    short = run.run_id
+    lines.append("where to look next:")
+    lines.append(f"  mosaic show {short}                   manifest, versions and the last metrics")
+    if view.checkpoints:
+        lines.append(f"  mosaic eval {short} --episodes 20 --video   play the trained policies, record a GIF")
+    board = run.root / "tensorboard"
+    if board.is_dir() and any(board.iterdir()):
+        lines.append(f"  tensorboard --logdir {board}   learning curves")
+    lines.append(f"  mosaic logs {short}                   every telemetry event ({run.root / 'telemetry.jsonl'})")
+    return "\n".join(lines)
 
 
 # -- mosaic runs / show / logs -------------------------------------------------

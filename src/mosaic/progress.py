@@ -24,6 +24,8 @@ class ProgressView:
         self.last_draw = 0.0
         self.episodes = 0
         self.last_return: float | None = None
+        self.iteration_returns: list[float] = []  # each iteration's mean episode return, for the summary
+        self.checkpoints: list[str] = []
         self.line = ""
 
     def __call__(self, event: dict[str, Any]) -> None:
@@ -38,8 +40,12 @@ class ProgressView:
             returns = event.get("returns") or {}
             self.last_return = sum(v for v in returns.values() if isinstance(v, (int, float)))
         elif kind == "metrics":
+            ret = event.get("episode_return_mean")
+            if isinstance(ret, (int, float)) and not isinstance(ret, bool):
+                self.iteration_returns.append(float(ret))
             self._draw(event, force=not self.tty)
         elif kind == "checkpoint_saved":
+            self.checkpoints.append(str(event.get("path")))
             self._print(f"checkpoint: {event.get('path')}")
         elif kind in ("paused", "resumed"):
             self._print(kind)
@@ -80,6 +86,17 @@ class ProgressView:
             self.line = ""
         self.stream.write(text + "\n")
         self.stream.flush()
+
+    def learning_summary(self) -> str | None:
+        """How the mean episode return moved: the first iterations against the last ones."""
+        returns = self.iteration_returns
+        if len(returns) < 2:
+            return None
+        k = max(1, min(3, len(returns) // 4))  # a few iterations each end: one is noisy
+        first, last = sum(returns[:k]) / k, sum(returns[-k:]) / k
+        span = "iteration" if k == 1 else f"{k} iterations"
+        return (f"mean episode return: {first:.2f} over the first {span}, {last:.2f} over the last "
+                f"({last - first:+.2f}; best iteration {max(returns):.2f}, {len(returns)} iterations)")
 
     def close(self) -> None:
         if self.tty and self.line:
