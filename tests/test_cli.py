@@ -73,6 +73,20 @@ def test_default_run_without_config_trains_the_default_worker(home):
     assert f"tensorboard --logdir {run / 'tensorboard'}" in proc.stderr
 
 
+@pytest.mark.slow
+def test_the_readme_main_job_visibly_learns(home):
+    """`mosaic run` with no config, in full: a newcomer's first run shows its return rising."""
+    proc = run_cli("run", home=home, timeout=900, env={"RAY_AUTH_MODE": "disabled"})
+    assert proc.returncode == 0, proc.stderr
+    (run,) = runs_in(home)
+    returns = [e["episode_return_mean"] for e in map(json.loads, (run / "telemetry.jsonl").read_text().splitlines())
+               if e["type"] == "metrics"]
+    assert len(returns) == 30  # 60k env steps in batches of 2000
+    first, last = sum(returns[:3]) / 3, sum(returns[-3:]) / 3
+    assert last > first + 4, f"no visible learning: {returns}"
+    assert "mean episode return: " in proc.stderr and "where to look next:" in proc.stderr
+
+
 def test_set_rejects_malformed_overrides(home):
     proc = run_cli("run", str(EXAMPLES / "random_connect_four.json"), "--set", "seed", home=home)
     assert proc.returncode == 2 and "--set: expected KEY.PATH=VALUE" in proc.stderr
