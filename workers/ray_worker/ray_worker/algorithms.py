@@ -17,12 +17,14 @@ from ray_worker.ctde_ids import CRITIC_ID
 from ray_worker.environment import EnvInfo, space_kind
 from ray_worker.policies import PolicyLayout
 
-#: Algorithms that need discrete / continuous actions.
-DISCRETE_ONLY = {"DQN"}
-CONTINUOUS_ONLY = {"SAC"}
-MASKABLE = ("PPO", "A2C", "IMPALA", "APPO")
+#: The action kinds of algorithms that cannot take every kind (RLlib 2.60's SAC takes Discrete and Box).
+ACTION_KINDS = {"DQN": ("discrete",), "SAC": ("discrete", "box")}
+_KIND_WORDS = {"discrete": "discrete", "box": "continuous (Box)"}
 MASKED_MODULE_NAMES = {"PPO": "MaskedPPOTorchRLModule", "A2C": "MaskedPPOTorchRLModule",
-                       "IMPALA": "MaskedPPOTorchRLModule", "APPO": "MaskedAPPOTorchRLModule"}
+                       "IMPALA": "MaskedPPOTorchRLModule", "APPO": "MaskedAPPOTorchRLModule",
+                       "DQN": "MaskedDQNTorchRLModule"}
+#: Algorithms that train on games with action masks (each has a masked module in ray_worker.modules).
+MASKABLE = tuple(MASKED_MODULE_NAMES)
 #: Conv stack for preprocessed images (RLlib's defaults assume 84x84 and are large).
 SMALL_CNN = [[16, [4, 4], 2], [32, [4, 4], 2], [32, [3, 3], 2]]
 #: Replay buffers that understand multi-agent episodes (the default crashes on them).
@@ -38,12 +40,12 @@ def check_compatibility(cfg: RayWorkerConfig, env: EnvInfo) -> None:
     algo = cfg.training.algorithm
     kinds = env.action_kinds()
     env_name = f"{cfg.environment.family}/{cfg.environment.env_id}"
-    if algo in DISCRETE_ONLY and kinds - {"discrete"}:
-        raise ConfigError("training.algorithm", f"{algo} needs discrete actions but {env_name} has "
-                          f"{', '.join(sorted(kinds))} actions; use PPO, IMPALA, APPO or SAC")
-    if algo in CONTINUOUS_ONLY and kinds - {"box"}:
-        raise ConfigError("training.algorithm", f"{algo} needs continuous (Box) actions but {env_name} has "
-                          f"{', '.join(sorted(kinds))} actions; use PPO, IMPALA, APPO or DQN")
+    takes = ACTION_KINDS.get(algo)
+    if takes and kinds - set(takes):
+        others = [a for a in algo_params.algorithms() if a != algo and not kinds - set(ACTION_KINDS.get(a, kinds))]
+        raise ConfigError("training.algorithm", f"{algo} needs {' or '.join(_KIND_WORDS[k] for k in takes)} "
+                          f"actions but {env_name} has {', '.join(sorted(kinds))} actions; "
+                          f"use one of {', '.join(others)}")
     if env.has_action_masks() and algo not in MASKABLE:
         raise ConfigError("training.algorithm", f"{env_name} uses action masks, which {algo} cannot "
                           f"respect yet; use one of {', '.join(MASKABLE)}")

@@ -3,9 +3,16 @@
 Action masking: PettingZoo classic games observe
 ``{"observation": ..., "action_mask": ...}``, a Dict RLlib's default encoder
 rejects. The masked modules build the default network on the flattened
-observation and add ``log(mask)`` to the action logits in every forward
-pass, so an illegal move has probability zero in exploration, inference and
-the loss alike.
+observation and mask every output that ranks actions, in every forward path
+(exploration, inference, the loss and target networks):
+
+* policy-gradient modules (PPO, A2C, IMPALA, APPO) add ``log(mask)`` to the
+  action logits, so an illegal move has probability zero;
+* the Q module (DQN) sets an illegal move's Q value to a very negative number
+  and draws epsilon-greedy's random moves among the legal ones only.
+
+A row without any legal move (not the agent's turn, or a final observation)
+is left unmasked: nothing is chosen from it, and bootstrapping from it stays finite.
 """
 
 from __future__ import annotations
@@ -16,8 +23,11 @@ import gymnasium as gym
 import numpy as np
 import torch
 from ray.rllib.algorithms.appo.torch.default_appo_torch_rl_module import DefaultAPPOTorchRLModule
+from ray.rllib.algorithms.dqn.default_dqn_rl_module import QF_PREDS
+from ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module import DefaultDQNTorchRLModule
 from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
 from ray.rllib.core.columns import Columns
+from ray.rllib.core.rl_module.apis import TARGET_NETWORK_ACTION_DIST_INPUTS
 from ray.rllib.core.rl_module.rl_module import RLModule
 from ray.rllib.utils.torch_utils import FLOAT_MIN
 
@@ -31,8 +41,19 @@ def _inner_key(space: gym.spaces.Dict) -> str:
     raise ValueError(f"masked observation space needs an 'observation' entry, got keys {list(space.spaces)}")
 
 
-class ActionMaskingMixin:
-    """Mixed in before an RLlib default torch module with discrete actions."""
+def _legal(mask: torch.Tensor) -> torch.Tensor:
+    """Boolean legality per action; rows without any legal move count every action as legal."""
+    legal = mask.reshape(mask.shape[0], -1) > 0
+    return legal | ~legal.any(dim=-1, keepdim=True)
+
+
+def _mask_scores(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Scores (logits or Q values) with every illegal action pushed to a very negative number."""
+    return torch.where(_legal(mask), scores, torch.full_like(scores, FLOAT_MIN))
+
+
+class MaskedObservationMixin:
+    """Mixed in before an RLlib default torch module: builds it on the flattened inner observation."""
 
     def __init__(self, *, observation_space: gym.Space | None = None, **kwargs: Any) -> None:
         if not isinstance(observation_space, gym.spaces.Dict) or MASK_KEY not in observation_space.spaces:
@@ -55,10 +76,14 @@ class ActionMaskingMixin:
         rest[Columns.OBS] = x.reshape(x.shape[0], -1).float()
         return obs[MASK_KEY], rest
 
+
+class ActionMaskingMixin(MaskedObservationMixin):
+    """Masked action logits for a policy-gradient module with discrete actions."""
+
     @staticmethod
-    def _mask_logits(out: dict[str, Any], mask: torch.Tensor) -> dict[str, Any]:
-        out[Columns.ACTION_DIST_INPUTS] = out[Columns.ACTION_DIST_INPUTS] + torch.clamp(
-            torch.log(mask.float()), min=FLOAT_MIN)
+    def _mask_logits(out: dict[str, Any], mask: torch.Tensor, key: str = Columns.ACTION_DIST_INPUTS
+                     ) -> dict[str, Any]:
+        out[key] = _mask_scores(out[key], mask)
         return out
 
     def _forward_inference(self, batch: dict[str, Any], **kw: Any) -> dict[str, Any]:
@@ -84,11 +109,43 @@ class MaskedPPOTorchRLModule(ActionMaskingMixin, DefaultPPOTorchRLModule):
 
 
 class MaskedAPPOTorchRLModule(ActionMaskingMixin, DefaultAPPOTorchRLModule):
-    """APPO (PPO module plus target networks) with action masking."""
+    """APPO (PPO module plus target networks) with action masking; the target policy is masked too."""
+
+    def forward_target(self, batch: dict[str, Any]) -> dict[str, Any]:
+        mask, rest = self._split(batch)
+        return self._mask_logits(super().forward_target(rest), mask, TARGET_NETWORK_ACTION_DIST_INPUTS)
+
+
+class MaskedDQNTorchRLModule(MaskedObservationMixin, DefaultDQNTorchRLModule):
+    """DQN with action masking: illegal actions have very negative Q values in the online and target
+    networks, so greedy choices, double-Q's next action and the bootstrapped maximum are legal moves."""
+
+    def compute_q_values(self, batch: dict[str, Any]) -> dict[str, Any]:
+        mask, rest = self._split(batch)
+        out = super().compute_q_values(rest)
+        out[QF_PREDS] = _mask_scores(out[QF_PREDS], mask)
+        return out
+
+    def forward_target(self, batch: dict[str, Any]) -> dict[str, Any]:
+        mask, rest = self._split(batch)
+        out = super().forward_target(rest)
+        out[QF_PREDS] = _mask_scores(out[QF_PREDS], mask)
+        return out
+
+    def _forward_exploration(self, batch: dict[str, Any], t: int) -> dict[str, Any]:
+        """Epsilon-greedy over legal moves: the random move is drawn uniformly among them."""
+        q = self.compute_q_values(batch)
+        greedy = torch.argmax(q[QF_PREDS], dim=-1)
+        self.epsilon_schedule.update(t)
+        epsilon = self.epsilon_schedule.get_current_value()
+        legal = _legal(batch[Columns.OBS][MASK_KEY]).float()
+        random_moves = torch.multinomial(legal, num_samples=1).squeeze(1)
+        explore = torch.rand(greedy.shape, device=greedy.device) < epsilon
+        return {Columns.ACTIONS: torch.where(explore, random_moves, greedy)}
 
 
 MASKED_MODULES = {"PPO": MaskedPPOTorchRLModule, "A2C": MaskedPPOTorchRLModule, "IMPALA": MaskedPPOTorchRLModule,
-                  "APPO": MaskedAPPOTorchRLModule}
+                  "APPO": MaskedAPPOTorchRLModule, "DQN": MaskedDQNTorchRLModule}
 
 
 class UniformRandomRLModule(RLModule):

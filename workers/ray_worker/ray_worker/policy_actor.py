@@ -11,7 +11,8 @@ module's weights with ``RLModule.from_checkpoint`` (no ``ray.init``, no
 * masks are honoured by the masked modules themselves;
 * continuous actions are unsquashed to the action space's bounds like RLlib's
   module-to-env connector (``normalize_actions``), discrete ones are argmax
-  (deterministic) or sampled.
+  (deterministic) or sampled; DQN acts greedily on its Q values and SAC
+  deterministically with its mean through the tanh squash (:func:`module_actions`).
 """
 
 from __future__ import annotations
@@ -137,11 +138,7 @@ class RayPolicyActor:
         greedy = self.deterministic if deterministic is None else deterministic
         with torch.no_grad():
             out = self.module.forward_inference({Columns.OBS: self._batch(observations)})
-            dist_cls = self.module.get_inference_action_dist_cls()
-            dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
-            if greedy:
-                dist = dist.to_deterministic()
-            actions = dist.sample().cpu().numpy()
+            actions = module_actions(self.module, out, greedy).cpu().numpy()
         return [self._to_env(a) for a in actions]
 
     def compute_action(self, observation: Any, deterministic: bool | None = None) -> Any:
@@ -155,6 +152,32 @@ class RayPolicyActor:
             scaled = space.low + (np.asarray(action, np.float64) + 1.0) * (space.high - space.low) / 2.0
             return np.clip(scaled, space.low, space.high).astype(space.dtype)
         return action
+
+
+def module_actions(module: Any, out: Mapping[str, Any], greedy: bool) -> Any:
+    """Actions (as the module's distribution gives them, before unsquashing) from a forward_inference output.
+
+    * Q modules (DQN) return their greedy actions themselves; Q-learning has no
+      stochastic policy to sample, so they are greedy either way;
+    * a squashed Gaussian (SAC) acts deterministically with its mean through
+      the tanh squash, the mode of its sampled actions in [-1, 1];
+    * other distributions use RLlib's deterministic version (argmax, mean) or a sample.
+    """
+    import torch
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.distribution.torch.torch_distribution import TorchSquashedGaussian
+
+    if Columns.ACTION_DIST_INPUTS not in out:
+        if Columns.ACTIONS not in out:
+            raise UserError(f"module {type(module).__name__} returned neither actions nor action "
+                            f"distribution inputs (got {', '.join(out)})")
+        return out[Columns.ACTIONS]
+    dist = module.get_inference_action_dist_cls().from_logits(out[Columns.ACTION_DIST_INPUTS])
+    if not greedy:
+        return dist.sample()
+    if isinstance(dist, TorchSquashedGaussian):
+        return torch.tanh(dist.loc)
+    return dist.to_deterministic().sample()
 
 
 def _module_for_agent(info: CheckpointInfo, agent_id: str) -> str | None:

@@ -62,22 +62,44 @@ def observations(checkpoint: str, n: int = 24) -> dict[str, list]:
 
 
 def greedy_training_actions(checkpoint: str, module_id: str, obs: list) -> list:
-    """What the training module (restored as an Algorithm, with Ray) does greedily."""
+    """What the training module (restored as an Algorithm, with Ray) does greedily, by RLlib's own parts.
+
+    DQN returns its greedy actions itself. SAC's deterministic action is its squashed
+    Gaussian sampled with the spread shrunk to nothing (the mean through the tanh squash);
+    other distributions use RLlib's deterministic version. Continuous actions are
+    unsquashed to the bounds by RLlib's ``unsquash_action`` (the ``normalize_actions`` connector).
+    """
+    import gymnasium as gym
     import torch
     from ray.rllib.algorithms.algorithm import Algorithm
     from ray.rllib.core.columns import Columns
+    from ray.rllib.core.distribution.torch.torch_distribution import TorchSquashedGaussian
+    from ray.rllib.utils.spaces.space_utils import unsquash_action
 
     from ray_worker.policy_actor import RayPolicyActor, read_checkpoint
 
     algo = Algorithm.from_checkpoint(checkpoint)
     try:
+        # The learner's weights (off-policy env runners may hold older ones until their next sample).
+        algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group)
         module = algo.get_module(module_id)
-        actor = RayPolicyActor(module, module_id, read_checkpoint(checkpoint), deterministic=True)
-        batch = actor._batch(obs)
+        batch = RayPolicyActor(module, module_id, read_checkpoint(checkpoint), deterministic=True)._batch(obs)
         with torch.no_grad():
-            logits = module.forward_inference({Columns.OBS: batch})[Columns.ACTION_DIST_INPUTS]
-        dist = module.get_inference_action_dist_cls().from_logits(logits).to_deterministic()
-        return [actor._to_env(a) for a in dist.sample().numpy()]
+            out = module.forward_inference({Columns.OBS: batch})
+            if Columns.ACTIONS in out:
+                actions = out[Columns.ACTIONS]
+            else:
+                dist_cls = module.get_inference_action_dist_cls()
+                logits = out[Columns.ACTION_DIST_INPUTS]
+                if isinstance(dist_cls.from_logits(logits), TorchSquashedGaussian):
+                    mean, _ = logits.chunk(2, dim=-1)
+                    actions = dist_cls(loc=mean, scale=torch.full_like(mean, 1e-12)).sample()
+                else:
+                    actions = dist_cls.from_logits(logits).to_deterministic().sample()
+        actions = actions.numpy()
+        if isinstance(module.action_space, gym.spaces.Box):
+            return [unsquash_action(a, module.action_space) for a in actions]
+        return [int(a) for a in actions]
     finally:
         algo.stop()
 
@@ -97,11 +119,12 @@ print(json.dumps(out))
 """
 
 
-def test_actor_actions_equal_training_module_greedy_actions_without_ray(checkpoints, tmp_path):
+def assert_actor_parity(checkpoints: dict[str, str], tmp_path: Path) -> None:
+    """Actors loaded in one subprocess that never starts Ray act like each training module, greedily."""
     import pickle
 
     jobs, expected = {}, {}
-    for name, (run, ckpt) in checkpoints.items():
+    for name, ckpt in checkpoints.items():
         for agent, obs in observations(ckpt).items():
             module_id = json.loads((Path(ckpt) / "mosaic_state.json").read_text())["agent_to_module"][agent]
             key = f"{name}:{agent}"
@@ -115,8 +138,13 @@ def test_actor_actions_equal_training_module_greedy_actions_without_ray(checkpoi
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got.pop("ray_initialized") is False
     assert "Started a local Ray instance" not in proc.stderr
+    assert set(got) == set(expected)
     for key, actions in expected.items():
         assert np.allclose(np.asarray(got[key], dtype=float), np.asarray(actions, dtype=float), atol=1e-5), key
+
+
+def test_actor_actions_equal_training_module_greedy_actions_without_ray(checkpoints, tmp_path):
+    assert_actor_parity({name: ckpt for name, (_, ckpt) in checkpoints.items()}, tmp_path)
 
 
 def test_connect_four_against_random_reports_outcomes_and_saves_video(checkpoints):

@@ -1,0 +1,97 @@
+"""Every algorithm on every action-space kind: it trains, or validation refuses it as the docs say.
+
+The algorithms come from ``algo_params.algorithms()`` (registered ones included), so a new
+algorithm is in the matrix the moment it is registered. Each run that trains also proves
+that its checkpoint plays like the training module in a process without Ray.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ray_worker  # noqa: F401  (registers A2C)
+from mosaic.errors import ConfigError
+from ray_support import TINY, TrainedRun, merge, train
+from ray_worker import algo_params
+from test_policy_actor import assert_actor_parity
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "ray-worker.md"
+ALGORITHMS = algo_params.algorithms()
+SPREAD = {"family": "mpe", "env_id": "simple_spread_v3", "env_kwargs": {"N": 2, "max_cycles": 25}}
+#: One env per action-space kind; the masked game runs INDEPENDENT (one module per player).
+KINDS = {
+    "discrete": {"environment": SPREAD},
+    "masked": {"policy_configuration": "INDEPENDENT",
+               "environment": {"family": "classic", "env_id": "leduc_holdem_v4", "api_type": "AEC"}},
+    "continuous": {"environment": {**SPREAD, "env_kwargs": {**SPREAD["env_kwargs"], "continuous_actions": True}}},
+}
+#: What validation refuses: (algorithm, kind) -> (the error's message, how docs/ray-worker.md lists it).
+REFUSED = {
+    ("DQN", "continuous"): ("DQN needs discrete actions", "DQN on continuous actions"),
+    ("SAC", "masked"): ("uses action masks, which SAC cannot respect yet", "SAC on games with action masks"),
+}
+#: Tiny settings; each algorithm takes those its schema has.
+TINY_PARAMS = {"train_batch_size_per_learner": 100, "minibatch_size": 50, "num_epochs": 1,
+               "rollout_fragment_length": 25, "num_steps_sampled_before_learning_starts": 50,
+               "min_time_s_per_iteration": 0, "fcnet_hiddens": [32], "circular_buffer_iterations_per_batch": 1}
+CASES = [(algo, kind) for algo in ALGORITHMS for kind in KINDS]
+
+
+def override(algo: str, kind: str) -> dict:
+    schema = algo_params.defaults(algo)
+    params = {k: v for k, v in TINY_PARAMS.items() if k in schema}
+    return merge(KINDS[kind], {"training": {"algorithm": algo, "total_timesteps": 200, "algo_params": params}})
+
+
+@pytest.fixture(scope="module")
+def runs(ray_session, tmp_path_factory):
+    """Trained runs by (algorithm, kind), trained on first use and shared by the module's tests."""
+    cache: dict[tuple[str, str], TrainedRun] = {}
+
+    def get(algo: str, kind: str) -> TrainedRun:
+        if (algo, kind) not in cache:
+            cache[algo, kind] = train(tmp_path_factory.mktemp(f"{algo}-{kind}"), override(algo, kind))
+        return cache[algo, kind]
+    return get
+
+
+def test_refusals_name_real_algorithms_and_are_documented():
+    docs = DOCS.read_text()
+    for (algo, kind), (_, listed) in REFUSED.items():
+        assert algo in ALGORITHMS and kind in KINDS
+        assert listed in docs, f"docs/ray-worker.md does not list the refusal {listed!r}"
+
+
+@pytest.mark.parametrize("algo,kind", CASES, ids=[f"{a}-{k}" for a, k in CASES])
+def test_trains_or_is_refused_naming_the_field(algo, kind, runs):
+    from ray_worker.cli import deep_validate
+    from ray_worker.config import RayWorkerConfig
+
+    if (algo, kind) in REFUSED:
+        config = RayWorkerConfig.from_dict({**merge(TINY, override(algo, kind)), "run_id": "refused"})
+        with pytest.raises(ConfigError) as refused:
+            deep_validate(config)
+        assert refused.value.field == "training.algorithm"
+        assert REFUSED[algo, kind][0] in str(refused.value)
+        return
+    run = runs(algo, kind)
+    metrics = run.of_type("metrics")
+    assert metrics and metrics[-1]["timesteps_total"] >= 200, f"{algo} on {kind} did not finish its budget"
+    learned = [m["learner"] for m in metrics if m["learner"]]
+    assert learned, f"{algo} on {kind} never updated"
+    assert set(learned[-1]) == set(run.events[0]["modules"]["modules"])
+    if kind == "masked":
+        episodes = run.of_type("episode")
+        assert episodes, f"{algo} finished no {KINDS[kind]['environment']['env_id']} hand"
+        assert sum(e["illegal_actions"] for e in episodes) == 0
+        assert all(m["illegal_actions"] == 0 for m in metrics)
+
+
+def test_every_trained_combination_evaluates_with_parity_without_ray(runs, tmp_path):
+    checkpoints = {f"{algo}-{kind}": runs(algo, kind).of_type("checkpoint_saved")[-1]["path"]
+                   for algo, kind in CASES if (algo, kind) not in REFUSED}
+    assert_actor_parity(checkpoints, tmp_path)
