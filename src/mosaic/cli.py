@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any, Sequence
 
-from mosaic import __version__
+from mosaic import __version__, cli_envs
 from mosaic.discovery import Discovery, discover_workers
 from mosaic.errors import UserError
 from mosaic.launcher import run_in_foreground, validate_config, worker_command
@@ -558,6 +558,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--wait", type=float, default=10.0,
                        help="seconds to wait for the worker to confirm (0: don't)")
         p.set_defaults(func=func)
+    cli_envs.add_parser(sub)
     return parser
 
 
