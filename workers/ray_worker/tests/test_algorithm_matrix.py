@@ -11,12 +11,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 
 import ray_worker  # noqa: F401  (registers A2C)
 from mosaic.errors import ConfigError
 from ray_support import TINY, TrainedRun, merge, train
 from ray_worker import algo_params
+from ray_worker.algorithms import MASKABLE
+from ray_worker.modules import MASKED_MODULES
 from test_policy_actor import assert_actor_parity
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "ray-worker.md"
@@ -57,6 +61,62 @@ def runs(ray_session, tmp_path_factory):
             cache[algo, kind] = train(tmp_path_factory.mktemp(f"{algo}-{kind}"), override(algo, kind))
         return cache[algo, kind]
     return get
+
+
+def _masked_batch(rng, n: int, actions: int) -> dict:
+    masks = (rng.random((n, actions)) < 0.3).astype(np.int8)
+    masks[0] = 0  # no legal move (not this agent's turn): left unmasked
+    masks[1] = 0
+    masks[1, -1] = 1  # a single legal move
+    obs = rng.random((n, 3, 3, 2)).astype(np.float32)
+    return {"observation": torch.as_tensor(obs), "action_mask": torch.as_tensor(masks)}
+
+
+@pytest.mark.parametrize("algo", sorted(MASKED_MODULES))
+def test_masked_modules_mask_every_forward_path(algo):
+    """Exploration, inference, the loss's outputs and target networks never favour an illegal move."""
+    import gymnasium as gym
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.rl_module.apis import TARGET_NETWORK_ACTION_DIST_INPUTS, TargetNetworkAPI
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    from ray_worker.algorithms import _config_class
+
+    assert set(MASKABLE) == set(MASKED_MODULES)
+    n_actions, rng = 9, np.random.default_rng(0)
+    space = gym.spaces.Dict({"observation": gym.spaces.Box(0, 1, (3, 3, 2), np.float32),
+                             "action_mask": gym.spaces.Box(0, 1, (n_actions,), np.int8)})
+    module = RLModuleSpec(module_class=MASKED_MODULES[algo], observation_space=space,
+                          action_space=gym.spaces.Discrete(n_actions),
+                          model_config={**_config_class(algo)().model_config, "fcnet_hiddens": [8]}).build()
+    if isinstance(module, TargetNetworkAPI):
+        module.make_target_networks()
+    obs, next_obs = _masked_batch(rng, 256, n_actions), _masked_batch(rng, 256, n_actions)
+    outputs = [(obs, module.forward_exploration({Columns.OBS: obs}, t=0)),
+               (obs, module.forward_inference({Columns.OBS: obs}))]
+    with torch.no_grad():
+        train_out = module.forward_train({Columns.OBS: obs, Columns.NEXT_OBS: next_obs})
+        outputs.append((obs, train_out))
+        if isinstance(module, TargetNetworkAPI):
+            outputs.append((obs, module.forward_target({Columns.OBS: obs})))
+    paths = 0
+    for batch, out in outputs:
+        legal = batch["action_mask"].bool() | ~batch["action_mask"].bool().any(-1, keepdim=True)
+        for key in (Columns.ACTION_DIST_INPUTS, TARGET_NETWORK_ACTION_DIST_INPUTS, "qf_preds"):
+            if key in out:
+                paths += 1
+                scores = out[key].detach()
+                assert bool((scores[~legal] < -1e30).all()), f"{algo} {key}: an illegal action is not masked"
+                assert bool((scores[legal] > -1e30).all()), f"{algo} {key}: a legal action is masked"
+        if Columns.ACTIONS in out:  # DQN acts itself: epsilon 1 at t=0, so every move is a random draw
+            paths += 1
+            actions = out[Columns.ACTIONS].long()
+            assert bool(legal.gather(1, actions[:, None]).all()), f"{algo} chose an illegal action"
+    if "qf_target_next_preds" in train_out:
+        legal_next = next_obs["action_mask"].bool() | ~next_obs["action_mask"].bool().any(-1, keepdim=True)
+        assert bool((train_out["qf_target_next_preds"][~legal_next] < -1e30).all())
+        assert bool((train_out["qf_next_preds"][~legal_next] < -1e30).all())
+    assert paths >= 3
 
 
 def test_refusals_name_real_algorithms_and_are_documented():

@@ -255,3 +255,22 @@ def test_alternate_seats_plays_both_sides(checkpoints):
     seats = [next(a for a, p in e.players.items() if p == "shared") for e in results.episodes]
     assert seats == ["player_0", "player_1", "player_0", "player_1"]
     assert results.outcomes["shared"]["games"] == 4
+
+
+def test_dqn_on_cooperative_pong_evaluates_from_the_command_line_with_parity(ray_session, tmp_path):
+    """The reported case: DQN with parameter sharing on pixels; greedy Q actions, no 'action_dist_inputs'."""
+    run = train(tmp_path / "run", {
+        "environment": {"family": "butterfly", "env_id": "cooperative_pong_v5", "env_kwargs": {"max_cycles": 60}},
+        "training": {"algorithm": "DQN", "total_timesteps": 200, "algo_params": {
+            "train_batch_size_per_learner": 32, "num_steps_sampled_before_learning_starts": 100,
+            "rollout_fragment_length": 25, "fcnet_hiddens": [32]}}})
+    assert run.events[0]["modules"]["modules"] == {"shared": ["paddle_0", "paddle_1"]}
+    assert any(m["learner"] for m in run.of_type("metrics")), "DQN never updated"
+    assert_actor_parity({"dqn-pong": run.of_type("checkpoint_saved")[-1]["path"]}, tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "ray_worker.cli", "--evaluate", str(run.run.root),
+                           "--episodes", "1", "--json"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(proc.stdout)
+    (episode,) = results["episodes"]
+    assert episode["length"] > 0 and set(episode["players"].values()) == {"shared"}
+    assert set(episode["returns"]) == {"paddle_0", "paddle_1"}
