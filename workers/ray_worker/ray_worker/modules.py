@@ -6,8 +6,8 @@ rejects. The masked modules build the default network on the flattened
 observation and mask every output that ranks actions, in every forward path
 (exploration, inference, the loss and target networks):
 
-* policy-gradient modules (PPO, A2C, IMPALA, APPO) add ``log(mask)`` to the
-  action logits, so an illegal move has probability zero;
+* policy-gradient modules (PPO, A2C, IMPALA, APPO) set an illegal move's
+  logit to a very negative number, so it has probability zero;
 * the Q module (DQN) sets an illegal move's Q value to a very negative number
   and draws epsilon-greedy's random moves among the legal ones only.
 
