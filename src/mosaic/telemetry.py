@@ -86,7 +86,9 @@ class TelemetryEmitter:
     Every line is flushed at once so a reader sees events live, and a payload
     that cannot be encoded degrades to a ``log`` event instead of crashing the
     worker. A closed stdout (reader gone) silences the emitter rather than
-    killing training.
+    killing training. A run has one terminal event: once one was written,
+    later terminal events (say, from a watchdog racing the main thread) are
+    dropped.
     """
 
     def __init__(
@@ -101,6 +103,7 @@ class TelemetryEmitter:
         self._lock = threading.Lock()
         self._seq = 0
         self._closed = False
+        self.terminal: str | None = None
 
     @property
     def next_seq(self) -> int:
@@ -109,7 +112,7 @@ class TelemetryEmitter:
     def emit(self, type: str, **fields: Any) -> dict[str, Any] | None:
         """Write one event; returns the event as written (``None`` if silenced)."""
         with self._lock:
-            if self._closed:
+            if self._closed or (self.terminal is not None and type in TERMINAL_TYPES):
                 return None
             event = {"v": SCHEMA_VERSION, "type": type, "run_id": self.run_id,
                      "seq": self._seq, "ts": self._clock()}
@@ -130,6 +133,8 @@ class TelemetryEmitter:
                 self._closed = True
                 return None
             self._seq += 1
+            if type in TERMINAL_TYPES:
+                self.terminal = type
             return event
 
     # Convenience wrappers keep worker code readable and field names uniform.
@@ -159,8 +164,11 @@ class TelemetryEmitter:
 
     def run_failed(self, error: BaseException) -> dict | None:
         tb = "".join(_traceback.format_exception(type(error), error, error.__traceback__))
-        return self.emit("run_failed", error_type=type(error).__name__,
-                         message=str(error), traceback=tb)
+        return self.failure(type(error).__name__, str(error), tb)
+
+    def failure(self, error_type: str, message: str, traceback: str = "", **extra: Any) -> dict | None:
+        """``run_failed`` for a failure that is not an exception in hand (a stall, a dead thread)."""
+        return self.emit("run_failed", error_type=error_type, message=message, traceback=traceback, **extra)
 
     def run_cancelled(self, reason: str = "", **extra: Any) -> dict | None:
         return self.emit("run_cancelled", reason=reason, **extra)

@@ -69,7 +69,14 @@ _PAYLOADS: dict[str, dict[str, Any]] = {
         "required": ["path", "iteration"],
         "properties": {"path": _str, "iteration": _int, "timesteps_total": _int},
     },
-    "heartbeat": {"required": [], "properties": {}},
+    "heartbeat": {"required": [], "properties": {
+        "iterations": _int,
+        "last_progress_ts": {"type": "number"},
+        "since_progress_s": {"type": "number", "minimum": 0},
+        "stall_timeout_s": {"type": ["number", "null"], "exclusiveMinimum": 0},
+        "stalled": {"type": "boolean"},
+        "stall_reason": _str,
+    }},
     "log": {
         "required": ["level", "message"],
         "properties": {

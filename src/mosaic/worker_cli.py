@@ -13,7 +13,7 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Mapping, Sequence
 
@@ -24,8 +24,12 @@ from mosaic.lifecycle import (
     EXIT_FAILED,
     EXIT_USAGE,
     Heartbeat,
+    ProgressTracker,
     RunCancelled,
     RunControl,
+    RunWatchdog,
+    _thread_failures,
+    thread_stacks,
 )
 from mosaic.runs import RunDir, RunStore, new_run_id, validate_run_id
 from mosaic.telemetry import TelemetryEmitter
@@ -39,6 +43,8 @@ class WorkerContext:
     emitter: TelemetryEmitter
     control: RunControl
     run_dir: RunDir
+    #: Tick it after each iteration; register threads the run depends on.
+    progress: ProgressTracker = field(default_factory=ProgressTracker)
 
 
 @dataclass
@@ -133,10 +139,14 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
         return EXIT_USAGE
 
     emitter = TelemetryEmitter(config.run_id, stream=_telemetry_stream())
-    control = RunControl(emitter)
+    progress = ProgressTracker()
+    control = RunControl(emitter, progress)
     control.install_signal_handlers()
-    context = WorkerContext(emitter=emitter, control=control, run_dir=run_dir)
-    with Heartbeat(emitter, program.heartbeat_interval_s(config)):
+    context = WorkerContext(emitter=emitter, control=control, run_dir=run_dir, progress=progress)
+    watchdog = RunWatchdog(progress, control,
+                           on_failure=lambda kind, message: _abort_failed(program, context, kind, message),
+                           on_stuck_cancel=lambda reason: _abort_cancelled(program, context, reason))
+    with Heartbeat(emitter, program.heartbeat_interval_s(config), progress), watchdog:
         try:
             summary = program.make_runtime(config, context).run()
         except RunCancelled as exc:
@@ -148,3 +158,30 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
             return EXIT_FAILED
     emitter.run_completed(summary)
     return EXIT_COMPLETED
+
+
+def _abort_failed(program: WorkerProgram, context: WorkerContext, error_type: str, message: str) -> None:
+    """The run cannot go on and its main thread may never return: report, clean up, exit now."""
+    dead = context.progress.dead_threads()
+    if dead and dead[0][1].ident in _thread_failures:
+        detail = _thread_failures[dead[0][1].ident or 0][1]
+    else:
+        detail = "stuck at:\n" + thread_stacks()
+    if context.emitter.failure(error_type, message, detail) is None and context.emitter.terminal:
+        return  # the run ended on its own meanwhile
+    print(f"{program.name}: run failed: {error_type}: {message}\n{detail}", file=sys.stderr)
+    _exit_now(context, EXIT_FAILED)
+
+
+def _abort_cancelled(program: WorkerProgram, context: WorkerContext, reason: str) -> None:
+    """A cancel the runtime could not honour (stuck inside the library): end the run as cancelled."""
+    if context.emitter.run_cancelled(reason=reason) is None and context.emitter.terminal:
+        return
+    print(f"{program.name}: run cancelled: {reason}\nstuck at:\n{thread_stacks()}", file=sys.stderr)
+    _exit_now(context, EXIT_CANCELLED)
+
+
+def _exit_now(context: WorkerContext, code: int) -> None:
+    context.control.run_abort_hooks()
+    sys.stderr.flush()
+    os._exit(code)
