@@ -164,6 +164,7 @@ def test_a_terminal_event_is_written_once():
     emitter = TelemetryEmitter("r1", stream=stream)
     assert emitter.failure("StalledRun", "no progress") is not None
     assert emitter.run_completed({}) is None and emitter.run_cancelled("late") is None
+    assert emitter.heartbeat(iterations=3) is None  # nothing follows the end
     assert emitter.terminal == "run_failed"
     assert [json.loads(line)["type"] for line in stream.getvalue().splitlines()] == ["run_failed"]
 

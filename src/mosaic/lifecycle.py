@@ -153,7 +153,9 @@ def record_thread_failures() -> None:
         def hook(args: threading.ExceptHookArgs) -> None:
             if args.thread is not None and args.thread.ident is not None and args.exc_type is not SystemExit:
                 tb = "".join(traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback))
-                _thread_failures[args.thread.ident] = (f"{args.exc_type.__name__}: {args.exc_value}", tb)
+                text = str(args.exc_value or "")
+                summary = f"{args.exc_type.__name__}: {text}" if text else args.exc_type.__name__
+                _thread_failures[args.thread.ident] = (summary, tb)
             previous(args)
 
         hook._mosaic_records = True  # type: ignore[attr-defined]

@@ -86,9 +86,9 @@ class TelemetryEmitter:
     Every line is flushed at once so a reader sees events live, and a payload
     that cannot be encoded degrades to a ``log`` event instead of crashing the
     worker. A closed stdout (reader gone) silences the emitter rather than
-    killing training. A run has one terminal event: once one was written,
-    later terminal events (say, from a watchdog racing the main thread) are
-    dropped.
+    killing training. A run ends with one terminal event: once one was
+    written, later events (say, from a watchdog or a heartbeat racing the
+    main thread) are dropped.
     """
 
     def __init__(
@@ -112,7 +112,7 @@ class TelemetryEmitter:
     def emit(self, type: str, **fields: Any) -> dict[str, Any] | None:
         """Write one event; returns the event as written (``None`` if silenced)."""
         with self._lock:
-            if self._closed or (self.terminal is not None and type in TERMINAL_TYPES):
+            if self._closed or self.terminal is not None:
                 return None
             event = {"v": SCHEMA_VERSION, "type": type, "run_id": self.run_id,
                      "seq": self._seq, "ts": self._clock()}

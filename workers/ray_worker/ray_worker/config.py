@@ -59,12 +59,36 @@ class EnvironmentConfig:
                                                 help="image observation preprocessing")
 
 
+#: ``training.stall_timeout_s``: the smallest bound allowed, and the least a derived one gives.
+STALL_TIMEOUT_MIN_S = 5.0
+STALL_TIMEOUT_FLOOR_S = 300.0
+
+
 @dataclass
 class TrainingConfig:
     algorithm: str = option("PPO", help="RLlib algorithm")
     total_timesteps: int = option(20_000, min=1, help="stop after this many sampled env steps")
     algo_params: dict = option(default_factory=dict, help="hyperparameters, see --schema ALGORITHM")
     algo_params_version: int | None = option(None, help="algo_params schema version the config was written for")
+    stall_timeout_s: float | None = option(None, min=STALL_TIMEOUT_MIN_S,
+                                           help="fail the run when no training iteration completes for this "
+                                                "many seconds; null = derived from the batch size (at least "
+                                                f"{STALL_TIMEOUT_FLOOR_S:g} s)")
+
+    def stall_timeout(self) -> float:
+        """The stall bound: the configured one, else a generous estimate of one slow iteration.
+
+        The estimate assumes a machine that samples only 20 env steps/s and learns
+        from only 100 samples/s per epoch, adds the iteration's minimum duration three
+        times over, and never goes below ``STALL_TIMEOUT_FLOOR_S``.
+        """
+        if self.stall_timeout_s is not None:
+            return float(self.stall_timeout_s)
+        params = self.algo_params
+        batch = float(params.get("train_batch_size_per_learner") or 4000)
+        epochs = float(params.get("num_epochs") or 1)
+        minimum = float(params.get("min_time_s_per_iteration") or 0)
+        return max(STALL_TIMEOUT_FLOOR_S, batch * (1 / 20 + epochs / 100) + 3 * minimum)
 
 
 @dataclass

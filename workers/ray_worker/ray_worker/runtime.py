@@ -12,6 +12,7 @@ import json
 import math
 import os
 import shutil
+import threading
 import time
 from pathlib import Path
 from typing import Any, Mapping
@@ -246,6 +247,13 @@ class RayWorkerRuntime:
         algo = build_algorithm_config(cfg, env_info, layout, env_name, MosaicCallbacks,
                                       mapping_fn=league.mapping() if league else None).build_algo()
         sinks = None
+        progress = self.ctx.progress
+        for role, thread in learner_threads(algo):
+            progress.watch_thread(thread, role)
+        if cfg.fastlane.enabled:  # a run ended by its watchdog still leaves no segment behind
+            from mosaic.fastlane.publisher import finish_run as _finish_lanes
+
+            control.on_abort(lambda: _finish_lanes(self.ctx.run_dir.root, cfg.run_id))
         try:
             iteration, timesteps, episodes = 0, 0, 0
             if league is not None:
@@ -270,6 +278,8 @@ class RayWorkerRuntime:
             )
             sinks = MetricsSinks(self.run_dir, cfg.run_id, cfg.tensorboard, cfg.wandb, cfg.wandb_project,
                                  cfg.wandb_mode, cfg.to_dict())
+            derived = "" if cfg.training.stall_timeout_s is not None else ", derived from the batch size"
+            progress.start(cfg.training.stall_timeout(), f"training.stall_timeout_s{derived}")
             try:
                 while timesteps < cfg.training.total_timesteps:
                     control.checkpoint()
@@ -277,6 +287,7 @@ class RayWorkerRuntime:
                     result = algo.train()
                     elapsed = time.perf_counter() - t0
                     iteration += 1
+                    progress.tick(iteration)
                     new_steps = steps_this_iteration(result)
                     timesteps += new_steps
                     payload, records = metrics_from_result(result, iteration, timesteps,
@@ -296,9 +307,11 @@ class RayWorkerRuntime:
                     if every and iteration % every == 0:
                         self._save(algo, iteration, timesteps, episodes, periodic=True)
             except RunCancelled:
+                progress.stop()
                 if cfg.checkpoint.at_end and iteration > 0:
                     self._save(algo, iteration, timesteps, episodes, periodic=False)
                 raise
+            progress.stop()
             final = None
             if cfg.checkpoint.at_end:
                 final = self._save(algo, iteration, timesteps, episodes, periodic=False)
@@ -314,6 +327,26 @@ class RayWorkerRuntime:
                 finish_run(self.ctx.run_dir.root, cfg.run_id)
             if started_ray:
                 ray.shutdown()
+
+
+def learner_threads(algo: Any) -> list[tuple[str, threading.Thread]]:
+    """Background threads of RLlib's local learner that training cannot go on without.
+
+    IMPALA and APPO learners update in a learner thread (and, on GPUs, feed it
+    from loader threads); if one dies, ``algo.train()`` waits for it for ever.
+    Remote learners (``num_learners`` > 0) live in other processes: a stall
+    there shows as missing progress instead.
+    """
+    found: list[tuple[str, threading.Thread]] = []
+    group = getattr(algo, "learner_group", None)
+    learner = getattr(group, "_learner", None) if group is not None and group.is_local else None
+    thread = getattr(learner, "_learner_thread", None)
+    if isinstance(thread, threading.Thread):
+        found.append(("RLlib's learner thread", thread))
+    for loader in getattr(learner, "_gpu_loader_threads", None) or []:
+        if isinstance(loader, threading.Thread):
+            found.append(("RLlib's GPU loader thread", loader))
+    return found
 
 
 def steps_this_iteration(result: Mapping[str, Any]) -> int:

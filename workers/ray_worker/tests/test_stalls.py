@@ -1,0 +1,223 @@
+"""A Ray run that stops making progress ends loudly, never hangs.
+
+Real worker subprocesses (``python -m ray_worker.cli``) with their own local Ray:
+
+* RLlib's APPO learner thread dies (an exception raised inside it by a
+  test-only launcher through CPython's ``PyThreadState_SetAsyncExc``; RLlib's
+  code is untouched): the run fails with ``ThreadDied`` naming the thread and
+  the exception, within seconds;
+* the env runner stops answering (its process is frozen with SIGSTOP): the run
+  fails with ``StalledRun`` naming ``training.stall_timeout_s`` within that
+  bound, and a SIGTERM while ``algo.train()`` is stuck ends it as cancelled
+  within seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import psutil
+import pytest
+
+from ray_support import TINY, merge
+from ray_worker.config import RayWorkerConfig
+
+# Runs the Ray worker; once RLlib's learner thread has been updating for a
+# moment, raises an exception inside it, as a bug in a loss would.
+LEARNER_KILLER = textwrap.dedent("""\
+    import ctypes, sys, threading, time
+
+    class InjectedLearnerFailure(RuntimeError):
+        pass
+
+    def kill_learner(marker):
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            learners = [t for t in threading.enumerate() if t.name == "_LearnerThread" and t.is_alive()]
+            if learners:
+                time.sleep(3)  # let it train a little first
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(learners[0].ident),
+                                                           ctypes.py_object(InjectedLearnerFailure))
+                open(marker, "w").write(str(time.time()))
+                return
+            time.sleep(0.05)
+
+    threading.Thread(target=kill_learner, args=(sys.argv.pop(1),), daemon=True).start()
+    from ray_worker.cli import main
+    sys.exit(main(sys.argv[1:]))
+    """)
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.1)
+    return value
+
+
+class WorkerRun:
+    """One worker subprocess in its own session, its telemetry in a file."""
+
+    def __init__(self, tmp_path: Path, override: dict, command: list[str] | None = None) -> None:
+        config = merge(TINY, override)
+        config["run_id"] = f"stall-{time.monotonic_ns()}"
+        config["heartbeat_interval_s"] = 0.5
+        self.config_path = tmp_path / "config.json"
+        self.config_path.write_text(json.dumps(config))
+        self.run_dir = tmp_path / "run"
+        self.run_dir.mkdir()
+        self.out_path, self.err_path = tmp_path / "telemetry.jsonl", tmp_path / "stderr.log"
+        with self.out_path.open("w") as out, self.err_path.open("w") as err:
+            self.proc = subprocess.Popen(
+                [*(command or [sys.executable, "-m", "ray_worker.cli"]), "--config", str(self.config_path),
+                 "--run-dir", str(self.run_dir)],
+                stdout=out, stderr=err, start_new_session=True,
+                env={**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONUNBUFFERED": "1"})
+        self.seen: set[int] = set()
+
+    def events(self) -> list[dict]:
+        lines = self.out_path.read_text().splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def first(self, kind: str) -> dict | None:
+        return next((e for e in self.events() if e["type"] == kind), None)
+
+    def descendants(self) -> list[psutil.Process]:
+        try:
+            found = psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.Error:
+            return []
+        self.seen.update(p.pid for p in found)
+        return found
+
+    def wait(self, timeout: float) -> int:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"worker still running after {timeout} s; stderr: "
+                                 f"{self.err_path.read_text()[-3000:]}") from None
+
+    def cleanup(self) -> None:
+        self.descendants()
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        for pid in self.seen:  # Ray's processes, stopped ones included
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait(30)
+
+
+@pytest.fixture
+def worker_runs():
+    runs: list[WorkerRun] = []
+    yield runs
+    for run in runs:
+        run.cleanup()
+
+
+def test_a_dead_learner_thread_fails_the_run_naming_it_within_seconds(tmp_path, worker_runs):
+    script = tmp_path / "learner_killer.py"
+    script.write_text(LEARNER_KILLER)
+    marker = tmp_path / "injected_at"
+    run = WorkerRun(tmp_path, {
+        "training": {"algorithm": "APPO", "total_timesteps": 1_000_000,
+                     "algo_params": {"train_batch_size_per_learner": 50, "rollout_fragment_length": 25,
+                                     "min_time_s_per_iteration": 0.2, "fcnet_hiddens": [16, 16]}},
+        "tensorboard": False, "checkpoint": {"at_end": False}}, [sys.executable, str(script), str(marker)])
+    worker_runs.append(run)
+    code = run.wait(300)
+    assert marker.exists(), run.err_path.read_text()[-3000:]
+    failed = run.events()[-1]
+    assert code == 1 and failed["type"] == "run_failed", failed
+    assert failed["error_type"] == "ThreadDied"
+    assert "RLlib's learner thread" in failed["message"] and "_LearnerThread" in failed["message"]
+    assert "InjectedLearnerFailure" in failed["message"] and "InjectedLearnerFailure" in failed["traceback"]
+    assert failed["ts"] - float(marker.read_text()) < 30
+    assert run.first("run_started") is not None
+
+
+def freeze_env_runner(run: WorkerRun) -> psutil.Process:
+    """Once an iteration has completed, SIGSTOP the (only) remote env runner: it never answers again."""
+    wait_until(lambda: run.first("metrics") or run.proc.poll() is not None, 240, "a first iteration")
+    assert run.proc.poll() is None, run.err_path.read_text()[-3000:]
+
+    def env_runner() -> psutil.Process | None:
+        for proc in run.descendants():
+            try:
+                if "EnvRunner" in " ".join(proc.cmdline()):
+                    return proc
+            except psutil.Error:
+                continue
+        return None
+
+    runner = wait_until(env_runner, 60, "the env runner process")
+    runner.send_signal(signal.SIGSTOP)
+    return runner
+
+
+HANGING = {"resources": {"num_workers": 1},
+           "training": {"algorithm": "PPO", "total_timesteps": 1_000_000,
+                        "algo_params": {"train_batch_size_per_learner": 100, "minibatch_size": 50,
+                                        "num_epochs": 1, "fcnet_hiddens": [16, 16]}},
+           "tensorboard": False, "checkpoint": {"at_end": False}}
+
+
+def test_an_env_runner_that_never_returns_fails_the_run_within_the_stall_bound(tmp_path, worker_runs):
+    bound = 8.0
+    run = WorkerRun(tmp_path, merge(HANGING, {"training": {"stall_timeout_s": bound}}))
+    worker_runs.append(run)
+    freeze_env_runner(run)
+    frozen_at = time.time()
+    code = run.wait(120)
+    failed = run.events()[-1]
+    assert code == 1 and failed["type"] == "run_failed", failed
+    assert failed["error_type"] == "StalledRun"
+    assert "training.stall_timeout_s" in failed["message"] and f"{bound:g} s" in failed["message"]
+    # within the bound of the last completed iteration (plus the watchdog's and Python's reaction time)
+    assert failed["ts"] - frozen_at < bound + 10
+    beats = [e for e in run.events() if e["type"] == "heartbeat" and "iterations" in e]
+    assert beats and beats[-1]["stall_timeout_s"] == bound
+    assert any(b["iterations"] >= 1 for b in beats)
+
+
+def test_sigterm_while_training_is_stuck_cancels_the_run_within_seconds(tmp_path, worker_runs):
+    run = WorkerRun(tmp_path, HANGING)  # the default stall bound: minutes
+    worker_runs.append(run)
+    freeze_env_runner(run)
+    time.sleep(1)  # let algo.train() block on the frozen runner (not needed for correctness)
+    sent = time.monotonic()
+    run.proc.send_signal(signal.SIGTERM)
+    code = run.wait(60)
+    assert time.monotonic() - sent < 25  # the launcher's kill would come after 30 s
+    last = run.events()[-1]
+    assert code == 3 and last["type"] == "run_cancelled", last
+    assert "SIGTERM" in last["reason"] and "safe point" in last["reason"]
+
+
+def test_the_stall_bound_is_validated_and_derived_from_the_batch_size():
+    from mosaic.errors import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        RayWorkerConfig.from_dict({**merge(TINY, {}), "run_id": "x", "training": {"stall_timeout_s": 1}})
+    assert "training.stall_timeout_s" in str(err.value) and "5" in str(err.value)
+    small = RayWorkerConfig.from_dict({**merge(TINY, {}), "run_id": "x"})
+    big = RayWorkerConfig.from_dict({**merge(TINY, {"training": {"algo_params": {
+        "train_batch_size_per_learner": 20_000, "minibatch_size": 500, "num_epochs": 10}}}), "run_id": "x"})
+    assert small.training.stall_timeout() == 300.0  # the floor
+    assert big.training.stall_timeout() == pytest.approx(20_000 * (1 / 20 + 10 / 100))
+    assert RayWorkerConfig.from_dict({**merge(TINY, {"training": {"stall_timeout_s": 7}}),
+                                      "run_id": "x"}).training.stall_timeout() == 7.0
