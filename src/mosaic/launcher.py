@@ -5,6 +5,7 @@ The worker runs as ``python -m <worker>.cli --config <run>/config.json
 only MOSAIC, which then asks the whole group to stop (SIGTERM, then SIGKILL
 after a grace period). Its stdout is telemetry (stored by
 :class:`~mosaic.recorder.RunRecorder`); its stderr goes to ``logs/worker.log``.
+However the worker ends, its FastLane segments are removed (last frames kept).
 """
 
 from __future__ import annotations
@@ -151,13 +152,25 @@ class WorkerProcess:
             returncode = self.proc.wait()
             if self._kill_timer:
                 self._kill_timer.cancel()
-            # Anything left in the group (grandchildren) goes with the worker.
+            # Anything left in the group (grandchildren) goes with the worker,
+            # and so does the shared memory it can no longer release itself.
             self.signal_group(signal.SIGKILL)
+            release_fastlane(self.run)
             self._stderr.close()
             terminal = recorder.finish(returncode, _stderr_tail(self.run.worker_log_path))
         status = {"run_completed": "completed", "run_cancelled": "cancelled"}.get(
             terminal.get("type"), "failed")
         return RunOutcome(status, returncode, terminal)
+
+
+def release_fastlane(run: RunDir) -> list[str]:
+    """Unlink the FastLane segments a run left behind (keeping last frames); never raises."""
+    try:
+        from mosaic.fastlane.publisher import finish_run
+
+        return finish_run(run.root, run.run_id)
+    except Exception:  # cleanup must not turn a finished run into a crash
+        return []
 
 
 def run_in_foreground(worker: DiscoveredWorker, run: RunDir,

@@ -76,6 +76,8 @@ class ActiveRun:
     cancel_reason: str = ""
     pause_requested: bool = False
     watchdog_fired: bool = False
+    progress: dict[str, Any] | None = None  # the progress fields of the newest heartbeat
+    ending: bool = False  # _finish is under way
     kill_timer: asyncio.TimerHandle | None = None
     settling: bool = False  # the worker is gone; its run is being ended
     finished: asyncio.Event = field(default_factory=asyncio.Event)
@@ -419,7 +421,11 @@ class Supervisor:
         for event, text in recorder.feed_lines(lines):  # one write, then publish
             kind = event["type"]
             hub.publish(event["seq"], kind, text)
-            if kind == "heartbeat" or kind == "log" or kind == "episode":
+            if kind == "heartbeat":
+                if "stalled" in event or "last_progress_ts" in event:
+                    active.progress = event
+                continue
+            if kind == "log" or kind == "episode":
                 continue
             if kind == "metrics":
                 hub.last_metrics = event
@@ -432,8 +438,10 @@ class Supervisor:
                     extra["env_id"] = str(env["env_id"])
                 self._transition(active, RunState.RUNNING, "worker sent run_started", **extra)
             elif kind == "paused" and active.state is RunState.RUNNING:
+                active.progress = None  # the worker's stall clock stops while paused
                 self._transition(active, RunState.PAUSED, "worker paused")
             elif kind == "resumed" and active.state is RunState.PAUSED:
+                active.progress = None
                 self._transition(active, RunState.RUNNING, "worker resumed")
 
     def _record(self, active: ActiveRun, event: dict[str, Any]) -> None:
@@ -444,11 +452,13 @@ class Supervisor:
 
     async def _finish(self, active: ActiveRun, returncode: int | None, known: bool = True) -> None:
         """The worker is gone: record how it ended and release its slot."""
-        if active.finished.is_set() or active.run_id not in self.active:
+        if active.finished.is_set() or active.run_id not in self.active or active.ending:
             return
+        active.ending = True
         if active.kill_timer:
             active.kill_timer.cancel()
         kill_group_now(active.handle)  # grandchildren go with the worker
+        await asyncio.to_thread(_release_fastlane, active.run)
         recorder = active.recorder
         assert recorder is not None
         run = active.run
@@ -515,6 +525,10 @@ class Supervisor:
                     self._fire(active, "HeartbeatTimeout", f"no telemetry for "
                                f"{now - active.last_activity:.1f} s (heartbeat timeout "
                                f"{active.heartbeat_timeout_s:g} s); worker killed")
+                elif active.state is RunState.RUNNING and active.progress is not None:
+                    stall = stall_in(active.progress, time.time())
+                    if stall:
+                        self._fire(active, "StalledRun", f"{stall}; worker killed")
 
     def _fire(self, active: ActiveRun, error_type: str, message: str) -> None:
         active.watchdog_fired = True
@@ -547,6 +561,39 @@ class Supervisor:
                 active.reader = reader
                 self._ingest(active, reader.read_rest())
                 await self._finish(active, None, known=False)
+
+
+#: How long past its own stall bound a worker's heartbeats may go on before the
+#: daemon fails the run (the worker's watchdog should have ended it by then).
+STALL_GRACE_S = 30.0
+
+
+def stall_in(heartbeat: Mapping[str, Any], now: float) -> str:
+    """Why a heartbeat shows a stuck run ("" when it is progressing): alive is not enough."""
+    if heartbeat.get("stalled") is True:
+        reason = heartbeat.get("stall_reason")
+        return f"the worker reports it is stuck: {reason}" if reason else "the worker reports it is stuck"
+    bound, last = heartbeat.get("stall_timeout_s"), heartbeat.get("last_progress_ts")
+    if not isinstance(bound, (int, float)) or not isinstance(last, (int, float)) or bound <= 0:
+        return ""
+    idle = now - last
+    if idle > bound + STALL_GRACE_S:
+        return (f"no training progress for {idle:.1f} s (the run's stall bound is {bound:g} s, "
+                f"{heartbeat.get('iterations', '?')} iterations done) while its heartbeats go on")
+    return ""
+
+
+def _release_fastlane(run: RunDir) -> None:
+    """Unlink the run's FastLane segments (a killed worker cannot), keeping the last frames."""
+    try:
+        from mosaic.fastlane.publisher import finish_run
+
+        removed = finish_run(run.root, run.root.name)
+    except Exception as exc:  # cleanup must never keep a run from ending
+        log.warning("run %s: could not remove its FastLane segments: %s", run.root.name, exc)
+        return
+    if removed:
+        log.info("run %s: removed FastLane segments %s", run.root.name, ", ".join(removed))
 
 
 def _count_lines(path: os.PathLike[str] | str) -> int:
