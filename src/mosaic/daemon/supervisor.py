@@ -77,6 +77,7 @@ class ActiveRun:
     pause_requested: bool = False
     watchdog_fired: bool = False
     progress: dict[str, Any] | None = None  # the progress fields of the newest heartbeat
+    stalled_since: float | None = None  # when a heartbeat first said `stalled`
     ending: bool = False  # _finish is under way
     kill_timer: asyncio.TimerHandle | None = None
     settling: bool = False  # the worker is gone; its run is being ended
@@ -424,6 +425,10 @@ class Supervisor:
             if kind == "heartbeat":
                 if "stalled" in event or "last_progress_ts" in event:
                     active.progress = event
+                    if event.get("stalled") is not True:
+                        active.stalled_since = None
+                    elif active.stalled_since is None:
+                        active.stalled_since = time.monotonic()
                 continue
             if kind == "log" or kind == "episode":
                 continue
@@ -438,10 +443,10 @@ class Supervisor:
                     extra["env_id"] = str(env["env_id"])
                 self._transition(active, RunState.RUNNING, "worker sent run_started", **extra)
             elif kind == "paused" and active.state is RunState.RUNNING:
-                active.progress = None  # the worker's stall clock stops while paused
+                active.progress = active.stalled_since = None  # the worker's stall clock stops while paused
                 self._transition(active, RunState.PAUSED, "worker paused")
             elif kind == "resumed" and active.state is RunState.PAUSED:
-                active.progress = None
+                active.progress = active.stalled_since = None
                 self._transition(active, RunState.RUNNING, "worker resumed")
 
     def _record(self, active: ActiveRun, event: dict[str, Any]) -> None:
@@ -527,7 +532,9 @@ class Supervisor:
                                f"{active.heartbeat_timeout_s:g} s); worker killed")
                 elif active.state is RunState.RUNNING and active.progress is not None:
                     stall = stall_in(active.progress, time.time())
-                    if stall:
+                    # a worker that says it is stuck gets a moment to end the run itself
+                    reported = active.stalled_since is not None
+                    if stall and (not reported or now - active.stalled_since > STALLED_GRACE_S):
                         self._fire(active, "StalledRun", f"{stall}; worker killed")
 
     def _fire(self, active: ActiveRun, error_type: str, message: str) -> None:
@@ -566,6 +573,8 @@ class Supervisor:
 #: How long past its own stall bound a worker's heartbeats may go on before the
 #: daemon fails the run (the worker's watchdog should have ended it by then).
 STALL_GRACE_S = 30.0
+#: How long a worker whose heartbeats say `stalled` gets to end its run itself.
+STALLED_GRACE_S = 5.0
 
 
 def stall_in(heartbeat: Mapping[str, Any], now: float) -> str:
