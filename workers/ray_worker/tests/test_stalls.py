@@ -221,3 +221,7 @@ def test_the_stall_bound_is_validated_and_derived_from_the_batch_size():
     assert big.training.stall_timeout() == pytest.approx(20_000 * (1 / 20 + 10 / 100))
     assert RayWorkerConfig.from_dict({**merge(TINY, {"training": {"stall_timeout_s": 7}}),
                                       "run_id": "x"}).training.stall_timeout() == 7.0
+    proc = subprocess.run([sys.executable, "-m", "ray_worker.cli", "--validate", "--config", "-"],
+                          input=json.dumps({"training": {"stall_timeout_s": 1}}), capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == ["ray: error: training.stall_timeout_s: 1.0 is below the minimum 5.0"]
