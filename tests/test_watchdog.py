@@ -75,6 +75,22 @@ def test_a_registered_thread_that_dies_fails_the_run_naming_thread_and_cause():
     assert progress.heartbeat_fields()["stalled"] is True
 
 
+def test_threads_that_end_after_training_stopped_are_no_failure():
+    progress = ProgressTracker()
+    progress.start(600, "bound")
+    done = threading.Event()
+    thread = threading.Thread(target=done.wait, args=(30,), daemon=True)
+    thread.start()
+    progress.watch_thread(thread, "the learner thread")
+    dog, out = watchdog(progress)
+    with dog:
+        progress.stop()  # training over: shutting the library down ends its threads
+        done.set()
+        thread.join(10)
+        time.sleep(0.5)
+    assert out.failures == [] and progress.problem() is None
+
+
 def test_a_stall_beyond_the_bound_fails_the_run_naming_the_bound():
     progress = ProgressTracker()
     progress.start(0.5, "training.stall_timeout_s")

@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 import traceback
+import weakref
 from typing import Any, Callable
 
 from mosaic.telemetry import TelemetryEmitter
@@ -66,9 +67,13 @@ class ProgressTracker:
             self._last, self._last_wall = self._clock(), time.time()
 
     def stop(self) -> None:
-        """Training is over (final checkpoint, shutdown): stop expecting ticks."""
+        """Training is over (final checkpoint, shutdown, or an error on its way out).
+
+        No more ticks are expected, and the watched threads may now end.
+        """
         with self._lock:
             self.stall_timeout_s = None
+            self._threads.clear()
 
     def tick(self, iterations: int | None = None) -> None:
         """An iteration completed: the stall clock starts again."""
@@ -102,10 +107,11 @@ class ProgressTracker:
     def longest_iteration_s(self) -> float:
         return self._longest_iteration_s
 
-    def stalled(self) -> bool:
+    def stalled(self) -> float | None:
+        """The bound that was exceeded, if the run stalled."""
         with self._lock:
-            bound, held = self.stall_timeout_s, self._held
-        return bound is not None and not held and self.since_progress_s > bound
+            bound, held, since = self.stall_timeout_s, self._held, self._clock() - self._last
+        return bound if bound is not None and not held and since > bound else None
 
     def dead_threads(self) -> list[tuple[str, threading.Thread]]:
         with self._lock:
@@ -114,14 +120,15 @@ class ProgressTracker:
     def problem(self) -> tuple[str, str] | None:
         """``(error_type, message)`` when the run cannot go on, else None."""
         for role, thread in self.dead_threads():
-            cause = _thread_failures.get(thread.ident or 0)
+            cause = thread_failure(thread)
             return "ThreadDied", (f"{role} (thread {thread.name!r}) died"
                                   + (f": {cause[0]}" if cause else " without raising")
                                   + "; training cannot go on without it")
-        if self.stalled():
+        bound = self.stalled()
+        if bound is not None:
             where = f" ({self.bound_source})" if self.bound_source else ""
             return "StalledRun", (f"no training progress for {self.since_progress_s:.1f} s: the stall bound"
-                                  f"{where} is {self.stall_timeout_s:g} s; {self.iterations} iterations "
+                                  f"{where} is {bound:g} s; {self.iterations} iterations "
                                   "completed before it stopped")
         return None
 
@@ -138,9 +145,14 @@ class ProgressTracker:
         return fields
 
 
-#: Exceptions that ended threads, by thread ident: (summary, traceback).
-_thread_failures: dict[int, tuple[str, str]] = {}
+#: Exceptions that ended threads: (summary, traceback) by thread.
+_thread_failures: "weakref.WeakKeyDictionary[threading.Thread, tuple[str, str]]" = weakref.WeakKeyDictionary()
 _hook_lock = threading.Lock()
+
+
+def thread_failure(thread: threading.Thread) -> tuple[str, str] | None:
+    """``(summary, traceback)`` of the exception that ended ``thread``, if one did (and was recorded)."""
+    return _thread_failures.get(thread)
 
 
 def record_thread_failures() -> None:
@@ -151,11 +163,11 @@ def record_thread_failures() -> None:
             return
 
         def hook(args: threading.ExceptHookArgs) -> None:
-            if args.thread is not None and args.thread.ident is not None and args.exc_type is not SystemExit:
+            if args.thread is not None and args.exc_type is not SystemExit:
                 tb = "".join(traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback))
                 text = str(args.exc_value or "")
                 summary = f"{args.exc_type.__name__}: {text}" if text else args.exc_type.__name__
-                _thread_failures[args.thread.ident] = (summary, tb)
+                _thread_failures[args.thread] = (summary, tb)
             previous(args)
 
         hook._mosaic_records = True  # type: ignore[attr-defined]
@@ -340,8 +352,11 @@ class RunWatchdog:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.period_s):
-            if self.check():
-                return
+            try:
+                if self.check():
+                    return
+            except Exception as exc:  # the watchdog must outlive its own bugs
+                print(f"mosaic watchdog: check failed: {exc!r}", file=sys.stderr)
 
     def __enter__(self) -> "RunWatchdog":
         record_thread_failures()

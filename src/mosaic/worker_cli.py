@@ -28,7 +28,7 @@ from mosaic.lifecycle import (
     RunCancelled,
     RunControl,
     RunWatchdog,
-    _thread_failures,
+    thread_failure,
     thread_stacks,
 )
 from mosaic.runs import RunDir, RunStore, new_run_id, validate_run_id
@@ -148,7 +148,10 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
                            on_stuck_cancel=lambda reason: _abort_cancelled(program, context, reason))
     with Heartbeat(emitter, program.heartbeat_interval_s(config), progress), watchdog:
         try:
-            summary = program.make_runtime(config, context).run()
+            try:
+                summary = program.make_runtime(config, context).run()
+            finally:
+                progress.stop()  # the runtime is done: its threads may end now
         except RunCancelled as exc:
             emitter.run_cancelled(reason=str(exc))
             return EXIT_CANCELLED
@@ -163,10 +166,8 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
 def _abort_failed(program: WorkerProgram, context: WorkerContext, error_type: str, message: str) -> None:
     """The run cannot go on and its main thread may never return: report, clean up, exit now."""
     dead = context.progress.dead_threads()
-    if dead and dead[0][1].ident in _thread_failures:
-        detail = _thread_failures[dead[0][1].ident or 0][1]
-    else:
-        detail = "stuck at:\n" + thread_stacks()
+    cause = thread_failure(dead[0][1]) if dead else None
+    detail = cause[1] if cause else "stuck at:\n" + thread_stacks()
     if context.emitter.failure(error_type, message, detail) is None and context.emitter.terminal:
         return  # the run ended on its own meanwhile
     print(f"{program.name}: run failed: {error_type}: {message}\n{detail}", file=sys.stderr)

@@ -318,6 +318,7 @@ class RayWorkerRuntime:
             return {"timesteps_total": timesteps, "iterations": iteration, "episodes": episodes,
                     "final_checkpoint": str(final) if final else None}
         finally:
+            progress.stop()  # stopping the algorithm ends its learner threads
             if sinks is not None:
                 sinks.close()
             algo.stop()

@@ -150,6 +150,20 @@ def test_a_dead_learner_thread_fails_the_run_naming_it_within_seconds(tmp_path, 
     assert run.first("run_started") is not None
 
 
+def test_an_appo_run_that_finishes_is_not_mistaken_for_a_dead_learner(tmp_path, worker_runs):
+    """Stopping the algorithm ends RLlib's learner thread: after training, that is no failure."""
+    run = WorkerRun(tmp_path, {
+        "training": {"algorithm": "APPO", "total_timesteps": 300,
+                     "algo_params": {"train_batch_size_per_learner": 50, "rollout_fragment_length": 25,
+                                     "min_time_s_per_iteration": 0, "fcnet_hiddens": [16, 16]}},
+        "tensorboard": False})
+    worker_runs.append(run)
+    code = run.wait(300)
+    last = run.events()[-1]
+    assert code == 0 and last["type"] == "run_completed", (last, run.err_path.read_text()[-3000:])
+    assert any(e["type"] == "checkpoint_saved" for e in run.events())
+
+
 def freeze_env_runner(run: WorkerRun) -> psutil.Process:
     """Once an iteration has completed, SIGSTOP the (only) remote env runner: it never answers again."""
     wait_until(lambda: run.first("metrics") or run.proc.poll() is not None, 240, "a first iteration")
