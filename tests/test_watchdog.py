@@ -273,7 +273,7 @@ def test_sigterm_ends_a_worker_stuck_inside_training_as_cancelled_within_seconds
     sent = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     code, events, err = finish(proc, timeout=30)
-    assert time.monotonic() - sent < 15
+    assert time.monotonic() - sent < 20  # CANCEL_WAIT_S is 10 s
     assert code == EXIT_CANCELLED, err
     last = events[-1] if events else json.loads(lines[-1])
     assert last["type"] == "run_cancelled" and "SIGTERM" in last["reason"] and "safe point" in last["reason"]

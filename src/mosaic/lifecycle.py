@@ -300,9 +300,10 @@ class Heartbeat:
             self._thread.join(timeout=2)
 
 
-#: A cancelled run gets this long to reach a safe point (or twice its longest
-#: iteration so far, up to CANCEL_WAIT_MAX_S) before the watchdog ends it.
-CANCEL_WAIT_S = 5.0
+#: A cancelled run gets this long to reach a safe point (or three times its
+#: longest iteration so far, up to CANCEL_WAIT_MAX_S) before the watchdog ends
+#: it; launchers kill after 30 s.
+CANCEL_WAIT_S = 10.0
 CANCEL_WAIT_MAX_S = 20.0
 
 
@@ -331,7 +332,7 @@ class RunWatchdog:
         self._thread = threading.Thread(target=self._loop, name="mosaic-watchdog", daemon=True)
 
     def cancel_wait(self) -> float:
-        return min(CANCEL_WAIT_MAX_S, max(self.cancel_wait_s, 2 * self.progress.longest_iteration_s))
+        return min(CANCEL_WAIT_MAX_S, max(self.cancel_wait_s, 3 * self.progress.longest_iteration_s))
 
     def check(self) -> bool:
         """One look; True if it fired."""

@@ -216,7 +216,7 @@ def test_sigterm_while_training_is_stuck_cancels_the_run_within_seconds(tmp_path
     sent = time.monotonic()
     run.proc.send_signal(signal.SIGTERM)
     code = run.wait(60)
-    assert time.monotonic() - sent < 25  # the launcher's kill would come after 30 s
+    assert time.monotonic() - sent < 28  # the watchdog waits 10-20 s; the launcher's kill would come after 30 s
     last = run.events()[-1]
     assert code == 3 and last["type"] == "run_cancelled", last
     assert "SIGTERM" in last["reason"] and "safe point" in last["reason"]
