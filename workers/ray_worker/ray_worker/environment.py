@@ -8,7 +8,7 @@ for validation and ``--dry-run``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
@@ -16,6 +16,7 @@ import gymnasium as gym
 from mosaic.errors import ConfigError
 from mosaic.fastlane.config import FastLaneTarget
 from ray_worker.config import EnvironmentConfig
+from ray_worker.encoding import encode_observations, encodings
 from ray_worker.preprocessing import ImagePreprocess, is_image_space
 
 
@@ -50,6 +51,8 @@ class EnvInfo:
     action_spaces: dict[str, gym.Space]
     preprocessed: bool
     has_state: bool
+    #: agent -> how its observation was encoded (mosaic.spaces), for agents that needed it
+    encodings: dict[str, str] = field(default_factory=dict)
 
     def action_kinds(self) -> set[str]:
         return {space_kind(s) for s in self.action_spaces.values()}
@@ -59,6 +62,7 @@ class EnvInfo:
 
     def to_dict(self) -> dict[str, Any]:
         return {"agents": list(self.agents), "preprocessed": self.preprocessed,
+                "observation_encodings": dict(self.encodings),
                 "global_state": self.has_state,
                 "observation_spaces": {a: describe_space(s) for a, s in self.observation_spaces.items()},
                 "action_spaces": {a: describe_space(s) for a, s in self.action_spaces.items()}}
@@ -74,6 +78,7 @@ class EnvironmentFactory:
         self.critic_actions = critic_actions  # ... with every agent's previous action in it
         #: Where env runners publish frames; None (or disabled) = plain envs, zero cost.
         self.fastlane = fastlane if fastlane is not None and fastlane.config.enabled else None
+        self.encodings: dict[str, str] = {}  # set by make_pettingzoo
 
     def _wants_preprocessing(self, env: Any) -> bool:
         enabled = self.config.preprocessing.enabled
@@ -101,6 +106,10 @@ class EnvironmentFactory:
                                   f"{cfg.env_id} has non-image observations for {bad[:3]}; set it to false")
             p = cfg.preprocessing
             env = ImagePreprocess(env, tuple(p.resize), p.grayscale, p.frame_stack)
+        # Discrete, 2-D Box, Tuple, ... observations → flat vectors; images keep the CNN path
+        self.encodings = {} if preprocess else encodings(env)
+        if not preprocess:
+            env = encode_observations(env, parallel=has_parallel)
         if self.global_state:
             from ray_worker.global_state import GlobalStateObservations, StateImage
 
@@ -118,7 +127,8 @@ class EnvironmentFactory:
                 env = parallel_to_aec(env)
             else:
                 env.close()
-                env = make_env(cfg.family, cfg.env_id, "AEC", cfg.env_kwargs, render_mode)
+                env = encode_observations(make_env(cfg.family, cfg.env_id, "AEC", cfg.env_kwargs, render_mode),
+                                          parallel=False)
         if cfg.api_type == "AEC" and any(space_kind(env.observation_space(a)) == "masked_discrete"
                                          for a in env.possible_agents):
             from ray_worker.illegal_moves import IllegalMoveMonitor
@@ -133,7 +143,8 @@ class EnvironmentFactory:
             info = EnvInfo(agents=agents,
                            observation_spaces={a: env.observation_space(a) for a in agents},
                            action_spaces={a: env.action_space(a) for a in agents},
-                           preprocessed=preprocessed, has_state=_has_state(env))
+                           preprocessed=preprocessed, has_state=_has_state(env),
+                           encodings=dict(self.encodings))
         finally:
             env.close()
         return info
