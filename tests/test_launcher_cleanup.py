@@ -10,7 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from mosaic.fastlane.shm import SHM_DIR, list_segments
+from mosaic.fastlane.ring import RingReader
+from mosaic.fastlane.shm import SHM_DIR, FastLaneError, list_segments
 
 
 def wait_until(predicate, timeout: float, what: str):
@@ -20,6 +21,17 @@ def wait_until(predicate, timeout: float, what: str):
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.05)
     return value
+
+
+def frames_published(run_id: str) -> bool:
+    """The run's segment exists and holds at least one frame (so there is a last frame to keep)."""
+    for name in list_segments(run_id):
+        try:
+            with RingReader(name) as reader:
+                return reader.frames_written > 0
+        except (FastLaneError, OSError):
+            return False
+    return False
 
 
 def test_mosaic_run_removes_the_segments_of_a_worker_killed_by_sigkill(tmp_path):
@@ -35,9 +47,9 @@ def test_mosaic_run_removes_the_segments_of_a_worker_killed_by_sigkill(tmp_path)
     try:
         def running_run() -> Path | None:
             runs = [p for p in (home / "trainer" / "runs").glob("[!.]*") if (p / "analytics.json").is_file()]
-            return runs[0] if runs and list_segments(runs[0].name) else None
+            return runs[0] if runs and frames_published(runs[0].name) else None
 
-        run_dir = wait_until(running_run, 60, "the worker's FastLane segment")
+        run_dir = wait_until(running_run, 60, "the worker's first FastLane frame")
         run_id = run_dir.name
         pid = json.loads((run_dir / "analytics.json").read_text())["pid"]
         os.kill(pid, signal.SIGKILL)

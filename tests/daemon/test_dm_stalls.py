@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from dm_helpers import random_config, wait_until
-from mosaic.fastlane.shm import SHM_DIR, list_segments
+from mosaic.fastlane.ring import RingReader
+from mosaic.fastlane.shm import SHM_DIR, FastLaneError, list_segments
 
 # Started as the `random` worker's interpreter: for seeds 7070/7071 it is a worker
 # that stays alive (heartbeats every 0.2 s) but whose heartbeats say it is stuck;
@@ -50,12 +51,23 @@ STUCK_WRAPPER = textwrap.dedent(f"""\
     """)
 
 
+def frames_published(run_id: str) -> bool:
+    """The run's segment exists and holds at least one frame (so there is a last frame to keep)."""
+    for name in list_segments(run_id):
+        try:
+            with RingReader(name) as reader:
+                return reader.frames_written > 0
+        except (FastLaneError, OSError):
+            return False
+    return False
+
+
 def test_a_worker_killed_while_publishing_frames_leaves_no_segment(daemon_factory):
     d = daemon_factory("--heartbeat-timeout", "30")
     run_id = d.submit(random_config(fastlane={"enabled": True, "fps": 0, "max_overhead": 0}))
     try:
         info = d.wait_state(run_id, "RUNNING")
-        wait_until(lambda: list_segments(run_id), 60, "the worker's FastLane segment")
+        wait_until(lambda: frames_published(run_id), 60, "the worker's first FastLane frame")
         os.kill(info.pid, signal.SIGKILL)  # no chance to unlink anything itself
         info = d.wait_state(run_id, "FAILED", timeout=30)
         assert info.exit_signal == "SIGKILL"
