@@ -19,7 +19,7 @@ import ray_worker  # noqa: F401  (registers A2C)
 from mosaic.errors import ConfigError
 from ray_support import TINY, TrainedRun, merge, train
 from ray_worker import algo_params
-from ray_worker.algorithms import MASKABLE
+from ray_worker.algorithms import MASKABLE, MASKED_MODULE_NAMES
 from ray_worker.modules import MASKED_MODULES
 from test_policy_actor import assert_actor_parity
 
@@ -83,6 +83,7 @@ def test_masked_modules_mask_every_forward_path(algo):
     from ray_worker.algorithms import _config_class
 
     assert set(MASKABLE) == set(MASKED_MODULES)
+    assert {a: MASKED_MODULES[a].__name__ for a in MASKED_MODULES} == MASKED_MODULE_NAMES
     n_actions, rng = 9, np.random.default_rng(0)
     space = gym.spaces.Dict({"observation": gym.spaces.Box(0, 1, (3, 3, 2), np.float32),
                              "action_mask": gym.spaces.Box(0, 1, (n_actions,), np.int8)})
@@ -149,6 +150,24 @@ def test_trains_or_is_refused_naming_the_field(algo, kind, runs):
         assert episodes, f"{algo} finished no {KINDS[kind]['environment']['env_id']} hand"
         assert sum(e["illegal_actions"] for e in episodes) == 0
         assert all(m["illegal_actions"] == 0 for m in metrics)
+
+
+def test_every_trained_combination_plays_full_evaluation_episodes(runs):
+    """``run_evaluation`` (what ``mosaic eval`` runs) plays every agent with its own trained module."""
+    from ray_worker import EvaluationConfig, RayPolicyController, run_evaluation
+
+    for algo, kind in CASES:
+        if (algo, kind) in REFUSED:
+            continue
+        run = runs(algo, kind)
+        controller = RayPolicyController.from_checkpoint(run.of_type("checkpoint_saved")[-1]["path"])
+        mapping = run.events[0]["modules"]["modules"]
+        assert {a: act.module_id for a, act in controller.actors.items()} == {
+            agent: module for module, agents in mapping.items() for agent in agents}, f"{algo}-{kind}"
+        results = run_evaluation(EvaluationConfig(controller=controller, num_episodes=2, save=False))
+        assert [e.length > 0 for e in results.episodes] == [True, True], f"{algo}-{kind}"
+        assert set(results.per_agent) == set(controller.actors), f"{algo}-{kind}"
+        assert all(set(e.players.values()) <= set(mapping) for e in results.episodes), f"{algo}-{kind}"
 
 
 def test_every_trained_combination_evaluates_with_parity_without_ray(runs, tmp_path):
