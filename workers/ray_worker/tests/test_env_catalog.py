@@ -70,7 +70,7 @@ CASES = _cases()
 
 
 def tiny_config(family: str, env_id: str, kwargs: dict, policy_configuration: str) -> dict:
-    return {"policy_configuration": policy_configuration,
+    return {"policy_configuration": policy_configuration, "resources": {"num_workers": 0},
             "environment": {"family": family, "env_id": env_id, "api_type": _api(family, env_id),
                             "env_kwargs": kwargs,
                             "preprocessing": {"resize": [16, 16], "frame_stack": 1}},
