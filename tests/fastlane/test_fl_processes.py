@@ -25,7 +25,9 @@ def read_under_contention(name: str, geometry: Geometry, until_frames: int, time
     buf = reader.new_buffer()
     deadline = time.monotonic() + timeout
     try:
-        while reader.frames_written < until_frames and time.monotonic() < deadline:
+        # A reader that starts late on a busy machine may find the writer done: it still
+        # reads (the writer holds its last frames) until it has checked at least one frame.
+        while (reader.frames_written < until_frames or seen == 0) and time.monotonic() < deadline:
             frame = reader.latest(out=buf)
             if frame is not None:
                 check(frame, geometry)  # a torn copy would fail here: it must never come back
