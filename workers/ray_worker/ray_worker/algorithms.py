@@ -101,6 +101,11 @@ def resolve(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLayout) -> dict[st
                  **sections.get("reporting", {})}
     if algo in ("IMPALA", "APPO"):
         reporting.setdefault("min_time_s_per_iteration", 1)
+    else:
+        # RLlib's SAC defaults to iterations of at least 1 s, so how many env steps one
+        # iteration holds would depend on the machine's speed; here an iteration is one
+        # sampling and training step everywhere (as DQN's and PPO's already are).
+        reporting.setdefault("min_time_s_per_iteration", 0)
     ctde = cfg.policy_configuration is PolicyConfiguration.SHARED_VALUE_FUNCTION
     if ctde:
         training["learner_class"] = "ray_worker.ctde.CTDEPPOTorchLearner"
