@@ -125,9 +125,12 @@ def test_progress_resets_the_clock_and_a_pause_stops_it():
     assert progress.problem() is None
     fields = progress.heartbeat_fields()
     assert fields["iterations"] == 6 and fields["since_progress_s"] == 9.0 and fields["stall_timeout_s"] == 10.0
-    progress.stop()  # training over: no bound any more
-    now[0] += 1000
+    progress.stop()  # training over: the bound now covers the way out only
+    assert progress.heartbeat_fields()["stall_timeout_s"] is None
+    now[0] += 9.0
     assert progress.problem() is None
+    now[0] += 1000
+    assert progress.problem()[0] == "StalledRun" and "shutting down" in progress.problem()[1]
 
 
 def test_real_ticks_keep_a_run_alive_until_they_stop():
@@ -171,6 +174,44 @@ def test_a_cancel_honoured_at_a_safe_point_is_left_to_the_runtime():
             control.checkpoint()
         time.sleep(0.8)
     assert out.cancels == [] and out.failures == []
+
+
+def test_a_cancel_whose_cleanup_never_ends_is_ended_at_the_deadline():
+    """Reaching the safe point is not enough: a library's shutdown can wait for ever on a frozen process."""
+    control = RunControl()
+    dog, out = watchdog(ProgressTracker(), control, cancel_wait_s=0.2, cancel_deadline_s=0.6)
+    with dog:
+        control.request_cancel("received SIGTERM")
+        with pytest.raises(Exception):
+            control.checkpoint()  # honoured; the runtime's cleanup then hangs
+        wait_until(lambda: out.cancels, 10, "the stuck cleanup to be ended")
+    assert "received SIGTERM" in out.cancels[0] and "cleanup" in out.cancels[0]
+    assert out.failures == []
+
+
+def test_a_shutdown_that_outlasts_the_stall_bound_fails_the_run():
+    progress = ProgressTracker()
+    progress.start(0.3, "training.stall_timeout_s")
+    progress.tick(4)
+    dog, out = watchdog(progress)
+    with dog:
+        progress.stop()  # training ended; the final checkpoint or the library's cleanup hangs
+        wait_until(lambda: out.failures, 10, "the stalled shutdown")
+    kind, message = out.failures[0]
+    assert kind == "StalledRun" and "shutting down" in message and "0.3 s" in message
+    assert "4 iterations" in message
+
+
+def test_a_quick_shutdown_after_training_is_no_stall():
+    progress = ProgressTracker()
+    progress.start(0.3, "bound")
+    dog, out = watchdog(progress)
+    with dog:
+        progress.tick(1)
+        progress.stop()
+        progress.stop()  # the runtime and the worker's entry point both say so
+        time.sleep(0.1)
+    assert out.failures == [] and progress.shutdown_stalled() is None
 
 
 def test_a_terminal_event_is_written_once():

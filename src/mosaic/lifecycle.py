@@ -58,10 +58,13 @@ class ProgressTracker:
         self._held = False
         self._longest_iteration_s = 0.0
         self._threads: list[tuple[str, threading.Thread]] = []
+        self._stopped_at: float | None = None
+        self._wind_down_bound: float | None = None
 
     def start(self, stall_timeout_s: float | None, source: str = "") -> None:
         """Expect a tick at least every ``stall_timeout_s`` seconds from now (None: no bound)."""
         with self._lock:
+            self._stopped_at = self._wind_down_bound = None
             self.stall_timeout_s = stall_timeout_s
             self.bound_source = source
             self._last, self._last_wall = self._clock(), time.time()
@@ -69,9 +72,14 @@ class ProgressTracker:
     def stop(self) -> None:
         """Training is over (final checkpoint, shutdown, or an error on its way out).
 
-        No more ticks are expected, and the watched threads may now end.
+        No more ticks are expected, and the watched threads may now end. The
+        stall bound still covers the way out: a run whose shutdown outlasts it
+        (a library waiting for ever on a frozen process) is stalled too.
         """
         with self._lock:
+            if self._stopped_at is None:
+                self._stopped_at = self._clock()
+                self._wind_down_bound = None if self._held else self.stall_timeout_s
             self.stall_timeout_s = None
             self._threads.clear()
 
@@ -113,6 +121,14 @@ class ProgressTracker:
             bound, held, since = self.stall_timeout_s, self._held, self._clock() - self._last
         return bound if bound is not None and not held and since > bound else None
 
+    def shutdown_stalled(self) -> tuple[float, float] | None:
+        """``(seconds since training ended, bound)`` if the way out outlasted the stall bound."""
+        with self._lock:
+            if self._stopped_at is None or self._wind_down_bound is None:
+                return None
+            since = self._clock() - self._stopped_at
+            return (since, self._wind_down_bound) if since > self._wind_down_bound else None
+
     def dead_threads(self) -> list[tuple[str, threading.Thread]]:
         with self._lock:
             return [(role, t) for role, t in self._threads if t.ident is not None and not t.is_alive()]
@@ -130,6 +146,12 @@ class ProgressTracker:
             return "StalledRun", (f"no training progress for {self.since_progress_s:.1f} s: the stall bound"
                                   f"{where} is {bound:g} s; {self.iterations} iterations "
                                   "completed before it stopped")
+        shutdown = self.shutdown_stalled()
+        if shutdown is not None:
+            where = f" ({self.bound_source})" if self.bound_source else ""
+            return "StalledRun", (f"training ended {shutdown[0]:.1f} s ago but the run has not finished "
+                                  f"shutting down (final checkpoint, the library's cleanup): the stall bound"
+                                  f"{where} is {shutdown[1]:g} s; {self.iterations} iterations completed")
         return None
 
     def heartbeat_fields(self) -> dict[str, Any]:
@@ -305,6 +327,10 @@ class Heartbeat:
 #: it; launchers kill after 30 s.
 CANCEL_WAIT_S = 10.0
 CANCEL_WAIT_MAX_S = 20.0
+#: A cancelled run that reached its safe point must have ended this long after
+#: the request (final checkpoint and cleanup included), or the watchdog ends
+#: it where it is: a library's cleanup can wait for ever on a frozen process.
+CANCEL_DEADLINE_S = 25.0
 
 
 class RunWatchdog:
@@ -314,19 +340,23 @@ class RunWatchdog:
     registered thread died, no progress within the bound) and calls
     ``on_failure(error_type, message)``; and when a cancel was asked for but
     the runtime has not reached a safe point in time (stuck inside the
-    library), it calls ``on_stuck_cancel(message)``. Either callback is
-    expected to end the process; the watchdog fires at most once.
+    library), or reached it but its cleanup has not ended by
+    ``cancel_deadline_s`` after the request, it calls
+    ``on_stuck_cancel(message)``. Either callback is expected to end the
+    process; the watchdog fires at most once.
     """
 
     def __init__(self, progress: ProgressTracker, control: RunControl,
                  on_failure: Callable[[str, str], None], on_stuck_cancel: Callable[[str], None],
-                 period_s: float = 0.5, cancel_wait_s: float = CANCEL_WAIT_S) -> None:
+                 period_s: float = 0.5, cancel_wait_s: float = CANCEL_WAIT_S,
+                 cancel_deadline_s: float = CANCEL_DEADLINE_S) -> None:
         self.progress = progress
         self.control = control
         self.on_failure = on_failure
         self.on_stuck_cancel = on_stuck_cancel
         self.period_s = period_s
         self.cancel_wait_s = cancel_wait_s
+        self.cancel_deadline_s = cancel_deadline_s
         self.fired = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="mosaic-watchdog", daemon=True)
@@ -337,12 +367,18 @@ class RunWatchdog:
     def check(self) -> bool:
         """One look; True if it fired."""
         control = self.control
-        if control.cancel_requested and not control.cancel_honoured:
+        if control.cancel_requested:
             waited = time.monotonic() - (control.cancel_requested_at or time.monotonic())
-            if waited > self.cancel_wait():
+            if not control.cancel_honoured and waited > self.cancel_wait():
                 self.fired = True
                 self.on_stuck_cancel(f"{control.cancel_reason}; the run did not reach a safe point within "
                                      f"{waited:.1f} s and was stopped where it was (no final checkpoint)")
+                return True
+            if control.cancel_honoured and waited > self.cancel_deadline_s:
+                self.fired = True
+                self.on_stuck_cancel(f"{control.cancel_reason}; the run reached a safe point but its cleanup "
+                                     f"(final checkpoint, the library's shutdown) had not ended {waited:.1f} s "
+                                     "after the request, and it was stopped where it was")
                 return True
         problem = None if control.cancel_requested else self.progress.problem()
         if problem is not None:

@@ -109,6 +109,10 @@ def common_properties(*, lr: float | None = 5e-4, train_batch_size_per_learner: 
         "'auto' splits the train batch evenly across runners and environments.",
         "rollout", _at("env_runners", "rollout_fragment_length"), minimum=1,
         anyOf=[{"type": "integer"}, {"const": "auto"}], **note("rollout_fragment_length"))
+    props["sample_timeout_s"] = _prop(
+        "number", 60.0, "Seconds the driver waits for remote env runners' samples in one call before it "
+        "goes on without them (a slow env needs more).", "rollout", _at("env_runners", "sample_timeout_s"),
+        exclusiveMinimum=0)
     props["fcnet_hiddens"] = _prop(
         "array", [64, 64], "Sizes of the hidden layers of the fully connected network, input to output.",
         "model", _at("model", "fcnet_hiddens"), items={"type": "integer", "minimum": 1}, minItems=1,
