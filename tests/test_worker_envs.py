@@ -8,89 +8,21 @@ edited; uv's shared cache keeps every build after the first at a few seconds.
 from __future__ import annotations
 
 import json
-import re
-import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy
 import pytest
 
-from cli_support import REPO, run_cli
+from cli_support import run_cli
+from envs_support import PINNED, WORKER, Lab, assert_one_line_error, build_ok, make_lab
 from mosaic import worker_envs
 from mosaic.discovery import DiscoveredWorker
 from mosaic.errors import ConfigError, UserError
 from mosaic.launcher import WorkerProcess
-from mosaic.runs import RunStore
+from mosaic.runs import RunDir, RunStore
 
-FIXTURE = REPO / "tests" / "fixtures" / "numpy1_worker"
-WORKER = "numpy1"
-PINNED = "1.26.4"
-BUILD_TIMEOUT_S = 900  # a cold uv cache on a busy machine; warm builds take seconds
-
-
-@dataclass
-class Lab:
-    """A copy of the test worker, a MOSAIC_HOME, and the CLI pointed at both."""
-
-    home: Path
-    workers: Path
-
-    @property
-    def tree(self) -> Path:
-        return self.workers / "numpy1_worker"
-
-    @property
-    def env(self) -> Path:
-        return self.home / "envs" / WORKER
-
-    def cli(self, *args: str) -> subprocess.CompletedProcess:
-        return run_cli("envs", *args, home=self.home, timeout=BUILD_TIMEOUT_S,
-                       env={"MOSAIC_WORKER_PATH": str(self.workers)})
-
-    def set_pins(self, toml_value: str) -> None:
-        path = self.tree / "pyproject.toml"
-        text, count = re.subn(r"(?m)^requirements = .*$", f"requirements = {toml_value}", path.read_text())
-        assert count == 1
-        path.write_text(text)
-
-    def record(self) -> dict:
-        return json.loads((self.env / worker_envs.RECORD_NAME).read_text())
-
-    def listed(self) -> dict[str, dict]:
-        proc = self.cli("list", "--json")
-        assert proc.returncode == 0, proc.stderr
-        return {row["worker"]: row for row in json.loads(proc.stdout)["envs"]}
-
-    def env_numpy(self) -> str:
-        proc = subprocess.run([str(worker_envs.python_in(self.env)), "-c", "import numpy; print(numpy.__version__)"],
-                              capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0, proc.stderr
-        return proc.stdout.strip()
-
-
-def make_lab(root: Path) -> Lab:
-    lab = Lab(root / "home", root / "workers")
-    shutil.copytree(FIXTURE, lab.tree, ignore=shutil.ignore_patterns("*.egg-info", "build", "__pycache__"))
-    return lab
-
-
-def build_ok(lab: Lab, *extra: str) -> subprocess.CompletedProcess:
-    proc = lab.cli("build", WORKER, *extra)
-    assert proc.returncode == 0, proc.stderr
-    return proc
-
-
-def assert_one_line_error(proc: subprocess.CompletedProcess, code: int, *fragments: str) -> str:
-    assert proc.returncode == code, (proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr
-    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("mosaic: error: ")]
-    assert len(errors) == 1, proc.stderr
-    for fragment in fragments:
-        assert fragment in errors[0]
-    return errors[0]
 
 
 @pytest.fixture(scope="module")
@@ -299,3 +231,88 @@ def test_pip_config_files_are_read_and_environment_variables_win(tmp_path, monke
     assert sources.uv_env()["SSL_CERT_FILE"] == "/srv/ca.pem"
     monkeypatch.setenv("PIP_FIND_LINKS", "/srv/env-wheels")
     assert worker_envs.pip_sources().find_links == ("/srv/env-wheels",)
+
+
+# -- discovery, `mosaic run` and the catalog with a worker MOSAIC cannot import ----------
+def test_discovery_describes_it_with_its_own_interpreter(built, monkeypatch, tmp_path):
+    from mosaic import describe
+    from mosaic.discovery import discover_workers
+
+    monkeypatch.setenv("MOSAIC_WORKER_PATH", str(built.workers))
+    monkeypatch.setenv("MOSAIC_HOME", str(built.home))
+    monkeypatch.setenv(describe.CACHE_VAR, str(tmp_path / "cache"))
+    assert subprocess.run([sys.executable, "-c", "import numpy1_worker"],  # MOSAIC's interpreter cannot …
+                          capture_output=True).returncode != 0
+    found = discover_workers()
+    worker = found.get(WORKER)  # … yet discovery knows it, from its own environment
+    assert worker.python == built.record()["interpreter"]
+    assert worker.metadata.upstream_library == "numpy" and worker.metadata.upstream_version == PINNED
+    assert worker.capabilities.algorithms == ("random_walk",)
+    assert describe.problems(dict(worker.description)) == []
+    assert worker.description["versions"]["numpy"] == PINNED
+    assert worker.description["python"] == worker.python
+    assert worker.description["envs"] == {"walk": ["gaussian_walk_v0"]}
+    assert {"random", "ray"} <= set(found.names())  # the others are still there, in MOSAIC's interpreter
+    assert found.get("random").python is None
+    cached = list((tmp_path / "cache" / "describe").glob("*.json"))
+    assert len(cached) == 1  # described once; the next discovery reads the cache
+    assert discover_workers().get(WORKER).description == worker.description
+
+    proc = run_cli("workers", "--json", home=built.home,
+                   env={"MOSAIC_WORKER_PATH": str(built.workers), describe.CACHE_VAR: str(tmp_path / "cache")})
+    assert proc.returncode == 0, proc.stderr
+    row = next(w for w in json.loads(proc.stdout)["workers"] if w["name"] == WORKER)
+    assert row["own_environment"] and row["python"] == worker.python
+    assert row["metadata"]["upstream_version"] == PINNED
+
+
+def test_mosaic_run_runs_it_in_its_own_environment(built, tmp_path):
+    config = tmp_path / "numpy1.json"
+    config.write_text(json.dumps({"worker": WORKER, "seed": 5, "total_timesteps": 200, "steps_per_iteration": 100}))
+    env = {"MOSAIC_WORKER_PATH": str(built.workers)}
+    dry = run_cli("run", str(config), "--dry-run", home=built.home, env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert json.loads(dry.stdout)["config"]["total_timesteps"] == 200
+    proc = run_cli("run", str(config), "--run-id", "np1", home=built.home, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    run = RunDir(RunStore(built.home).path_for("np1"))
+    events = list(run.iter_events())
+    assert {e["numpy_version"] for e in events if e["type"] == "metrics"} == {PINNED}
+    assert run.read_manifest()["python"] == built.record()["interpreter"]
+    assert run.read_manifest()["status"] == "completed"
+
+
+def test_a_missing_environment_is_a_broken_worker_naming_the_build_command(tmp_path):
+    from mosaic.discovery import discover_workers
+
+    lab = make_lab(tmp_path)  # not built
+    env = {"MOSAIC_WORKER_PATH": str(lab.workers)}
+    proc = run_cli("workers", home=lab.home, env=env)
+    assert proc.returncode == 0, proc.stderr
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith(f"broken: {WORKER} "))
+    assert "missing" in line and f"`mosaic envs build {WORKER}`" in line
+    assert any(ln.startswith("random ") for ln in proc.stdout.splitlines())  # the others still work
+    config = tmp_path / "numpy1.json"
+    config.write_text(json.dumps({"worker": WORKER}))
+    proc = run_cli("run", str(config), home=lab.home, env=env)
+    assert_one_line_error(proc, 2, f"{WORKER!r} is installed but broken", f"`mosaic envs build {WORKER}`")
+    assert not (lab.home / "runs").exists() or not list((lab.home / "runs").iterdir())
+
+
+def test_an_environment_without_the_workers_library_is_a_broken_worker(lab, monkeypatch, tmp_path):
+    from mosaic import describe
+    from mosaic.discovery import discover_workers
+
+    monkeypatch.setenv(describe.CACHE_VAR, str(tmp_path / "cache"))
+    monkeypatch.setenv("MOSAIC_HOME", str(lab.home))
+    python = worker_envs.python_in(lab.env)
+    proc = subprocess.run([worker_envs.uv_binary(), "pip", "uninstall", "--python", str(python), "numpy"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    found = discover_workers()
+    reason = next(b.reason for b in found.broken if b.name == WORKER)
+    assert "numpy is not installed" in reason and str(python) in reason
+    assert f"mosaic envs build {WORKER} --force" in reason
+    assert "random" in found.names()
+    with pytest.raises(UserError, match="installed but broken"):
+        found.get(WORKER)

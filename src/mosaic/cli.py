@@ -42,7 +42,8 @@ def cmd_workers(args: argparse.Namespace) -> int:
     workers = found.filter(args.env_family, args.paradigm, args.algorithm)
     if args.json:
         print(json.dumps({
-            "workers": [{"name": w.name, "entry_point": w.entry_point,
+            "workers": [{"name": w.name, "entry_point": w.entry_point, "python": w.python or sys.executable,
+                         "own_environment": w.python is not None,
                          "metadata": w.metadata.to_dict(), "capabilities": w.capabilities.to_dict()}
                         for w in workers],
             "broken": [{"name": b.name, "entry_point": b.entry_point, "reason": b.reason}
@@ -50,8 +51,9 @@ def cmd_workers(args: argparse.Namespace) -> int:
         return 0
     rows = [[w.name, w.metadata.version, f"{w.metadata.upstream_library} {w.metadata.upstream_version}",
              ",".join(w.capabilities.algorithms), ",".join(w.capabilities.env_families),
-             ",".join(w.capabilities.policy_configurations)] for w in workers]
-    print(_table(rows, ["WORKER", "VERSION", "UPSTREAM", "ALGORITHMS", "ENV FAMILIES", "POLICIES"])
+             ",".join(w.capabilities.policy_configurations),
+             "own" if w.python else "mosaic's"] for w in workers]
+    print(_table(rows, ["WORKER", "VERSION", "UPSTREAM", "ALGORITHMS", "ENV FAMILIES", "POLICIES", "PYTHON ENV"])
           if rows else "no workers match")
     for b in found.broken:
         print(f"broken: {b.name} ({b.entry_point}): {b.reason}")
@@ -106,10 +108,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     store = RunStore()
     if store.exists(run_id):
         raise UserError(f"run_id: a run named {run_id!r} already exists")
+    if args.dry_run:  # the worker's own check, in its own interpreter; nothing is written
+        proc = subprocess.run([*worker_command(worker), "--dry-run", "--config", "-"],
+                              input=json.dumps({**data, "worker": name, "run_id": run_id}), text=True)
+        return proc.returncode
     config = validate_config(worker, {**data, "worker": name, "run_id": run_id})
     run = store.create(run_id, config, {
         "worker": name, "worker_version": worker.metadata.version, "status": "created",
         "created_at": time.time(), "host": host_info(), "versions": package_versions(["mosaic-marl"]),
+        "python": worker.python or sys.executable,
     })
     view = ProgressView()
     print(f"run folder: {run.root}", file=sys.stderr)
@@ -472,6 +479,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", nargs="?", help="config JSON; omitted: the default worker's default config")
     p.add_argument("--worker", help="worker name (overrides the config's \"worker\")")
     p.add_argument("--run-id", help="run id (default: time-sortable and random)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="let the worker check the config as a run would and show what it would use; "
+                        "no run folder, no training")
     p.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="override one config value (JSON value), e.g. --set training.total_timesteps=4000")
     p.set_defaults(func=cmd_run)

@@ -175,3 +175,98 @@ def explain(cls: type, path: str = "") -> list[str]:
         note = f" ({'; '.join(extra)})" if extra else ""
         lines.append(f"{field_path} = {to_dict(default)!r}: {f.metadata.get('help', '')}{note}")
     return lines
+
+
+# -- JSON Schema --------------------------------------------------------------------
+def _type_schema(tp: Any) -> dict[str, Any]:
+    """The JSON Schema of what :func:`_convert` accepts for ``tp``."""
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        options = [_type_schema(t) for t in typing.get_args(tp)]
+        return options[0] if len(options) == 1 else {"anyOf": options}
+    if tp is type(None):
+        return {"type": "null"}
+    if tp is Any:
+        return {}
+    if dataclasses.is_dataclass(tp):
+        return _object_schema(tp)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):  # by name, any case
+        names = [m.name for m in tp]
+        return {"type": "string", "enum": names + [n.lower() for n in names if n.lower() != n]}
+    if origin in (dict, Mapping) or tp in (dict, Mapping):
+        args = typing.get_args(tp)
+        return {"type": "object", **({"additionalProperties": _type_schema(args[1])} if len(args) == 2 else {})}
+    if origin in (list, tuple) or tp in (list, tuple):
+        args = [a for a in typing.get_args(tp) if a is not Ellipsis]
+        return {"type": "array", **({"items": _type_schema(args[0])} if args else {})}
+    if tp is bool:
+        return {"type": "boolean"}
+    if tp is int:  # an integral float (2.0) is accepted too
+        return {"type": "integer"}
+    if tp is float:
+        return {"type": "number"}
+    if tp is str:
+        return {"type": "string"}
+    return {}
+
+
+def _object_schema(cls: type) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        schema = _type_schema(hints[f.name])
+        meta = f.metadata
+        if meta.get("help"):
+            schema["description"] = meta["help"]
+        if f.default is not _MISSING:
+            schema["default"] = to_dict(f.default)
+        elif f.default_factory is not _MISSING:
+            schema["default"] = to_dict(f.default_factory())
+        else:
+            required.append(f.name)
+        if meta.get("choices"):  # None (when allowed) is not checked against the choices
+            allowed = [to_dict(c) for c in meta["choices"]]
+            schema = {"anyOf": [{"type": "null"}, {**schema, "enum": allowed}]} if "null" in json_types(schema) \
+                else {**schema, "enum": allowed}
+        for key, word in (("min", "minimum"), ("max", "maximum")):
+            if meta.get(key) is not None:
+                schema = _bounded(schema, word, meta[key])
+        properties[f.name] = schema
+    out: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        out["required"] = required
+    if cls.__doc__ and not cls.__doc__.startswith(f"{cls.__name__}("):
+        out["description"] = cls.__doc__.strip().splitlines()[0]
+    return out
+
+
+def json_types(schema: Mapping[str, Any]) -> set[str]:
+    """The JSON types a (sub)schema names, through ``anyOf``."""
+    found = {schema["type"]} if isinstance(schema.get("type"), str) else set(schema.get("type") or ())
+    for option in schema.get("anyOf", ()):
+        found |= json_types(option)
+    return found
+
+
+def _bounded(schema: dict[str, Any], word: str, bound: float) -> dict[str, Any]:
+    """Put a bound on the numeric branch(es) of ``schema``."""
+    if "anyOf" in schema:
+        return {**schema, "anyOf": [_bounded(dict(o), word, bound) if json_types(o) & {"integer", "number"}
+                                    else o for o in schema["anyOf"]]}
+    return {**schema, word: bound} if json_types(schema) & {"integer", "number"} else schema
+
+
+def json_schema(cls: type, *, title: str | None = None) -> dict[str, Any]:
+    """JSON Schema (2020-12) of the JSON that :func:`from_dict` accepts for ``cls``.
+
+    Types from the annotations, ``description`` from ``help``, ``default``,
+    ``enum`` from ``choices`` (enums: their names, in either case), ``minimum``
+    and ``maximum`` from the bounds, ``required`` for fields without a default,
+    and no unknown keys. Checks a config class makes in code beyond its fields
+    (one field against another) are not in it.
+    """
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **({"title": title} if title else {}),
+            **_object_schema(cls)}

@@ -1,19 +1,24 @@
 """Find workers through the ``mosaic.workers`` entry-point group.
 
 Each entry point names a callable returning ``(WorkerMetadata,
-WorkerCapabilities)``. A plugin that fails to load or describes itself wrongly
-is reported as :class:`BrokenWorker` with its reason; it never hides the
-others.
+WorkerCapabilities)``. Workers installed in MOSAIC's own environment are
+described in-process (their entry-point modules are cheap to import). A
+worker that declares a Python environment of its own
+(``mosaic.worker_envs``) is described by that environment's interpreter
+(``--describe``, cached by ``mosaic.describe``): MOSAIC never imports it. A
+plugin that fails to load, describes itself wrongly, or whose environment is
+missing or broken is reported as :class:`BrokenWorker` with its reason; it
+never hides the others.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 from mosaic.errors import UserError
-from mosaic.worker import WorkerCapabilities, WorkerMetadata
+from mosaic.worker import ResourceEstimate, WorkerCapabilities, WorkerMetadata
 
 ENTRY_POINT_GROUP = "mosaic.workers"
 
@@ -24,10 +29,16 @@ class DiscoveredWorker:
     entry_point: str
     metadata: WorkerMetadata
     capabilities: WorkerCapabilities
+    #: The interpreter of the worker's own environment; None: MOSAIC's interpreter.
+    python: str | None = None
+    #: Its describe document, when discovery already has it (workers in their own environment).
+    description: Mapping[str, Any] | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property
     def cli_module(self) -> str:
         """Module run as ``python -m <cli_module>``: the plugin package's ``cli``."""
+        if self.description and self.description.get("cli_module"):
+            return str(self.description["cli_module"])
         package = self.entry_point.split(":", 1)[0].split(".", 1)[0]
         return f"{package}.cli"
 
@@ -80,18 +91,41 @@ def _describe(ep: metadata.EntryPoint) -> DiscoveredWorker:
     if not isinstance(meta, WorkerMetadata) or not isinstance(caps, WorkerCapabilities):
         raise TypeError(f"{ep.value}() returned ({type(meta).__name__}, {type(caps).__name__}), "
                         "expected (WorkerMetadata, WorkerCapabilities)")
-    if caps.worker_type != ep.name:
-        raise ValueError(f"worker_type {caps.worker_type!r} does not match entry-point name {ep.name!r}")
+    return _checked(ep.name, ep.value, meta, caps)
+
+
+def _checked(name: str, entry_point: str, meta: WorkerMetadata, caps: WorkerCapabilities,
+             **extra: Any) -> DiscoveredWorker:
+    if caps.worker_type != name:
+        raise ValueError(f"worker_type {caps.worker_type!r} does not match entry-point name {name!r}")
     problems = caps.problems()
     if problems:
         raise ValueError("; ".join(problems))
-    return DiscoveredWorker(ep.name, ep.value, meta, caps)
+    return DiscoveredWorker(name, entry_point, meta, caps, **extra)
 
 
-def discover_workers(group: str = ENTRY_POINT_GROUP) -> Discovery:
+def from_description(document: Mapping[str, Any], python: str | None = None) -> DiscoveredWorker:
+    """A worker from its describe document (``mosaic.describe``); ValueError if inconsistent."""
+    caps = dict(document["capabilities"])
+    resources = ResourceEstimate(**caps.pop("resources", {}))
+    caps = {key: tuple(value) if isinstance(value, list) else value for key, value in caps.items()}
+    meta = WorkerMetadata(**document["metadata"])
+    return _checked(document["worker"], document["entry_point"], meta,
+                    WorkerCapabilities(resources=resources, **caps), python=python, description=document)
+
+
+def discover_workers(group: str = ENTRY_POINT_GROUP, *, environments: bool = True) -> Discovery:
+    """Every worker: those in MOSAIC's environment, then (``environments``) those in their own."""
     workers: list[DiscoveredWorker] = []
     broken: list[BrokenWorker] = []
     seen: set[str] = set()
+    if environments and group == ENTRY_POINT_GROUP:
+        from mosaic.worker_envs import environment_workers
+
+        own, own_broken = environment_workers()
+        workers += own
+        broken += own_broken
+        seen |= {w.name for w in own} | {b.name for b in own_broken}
     for ep in sorted(metadata.entry_points(group=group), key=lambda e: e.name):
         if ep.name in seen:  # the same distribution found twice on sys.path
             continue
@@ -100,4 +134,4 @@ def discover_workers(group: str = ENTRY_POINT_GROUP) -> Discovery:
             workers.append(_describe(ep))
         except Exception as exc:  # any plugin failure is data, not a crash
             broken.append(BrokenWorker(ep.name, ep.value, f"{type(exc).__name__}: {exc}"))
-    return Discovery(tuple(workers), tuple(broken))
+    return Discovery(tuple(sorted(workers, key=lambda w: w.name)), tuple(sorted(broken, key=lambda b: b.name)))

@@ -90,6 +90,17 @@ def available_env_ids(family: str, field: str = "environment.family") -> list[st
     return sorted(ids)
 
 
+def offered_env_ids(families: "tuple[str, ...] | list[str]" = ENV_FAMILIES) -> dict[str, list[str]]:
+    """Family -> its installed env ids (empty when no package of the family is installed)."""
+    offered: dict[str, list[str]] = {}
+    for family in families:
+        try:
+            offered[family] = available_env_ids(family)
+        except ConfigError:
+            offered[family] = []
+    return offered
+
+
 def load_env_module(family: str, env_id: str, field: str = "environment") -> ModuleType:
     """The module of ``family/env_id`` or a :class:`ConfigError` listing what exists."""
     ids = available_env_ids(family, f"{field}.family")

@@ -29,7 +29,8 @@ VALIDATE_TIMEOUT_S = 120
 
 
 def worker_command(worker: DiscoveredWorker, python: str | None = None) -> list[str]:
-    return [python or sys.executable, "-m", worker.cli_module]
+    """``python -m <worker>.cli`` with the worker's own environment's interpreter when it has one."""
+    return [python or worker.python or sys.executable, "-m", worker.cli_module]
 
 
 def _worker_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -170,17 +170,82 @@ def check_worker(name: str, config: Mapping[str, Any], home: str | Path | None =
         problems.extend(f"own stdout: {p}" for p in check_event_stream(raw, run_id, check_schema=False))
 
     bad = dict(bad_config) if bad_config is not None else {"seed": "not-a-number"}
-    cmd = [*worker_command(worker), "--validate", "--config", "-"]
-    proc = subprocess.run(cmd, input=json.dumps({**bad, "worker": name}), capture_output=True,
-                          text=True, timeout=120, env={**os.environ, **(env or {})})
-    if proc.returncode != 2:
-        problems.append(f"a bad config exited {proc.returncode}, expected 2")
-    if proc.stdout.strip():
-        problems.append("a bad config printed to stdout")
-    if "Traceback" in proc.stderr or len(proc.stderr.strip().splitlines()) != 1:
-        problems.append(f"a bad config should give one error line, got: {proc.stderr.strip()[:300]!r}")
-
+    problems.extend(_usage_error(worker, ["--validate", "--config", "-"], {**bad, "worker": name}, env,
+                                 "a bad config"))
+    problems.extend(check_shared_flags(worker, normalised, env))
     if problems:
         raise ConformanceError(f"worker {name!r} does not conform ({elapsed:.1f} s run):\n  - "
                                + "\n  - ".join(problems))
     return ConformanceReport(name, run, outcome, events, raw)
+
+
+
+def _call(worker: DiscoveredWorker, args: list[str], stdin: Mapping[str, Any] | None = None,
+          env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*worker_command(worker), *args], input=json.dumps(stdin) if stdin is not None else "",
+                          capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
+
+
+def _usage_error(worker: DiscoveredWorker, args: list[str], stdin: Mapping[str, Any] | None,
+                 env: Mapping[str, str] | None, what: str) -> list[str]:
+    """Bad input must exit 2 with one error line on stderr and nothing on stdout."""
+    proc = _call(worker, args, stdin, env)
+    found = []
+    if proc.returncode != 2:
+        found.append(f"{what} exited {proc.returncode}, expected 2")
+    if proc.stdout.strip():
+        found.append(f"{what} printed to stdout")
+    if "Traceback" in proc.stderr or len(proc.stderr.strip().splitlines()) != 1:
+        found.append(f"{what} should give one error line, got: {proc.stderr.strip()[:300]!r}")
+    return found
+
+
+def check_shared_flags(worker: DiscoveredWorker, config: Mapping[str, Any],
+                       env: Mapping[str, str] | None = None) -> list[str]:
+    """``--describe``, ``--schema``, ``--dry-run``, ``--evaluate`` and ``--default-config`` as the contract says."""
+    import jsonschema
+
+    from mosaic import describe
+
+    found: list[str] = []
+    proc = _call(worker, ["--describe"], env=env)
+    try:
+        document = json.loads(proc.stdout) if proc.returncode == 0 else None
+    except ValueError:
+        document = None
+    if document is None:
+        return [f"--describe exited {proc.returncode} without a JSON document: {proc.stderr.strip()[-300:]!r}"]
+    found += [f"--describe: {p}" for p in describe.problems(document)]
+    if found:
+        return found
+    if document["worker"] != worker.name:
+        found.append(f"--describe names worker {document['worker']!r}")
+    if document["metadata"] != worker.metadata.to_dict():
+        found.append("--describe metadata differs from discovery's")
+    if document["capabilities"] != json.loads(json.dumps(worker.capabilities.to_dict())):
+        found.append("--describe capabilities differ from discovery's")
+    schema = document["config_schema"]
+    for label, data in (("the normalised config", config),
+                        ("the default config", {**document["default_config"], "run_id": "conformance-default"})):
+        for error in list(jsonschema.Draft202012Validator(schema).iter_errors(data))[:3]:
+            found.append(f"--describe config_schema rejects {label}: {error.message}")
+    proc = _call(worker, ["--default-config"], env=env)
+    if proc.returncode != 0 or json.loads(proc.stdout or "null") != document["default_config"]:
+        found.append("--default-config differs from --describe's default_config")
+    for algorithm, expected in document["algo_params_schemas"].items():
+        proc = _call(worker, ["--schema", algorithm], env=env)
+        if proc.returncode != 0 or json.loads(proc.stdout or "null") != expected:
+            found.append(f"--schema {algorithm} differs from --describe's algo_params_schemas[{algorithm!r}]")
+    found += _usage_error(worker, ["--schema", "no-such-algorithm"], None, env, "--schema of an unknown algorithm")
+    proc = _call(worker, ["--dry-run", "--config", "-"], config, env)
+    try:
+        shown = json.loads(proc.stdout) if proc.returncode == 0 else None
+    except ValueError:
+        shown = None
+    if not isinstance(shown, dict) or shown.get("config") != {k: v for k, v in config.items() if k != "worker"}:
+        found.append(f"--dry-run exited {proc.returncode} without the config as JSON: "
+                     f"{proc.stderr.strip()[-300:]!r}")
+    found += _usage_error(worker, ["--evaluate", "/nonexistent/mosaic-run"], None, env,
+                          "--evaluate of a missing run" if document["can_evaluate"] else
+                          "--evaluate of a worker that cannot evaluate")
+    return found

@@ -3,8 +3,9 @@
 A worker describes itself as a :class:`WorkerProgram` and calls
 :func:`worker_main`; it then honours the whole process contract of
 ``docs/worker-contract.md``: ``--config PATH|-``, ``--run-dir``,
-``--validate``, ``--default-config``, JSONL telemetry on stdout (everything
-else the process prints goes to stderr), signals, heartbeats and exit codes.
+``--validate``, ``--default-config``, ``--describe``, ``--schema ALGO``,
+``--dry-run``, ``--evaluate``, JSONL telemetry on stdout (everything else the
+process prints goes to stderr), signals, heartbeats and exit codes.
 """
 
 from __future__ import annotations
@@ -47,15 +48,43 @@ class WorkerContext:
     progress: ProgressTracker = field(default_factory=ProgressTracker)
 
 
+@dataclass(frozen=True)
+class EvaluateRequest:
+    """``--evaluate TARGET`` and its options, the same for every worker."""
+
+    target: str  # a run folder (its latest checkpoint) or a checkpoint
+    episodes: int = 20
+    opponent: str | None = None  # 'random', or another run/checkpoint for the other seat(s)
+    video: int = 0  # record the first N episodes
+    seed: int = 0
+    json: bool = False
+    fastlane: bool = False
+
+
 @dataclass
 class WorkerProgram:
     name: str
     config_from_dict: Callable[[Mapping[str, Any]], WorkerConfig]
     make_runtime: Callable[[Any, WorkerContext], WorkerRuntime]
     default_config: Callable[[], dict[str, Any]]
-    #: Extra checks that need more than the dict (e.g. building the env once).
-    deep_validate: Callable[[Any], None] | None = None
+    #: Extra checks that need more than the dict (e.g. building the env once); what it
+    #: returns is handed to ``dry_run``.
+    deep_validate: Callable[[Any], Any] | None = None
     heartbeat_interval_s: Callable[[Any], float] = lambda config: 5.0
+    #: The entry point's function: ``() -> (WorkerMetadata, WorkerCapabilities)``.
+    describe: Callable[[], tuple[Any, Any]] | None = None
+    #: The typed (``mosaic.configkit``) config class: ``--describe`` gives its JSON Schema.
+    config_class: type | None = None
+    #: Distributions whose installed versions ``--describe`` reports (the worker's, upstream's).
+    packages: tuple[str, ...] = ()
+    #: ``ALGORITHM -> JSON Schema`` of ``training.algo_params`` (``--schema``).
+    algo_params_schema: Callable[[str], dict[str, Any]] | None = None
+    #: ``() -> {family: [env ids]}``: the envs this worker offers, as installed.
+    envs: Callable[[], Mapping[str, Sequence[str]]] | None = None
+    #: ``(config, deep_validate's result) -> dict`` printed by ``--dry-run`` beside the config.
+    dry_run: Callable[[Any, Any], dict[str, Any]] | None = None
+    #: Plays a trained run or checkpoint; returns the exit code. None: cannot evaluate.
+    evaluate: Callable[[EvaluateRequest], int] | None = None
     #: Hook to add worker-specific flags; return an exit code to stop there.
     add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
     handle_arguments: Callable[[argparse.Namespace], int | None] | None = None
@@ -109,6 +138,24 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
                         help="check the config, print it normalised as JSON, and exit")
     parser.add_argument("--default-config", action="store_true",
                         help="print the built-in default config and exit")
+    parser.add_argument("--describe", action="store_true",
+                        help="print this worker's describe document (metadata, capabilities, config "
+                             "schema, algo_params schemas, envs, default config) as JSON and exit")
+    parser.add_argument("--schema", metavar="ALGORITHM",
+                        help="print the JSON Schema of one algorithm's training.algo_params and exit")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="check the config as a run would (building the env once), print what "
+                             "the run would use, and exit without training")
+    parser.add_argument("--evaluate", metavar="RUN_OR_CHECKPOINT",
+                        help="play a trained run (its latest checkpoint) or a checkpoint and exit")
+    parser.add_argument("--episodes", type=int, default=20, help="--evaluate: episodes to play")
+    parser.add_argument("--opponent", help="--evaluate: 'random', or another run/checkpoint for the other seat(s)")
+    parser.add_argument("--video", type=int, nargs="?", const=1, default=0, metavar="N",
+                        help="--evaluate: record the first N episodes (default 1)")
+    parser.add_argument("--seed", type=int, default=0, help="--evaluate: first episode seed")
+    parser.add_argument("--json", action="store_true", help="--evaluate: print results as JSON")
+    parser.add_argument("--fastlane", action="store_true",
+                        help="--evaluate: stream frames for `mosaic watch RUN --stream eval`")
     if program.add_arguments:
         program.add_arguments(parser)
     args = parser.parse_args(argv)
@@ -118,14 +165,29 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
             code = program.handle_arguments(args)
             if code is not None:
                 return code
+        if args.describe:
+            from mosaic.describe import describe_program
+
+            print(json.dumps(describe_program(program), indent=2, default=str))
+            return EXIT_COMPLETED
+        if args.schema:
+            print(json.dumps(algo_params_schema(program, args.schema), indent=2, sort_keys=True))
+            return EXIT_COMPLETED
+        if args.evaluate:
+            return evaluate(program, args)
         if args.default_config:
             print(json.dumps({"worker": program.name, **program.default_config()}, indent=2))
             return EXIT_COMPLETED
         if not args.config:
-            raise UserError("config: --config PATH (or - for stdin) is required")
+            raise UserError("config: --dry-run needs --config PATH" if args.dry_run else
+                            "config: --config PATH (or - for stdin) is required")
         config = build_config(program, load_config_data(args.config))
-        if program.deep_validate:
-            program.deep_validate(config)
+        checked = program.deep_validate(config) if program.deep_validate else None
+        if args.dry_run:
+            shown = program.dry_run(config, checked) if program.dry_run else {}
+            print(json.dumps({"worker": program.name, "config": config.to_dict(), **shown},
+                             indent=2, default=str))
+            return EXIT_COMPLETED
         if args.validate:
             print(json.dumps({"worker": program.name, **config.to_dict()}, indent=2))
             return EXIT_COMPLETED
@@ -161,6 +223,31 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
             return EXIT_FAILED
     emitter.run_completed(summary)
     return EXIT_COMPLETED
+
+
+def algo_params_schema(program: WorkerProgram, algorithm: str) -> dict[str, Any]:
+    """``--schema ALGORITHM``: :class:`UserError` naming the algorithms when there is none."""
+    if program.algo_params_schema is None:
+        raise UserError(f"--schema: worker {program.name!r} has no per-algorithm hyperparameter schema")
+    algorithms = list(program.describe()[1].algorithms) if program.describe else []
+    wanted = next((a for a in algorithms if a.lower() == algorithm.lower()), None)
+    if algorithms and wanted is None:
+        from mosaic.errors import one_of
+
+        raise UserError(f"--schema: {one_of(algorithm, algorithms)}")
+    return program.algo_params_schema(wanted or algorithm)
+
+
+def evaluate(program: WorkerProgram, args: argparse.Namespace) -> int:
+    if program.evaluate is None:
+        raise UserError(f"--evaluate: worker {program.name!r} cannot evaluate (it trains no policies)")
+    if args.episodes < 1:
+        raise UserError(f"--episodes: must be >= 1, got {args.episodes}")
+    if args.video < 0:
+        raise UserError(f"--video: must be >= 0, got {args.video}")
+    return program.evaluate(EvaluateRequest(target=args.evaluate, episodes=args.episodes, opponent=args.opponent,
+                                            video=args.video, seed=args.seed, json=args.json,
+                                            fastlane=args.fastlane))
 
 
 def _abort_failed(program: WorkerProgram, context: WorkerContext, error_type: str, message: str) -> None:

@@ -93,6 +93,7 @@ class WorkerSource:
     package: str  # top-level import package of the entry point
     requirements: tuple[str, ...] | None  # None: no environment declared
     dependencies: tuple[str, ...] = ()  # the worker's [project] dependencies
+    entry_point: str = ""  # ``module:function`` as the pyproject declares it
 
     @property
     def declared(self) -> bool:
@@ -161,7 +162,8 @@ def read_tree(root: Path) -> tuple[list[WorkerSource], dict[str, str]]:
     except ConfigError as exc:
         return [], {name: str(exc) for name in entry_points}
     deps = tuple(str(d) for d in project.get("dependencies", []))
-    return [WorkerSource(name, root, str(value).split(":", 1)[0].split(".", 1)[0].strip(), reqs, deps)
+    return [WorkerSource(name, root, str(value).split(":", 1)[0].split(".", 1)[0].strip(), reqs, deps,
+                         str(value).strip())
             for name, value in sorted(entry_points.items())], {}
 
 
@@ -462,8 +464,11 @@ def read_record(env: Path) -> dict[str, Any]:
     return record if isinstance(record, dict) else {}
 
 
-def status(source: WorkerSource, home: str | Path | None = None) -> EnvStatus:
-    """ok, missing, stale (pins changed since the build), broken (interpreter gone or worker not importable)."""
+def status(source: WorkerSource, home: str | Path | None = None, check: bool = True) -> EnvStatus:
+    """ok, missing, stale (pins changed since the build), broken (interpreter gone or worker not importable).
+
+    ``check=False`` skips running the interpreter (discovery's ``--describe`` does that).
+    """
     if not source.declared:
         return EnvStatus(source.name, "shared", None, Path(sys.executable), platform.python_version(),
                          reason="declares no environment: runs in MOSAIC's own interpreter")
@@ -474,7 +479,11 @@ def status(source: WorkerSource, home: str | Path | None = None) -> EnvStatus:
     python = python_in(env)
     if not record:
         return EnvStatus(source.name, "broken", env, python, reason=f"no readable {RECORD_NAME}")
-    facts, why = probe(python, source.package)
+    if not check:
+        facts, why = ({"python_version": record.get("python_version", "")}, "") if python.exists() else \
+            (None, f"interpreter gone: {python} does not exist")
+    else:
+        facts, why = probe(python, source.package)
     if facts is None:
         return EnvStatus(source.name, "broken", env, python, record.get("python_version", ""), why, record)
     if record.get("pins_digest") != source.pins_digest:
@@ -676,3 +685,36 @@ def interpreter_for(worker: str, home: str | Path | None = None) -> str | None:
         return str(current.interpreter)
     raise UserError(f"worker {worker!r} runs in its own environment, which is {current.status} "
                     f"({current.reason}): build it with `mosaic envs build {worker}`")
+
+
+def environment_workers(home: str | Path | None = None) -> tuple[list[Any], list[Any]]:
+    """``(DiscoveredWorker list, BrokenWorker list)`` of the workers that declare an environment.
+
+    Each is described by its environment's interpreter (``--describe``, cached);
+    MOSAIC's own interpreter never imports it. A missing, stale or broken
+    environment, or one where the worker does not run, makes it broken, with
+    the command that builds it.
+    """
+    from mosaic import describe
+    from mosaic.discovery import BrokenWorker, from_description
+
+    found = scan()
+    workers, broken = [], []
+    for name, reason in sorted(found.invalid.items()):
+        broken.append(BrokenWorker(name, "", reason))
+    for name, source in sorted(found.sources.items()):
+        if not source.declared:
+            continue
+        current = status(source, home, check=False)
+        if current.status != "ok":
+            broken.append(BrokenWorker(name, source.entry_point, f"its environment is {current.status} "
+                                       f"({current.reason}): build it with `mosaic envs build {name}`"))
+            continue
+        try:
+            document = describe.load(str(current.interpreter), f"{source.package}.cli", [source.root])
+            workers.append(from_description(document, python=str(current.interpreter)))
+        except (UserError, ValueError, TypeError, KeyError) as exc:
+            broken.append(BrokenWorker(name, source.entry_point, f"it does not run in its environment "
+                                       f"{current.path}: {exc} (rebuild it with `mosaic envs build {name} "
+                                       "--force`)"))
+    return workers, broken

@@ -32,7 +32,11 @@ class WorkerCatalog:
         return self.discovery.get(name)
 
     def python_for(self, name: str) -> str:
-        return self.pythons.get(name) or sys.executable
+        """``--python`` given to the daemon, else the worker's own environment's, else MOSAIC's."""
+        if self.pythons.get(name):
+            return self.pythons[name]
+        worker = next((w for w in self.discovery.workers if w.name == name), None)
+        return (worker.python if worker is not None else None) or sys.executable
 
     def algo_params_schemas(self, worker: DiscoveredWorker) -> dict[str, str]:
         """Algorithm → JSON Schema text; empty when the worker publishes none."""

@@ -5,8 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from mosaic.envs import offered_env_ids
 from mosaic.errors import ConfigError
 from mosaic.worker_cli import WorkerProgram, worker_main
+from random_worker import get_worker_metadata
 from random_worker.config import RandomWorkerConfig, default_config
 from random_worker.runtime import RandomWorkerRuntime
 
@@ -26,6 +28,10 @@ PROGRAM = WorkerProgram(
     default_config=default_config,
     deep_validate=_deep_validate,
     heartbeat_interval_s=lambda config: config.heartbeat_interval_s,
+    describe=get_worker_metadata,
+    config_class=RandomWorkerConfig,
+    packages=("mosaic-random-worker", "pettingzoo", "gymnasium", "numpy"),
+    envs=offered_env_ids,
 )
 
 

@@ -1,21 +1,21 @@
 """``python -m ray_worker.cli``: the Ray RLlib worker's process.
 
-Beyond the shared worker flags (``--config``, ``--validate``,
-``--default-config``): ``--schema ALGO`` prints an algorithm's
-hyperparameter JSON Schema and ``--dry-run`` shows agents, spaces and the
-resolved RLlib settings without starting Ray.
+The shared worker command line (``mosaic.worker_cli``) with the Ray hooks:
+``--schema ALGO`` prints an algorithm's hyperparameter JSON Schema,
+``--dry-run`` shows agents, spaces and the resolved RLlib settings without
+starting Ray, ``--evaluate`` plays a checkpoint without Ray.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
+from mosaic.envs import offered_env_ids
 from mosaic.errors import ConfigError, UserError
-from mosaic.worker_cli import WorkerProgram, build_config, load_config_data, worker_main
-from ray_worker import algo_params
+from mosaic.worker_cli import EvaluateRequest, WorkerProgram, worker_main
+from ray_worker import algo_params, get_worker_metadata
 from ray_worker.config import RayWorkerConfig, default_config
 
 
@@ -52,72 +52,42 @@ def _prepare(config: RayWorkerConfig):
     return env_info, layout
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--schema", metavar="ALGORITHM",
-                        help=f"print the hyperparameter JSON Schema of one of {', '.join(algo_params.algorithms())}")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="validate, build one env, print agents, spaces and RLlib settings; no Ray")
-    parser.add_argument("--evaluate", metavar="RUN_OR_CHECKPOINT",
-                        help="play a trained run (its latest checkpoint) or a checkpoint, without Ray")
-    parser.add_argument("--episodes", type=int, default=20, help="--evaluate: episodes to play")
-    parser.add_argument("--opponent", help="--evaluate: 'random', or another run/checkpoint for the other seat(s)")
-    parser.add_argument("--video", type=int, nargs="?", const=1, default=0, metavar="N",
-                        help="--evaluate: record the first N episodes as GIF (default 1)")
-    parser.add_argument("--seed", type=int, default=0, help="--evaluate: first episode seed")
-    parser.add_argument("--json", action="store_true", help="--evaluate: print results as JSON")
-    parser.add_argument("--fastlane", action="store_true",
-                        help="--evaluate: stream frames for `mosaic watch RUN --stream eval`")
-
-
-def _evaluate(args: argparse.Namespace) -> int:
+def _evaluate(request: EvaluateRequest) -> int:
     from ray_worker.policy_actor import RayPolicyController, read_checkpoint
     from ray_worker.policy_evaluator import EvaluationConfig, run_evaluation
 
-    if args.episodes < 1:
-        raise UserError(f"--episodes: must be >= 1, got {args.episodes}")
-    info = read_checkpoint(args.evaluate)
+    info = read_checkpoint(request.target)
     controller = RayPolicyController.from_checkpoint(str(info.path))
     agents = list(controller.actors)
-    if args.opponent:
+    if request.opponent:
         seats = agents[1:] if len(agents) > 1 else []
         if not seats:
             raise UserError("--opponent: the run has a single agent; there is no seat to give away")
-        if args.opponent == "random":
+        if request.opponent == "random":
             for agent in seats:
                 controller.actors.pop(agent)
         else:
-            other = RayPolicyController.from_checkpoint(args.opponent)
+            other = RayPolicyController.from_checkpoint(request.opponent)
             for agent in seats:
                 if agent not in other.actors:
-                    raise UserError(f"--opponent: {args.opponent!r} has no policy for {agent!r}")
+                    raise UserError(f"--opponent: {request.opponent!r} has no policy for {agent!r}")
                 controller.actors[agent] = other.actors[agent]
     # Against a single opponent in a 2-player game, play both seats in turn.
-    alternate = bool(args.opponent) and len(controller.actors) == 1
-    results = run_evaluation(EvaluationConfig(controller=controller, num_episodes=args.episodes,
-                                              seed=args.seed, video_episodes=args.video,
-                                              fastlane=args.fastlane, alternate_seats=alternate))
-    print(json.dumps(results.to_dict(), indent=2) if args.json else
+    alternate = bool(request.opponent) and len(controller.actors) == 1
+    results = run_evaluation(EvaluationConfig(controller=controller, num_episodes=request.episodes,
+                                              seed=request.seed, video_episodes=request.video,
+                                              fastlane=request.fastlane, alternate_seats=alternate))
+    print(json.dumps(results.to_dict(), indent=2) if request.json else
           results.table() + f"\nsaved to {results.output_dir}")
     return 0
 
 
-def _handle_arguments(args: argparse.Namespace) -> int | None:
-    if args.evaluate:
-        return _evaluate(args)
-    if args.schema:
-        print(algo_params.schema_json(args.schema.upper()))
-        return 0
-    if args.dry_run:
-        if not args.config:
-            raise UserError("config: --dry-run needs --config PATH")
-        from ray_worker.algorithms import resolve
+def _dry_run(config: RayWorkerConfig, checked) -> dict:
+    """Agents, spaces and the resolved RLlib settings (everything `mosaic run` checks that needs no Ray)."""
+    from ray_worker.algorithms import resolve
 
-        config = build_config(PROGRAM, load_config_data(args.config))
-        env_info, layout = deep_validate(config)  # everything `mosaic run` checks that needs no Ray
-        print(json.dumps({"config": config.to_dict(), "env": env_info.to_dict(),
-                          "rllib": resolve(config, env_info, layout)}, indent=2, default=str))
-        return 0
-    return None
+    env_info, layout = checked
+    return {"env": env_info.to_dict(), "rllib": resolve(config, env_info, layout)}
 
 
 PROGRAM = WorkerProgram(
@@ -128,8 +98,13 @@ PROGRAM = WorkerProgram(
     default_config=default_config,
     deep_validate=deep_validate,
     heartbeat_interval_s=lambda config: config.heartbeat_interval_s,
-    add_arguments=_add_arguments,
-    handle_arguments=_handle_arguments,
+    describe=get_worker_metadata,
+    config_class=RayWorkerConfig,
+    packages=("mosaic-ray-worker", "ray", "torch", "gymnasium", "pettingzoo"),
+    algo_params_schema=algo_params.schema,
+    envs=lambda: offered_env_ids(get_worker_metadata()[1].env_families),
+    dry_run=_dry_run,
+    evaluate=_evaluate,
 )
 
 
