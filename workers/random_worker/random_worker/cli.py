@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from mosaic.envs import offered_env_ids
-from mosaic.errors import ConfigError
 from mosaic.worker_cli import WorkerProgram, worker_main
 from random_worker import get_worker_metadata
 from random_worker.config import RandomWorkerConfig, default_config
@@ -16,9 +14,10 @@ from random_worker.runtime import RandomWorkerRuntime
 def _deep_validate(config: RandomWorkerConfig) -> None:
     """Build the env once so a wrong env id or kwarg fails before any run exists."""
     config.environment.make(render_mode="rgb_array" if config.fastlane.enabled else None).close()
-    if config.restore_from and not (Path(config.restore_from) / "state.json").is_file():
-        raise ConfigError("restore_from", f"{config.restore_from!r} is not a checkpoint of this worker "
-                          "(no state.json in it)")
+    if config.restore_from:
+        from random_worker.runtime import RandomCheckpointState
+
+        RandomCheckpointState.read(config.restore_from, "restore_from", "the random worker")
 
 
 PROGRAM = WorkerProgram(

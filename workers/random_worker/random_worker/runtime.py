@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
+from mosaic.checkpoints import CheckpointState, checkpoint_folder
 from mosaic.fastlane.config import FastLaneTarget
 from mosaic.provenance import config_digest, package_versions
 from mosaic.worker_cli import WorkerContext
@@ -53,6 +53,15 @@ class RandomPolicy:
             if legal.size:
                 return int(self.rng.choice(legal))
         return self.spaces[agent].sample()
+
+
+@dataclass
+class RandomCheckpointState(CheckpointState):
+    """Counters plus the policy's RNG state: enough to continue a run exactly."""
+
+    FORMAT: ClassVar[str] = "mosaic-random-worker/2"
+
+    policy: dict[str, Any] = field(default_factory=dict)
 
 
 class RandomWorkerRuntime:
@@ -109,24 +118,19 @@ class RandomWorkerRuntime:
 
     # -- checkpoints: counters and RNG state, enough to continue a run -------
     def _save_checkpoint(self, policy: RandomPolicy, iteration: int) -> None:
-        folder = self.ctx.run_dir.root / "checkpoints" / f"checkpoint_{iteration:06d}"
+        folder = checkpoint_folder(self.ctx.run_dir.root, iteration)
         folder.mkdir(parents=True, exist_ok=True)
-        state = {"format": "mosaic-random-worker/1", "steps": self.steps, "episodes": self.episodes,
-                 "iteration": iteration, "policy": policy.get_state()}
-        (folder / "state.json").write_text(json.dumps(state))
+        RandomCheckpointState(iteration=iteration, timesteps_total=self.steps, episodes=self.episodes,
+                              run_id=self.config.run_id, policy=policy.get_state()).write(folder)
         self.ctx.emitter.checkpoint_saved(path=str(folder), iteration=iteration,
                                           timesteps_total=self.steps)
 
     def _restore(self, policy: RandomPolicy, path: str) -> int:
-        state_file = Path(path) / "state.json"
-        try:
-            state = json.loads(state_file.read_text())
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"restore_from: cannot read {state_file}: {exc}") from None
-        self.steps, self.episodes = state["steps"], state["episodes"]
-        policy.set_state(state["policy"])
+        state = RandomCheckpointState.read(path, "restore_from", "the random worker")
+        self.steps, self.episodes = state.timesteps_total, state.episodes
+        policy.set_state(state.policy)
         self.ctx.emitter.log(f"restored from {path} at {self.steps} steps")
-        return int(state["iteration"])
+        return state.iteration
 
     def _after_step(self) -> None:
         self.steps += 1

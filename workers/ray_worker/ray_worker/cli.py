@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from mosaic.envs import offered_env_ids
 from mosaic.errors import ConfigError, UserError
@@ -28,10 +27,10 @@ def deep_validate(config: RayWorkerConfig):
 
     env_info, layout = _prepare(config)
     check_compatibility(config, env_info)
-    restore = config.checkpoint.restore_from
-    if restore and not (Path(restore) / "mosaic_state.json").is_file():
-        raise ConfigError("checkpoint.restore_from", f"{restore!r} is not a checkpoint of this worker "
-                          "(no mosaic_state.json in it)")
+    if config.checkpoint.restore_from:
+        from ray_worker.checkpoint_state import RayCheckpointState
+
+        RayCheckpointState.read(config.checkpoint.restore_from, "checkpoint.restore_from", "the ray worker")
     if config.resources.num_gpus > 0 and not config.resources.address:
         import torch
 

@@ -17,7 +17,6 @@ module's weights with ``RLModule.from_checkpoint`` (no ``ray.init``, no
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -26,24 +25,16 @@ import gymnasium as gym
 import numpy as np
 
 from mosaic.errors import ConfigError, UserError
+from ray_worker.checkpoint_state import RayCheckpointState
 
-STATE_FILE = "mosaic_state.json"
 MODULES_DIR = Path("learner_group") / "learner" / "rl_module"
 
 
 def resolve_checkpoint(path: str | Path) -> Path:
     """A checkpoint folder, or a run folder (its latest checkpoint)."""
-    p = Path(path)
-    if (p / STATE_FILE).is_file():
-        return p
-    candidates = sorted((p / "checkpoints").glob("checkpoint_*")) if (p / "checkpoints").is_dir() else []
-    candidates = [c for c in candidates if (c / STATE_FILE).is_file()]
-    if candidates:
-        return candidates[-1]
-    if not p.exists():
-        raise UserError(f"checkpoint_path: {str(p)!r} does not exist")
-    raise UserError(f"checkpoint_path: {str(p)!r} is neither a checkpoint of the ray worker "
-                    f"(no {STATE_FILE}) nor a run folder with checkpoints")
+    from mosaic import checkpoints
+
+    return checkpoints.resolve(path, "checkpoint_path", "the ray worker")
 
 
 def checkpoint_modules(checkpoint: Path) -> list[str]:
@@ -69,17 +60,17 @@ class RayPolicyConfig:
 @dataclass
 class CheckpointInfo:
     path: Path
-    state: dict[str, Any]
+    state: RayCheckpointState
     modules: list[str]
 
     @property
     def environment(self) -> dict[str, Any]:
-        return self.state["environment"]
+        return self.state.environment
 
 
 def read_checkpoint(path: str | Path) -> CheckpointInfo:
     checkpoint = resolve_checkpoint(path)
-    state = json.loads((checkpoint / STATE_FILE).read_text())
+    state = RayCheckpointState.read(checkpoint, "checkpoint_path", "the ray worker")
     return CheckpointInfo(checkpoint, state, checkpoint_modules(checkpoint))
 
 
@@ -181,7 +172,7 @@ def module_actions(module: Any, out: Mapping[str, Any], greedy: bool) -> Any:
 
 
 def _module_for_agent(info: CheckpointInfo, agent_id: str) -> str | None:
-    mapping = info.state.get("agent_to_module") or {}
+    mapping = info.state.agent_to_module
     return mapping.get(agent_id)
 
 
@@ -190,13 +181,13 @@ def create_ray_actor(config: RayPolicyConfig) -> RayPolicyActor:
     from ray.rllib.core.rl_module.rl_module import RLModule
 
     info = read_checkpoint(config.checkpoint_path)
-    if config.algorithm and info.state.get("algorithm") and config.algorithm.upper() != info.state["algorithm"]:
-        raise UserError(f"algorithm: the checkpoint was trained with {info.state['algorithm']}, "
+    if config.algorithm and info.state.algorithm and config.algorithm.upper() != info.state.algorithm:
+        raise UserError(f"algorithm: the checkpoint was trained with {info.state.algorithm}, "
                         f"not {config.algorithm}")
     from ray_worker.ctde_ids import CRITIC_ID
 
     # The central critic never acts; fixed baselines (e.g. the random opponent) are not policies.
-    playable = [m for m in info.modules if m != CRITIC_ID and m not in info.state.get("baselines", [])]
+    playable = [m for m in info.modules if m != CRITIC_ID and m not in info.state.baselines]
     module_id = config.module_id
     if module_id is None and config.agent_id is not None:
         module_id = _module_for_agent(info, config.agent_id)
@@ -221,7 +212,7 @@ class RayPolicyController:
                         ) -> "RayPolicyController":
         """Every agent the run trained, each with its own module (as in training)."""
         info = read_checkpoint(path)
-        mapping = info.state.get("agent_to_module") or {}
+        mapping = info.state.agent_to_module
         cache: dict[str, RayPolicyActor] = {}
         actors = {}
         for agent in (agents or list(mapping)):

@@ -44,7 +44,7 @@ def _controller(config: EvaluationConfig) -> RayPolicyController:
         return config.controller
     if config.actor is None:
         raise UserError("EvaluationConfig needs an actor or a controller")
-    mapping = config.actor.info.state.get("agent_to_module") or {}
+    mapping = config.actor.info.state.agent_to_module
     agents = [a for a, m in mapping.items() if m == config.actor.module_id] or list(mapping)
     return RayPolicyController({a: config.actor for a in agents})
 
@@ -68,9 +68,9 @@ def run_evaluation(config: EvaluationConfig) -> EvaluationResults:
     ref = _reference_actor(controller)
     info = ref.info
     env_cfg = environment_config(info)
-    ctde = info.state.get("policy_configuration") == PolicyConfiguration.SHARED_VALUE_FUNCTION.name
+    ctde = info.state.policy_configuration == PolicyConfiguration.SHARED_VALUE_FUNCTION.name
     factory = EnvironmentFactory(env_cfg, global_state=ctde,
-                                 critic_actions=bool((info.state.get("ctde") or {}).get("critic_actions")))
+                                 critic_actions=bool((info.state.ctde or {}).get("critic_actions")))
     rendering = bool(config.video_episodes or config.fastlane)
     env, _ = factory.make_pettingzoo(render_mode="rgb_array" if rendering else None)
     lane = _lane(info.path, config) if config.fastlane else None

@@ -8,7 +8,6 @@ finishes the current iteration and checkpoints before it stops.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -17,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+from mosaic.checkpoints import checkpoint_folder
 from mosaic.errors import ConfigError
 from mosaic.lifecycle import RunCancelled
 from mosaic.provenance import config_digest, package_versions
@@ -30,7 +30,6 @@ __all__ = ["EnvironmentFactory", "RayWorkerRuntime", "metrics_from_result", "sta
 
 PACKAGES = ("mosaic-marl", "mosaic-ray-worker", "ray", "torch", "pettingzoo", "gymnasium", "numpy",
             "mpe2", "tensorboardX", "wandb")
-STATE_FILE = "mosaic_state.json"
 LOSS_KEYS_SKIPPED = ("num_", "weights_seq_no", "module_train_batch_size", "gradients_", "last_target")
 
 
@@ -123,18 +122,20 @@ class RayWorkerRuntime:
 
     # -- checkpoints ---------------------------------------------------------
     def _save(self, algo: Any, iteration: int, timesteps: int, episodes: int, periodic: bool) -> Path:
-        path = self.run_dir / "checkpoints" / f"checkpoint_{iteration:06d}"
+        from ray_worker.checkpoint_state import RayCheckpointState
+
+        path = checkpoint_folder(self.run_dir, iteration)
         if path.exists():
             shutil.rmtree(path)
         algo.save_to_path(str(path))
-        (path / STATE_FILE).write_text(json.dumps({
-            "format": "mosaic-ray-worker/1", "iteration": iteration, "timesteps_total": timesteps,
-            "episodes": episodes, "run_id": self.config.run_id, "algorithm": self.config.training.algorithm,
-            "policy_configuration": self.config.policy_configuration.name,
-            "agent_to_module": dict(self.layout.agent_to_module) if getattr(self, "layout", None) else {},
-            "baselines": list(self.layout.baselines) if getattr(self, "layout", None) else [],
-            "environment": self.config.to_dict()["environment"], "ctde": self.config.to_dict()["ctde"],
-            **({"self_play": self.league.state()} if getattr(self, "league", None) else {})}))
+        layout, league, config = getattr(self, "layout", None), getattr(self, "league", None), self.config
+        RayCheckpointState(
+            iteration=iteration, timesteps_total=timesteps, episodes=episodes, run_id=config.run_id,
+            algorithm=config.training.algorithm, policy_configuration=config.policy_configuration.name,
+            agent_to_module=dict(layout.agent_to_module) if layout else {},
+            baselines=list(layout.baselines) if layout else [],
+            environment=config.to_dict()["environment"], ctde=config.to_dict()["ctde"],
+            self_play=league.state() if league else None).write(path)
         self.ctx.emitter.checkpoint_saved(path=str(path), iteration=iteration, timesteps_total=timesteps)
         if periodic:
             self.checkpoints.append(path)
@@ -143,19 +144,16 @@ class RayWorkerRuntime:
                 shutil.rmtree(self.checkpoints.pop(0), ignore_errors=True)
         return path
 
-    def _restore(self, algo: Any, path: str) -> dict[str, Any]:
-        state_file = Path(path) / STATE_FILE
-        try:
-            state = json.loads(state_file.read_text())
-        except (OSError, ValueError):
-            raise ConfigError("checkpoint.restore_from", f"{path!r} is not a checkpoint of this worker "
-                              f"(no readable {STATE_FILE})") from None
+    def _restore(self, algo: Any, path: str) -> "RayCheckpointState":
+        from ray_worker.checkpoint_state import RayCheckpointState
+
+        state = RayCheckpointState.read(path, "checkpoint.restore_from", "the ray worker")
         league = getattr(self, "league", None)
-        if league is not None and "self_play" in state:
-            self._restore_pool(algo, league, state["self_play"])
+        if league is not None and state.self_play:
+            self._restore_pool(algo, league, state.self_play)
         algo.restore_from_path(str(Path(path).resolve()))
-        self.ctx.emitter.log(f"restored from {path} at iteration {state['iteration']}, "
-                             f"{state['timesteps_total']} env steps")
+        self.ctx.emitter.log(f"restored from {path} at iteration {state.iteration}, "
+                             f"{state.timesteps_total} env steps")
         return state
 
     def _restore_pool(self, algo: Any, league: Any, saved: dict[str, Any]) -> None:
@@ -264,8 +262,7 @@ class RayWorkerRuntime:
                     copy_weights(algo, main, snapshot_id(main, 0))
             if cfg.checkpoint.restore_from:
                 state = self._restore(algo, cfg.checkpoint.restore_from)
-                iteration, timesteps, episodes = (state["iteration"], state["timesteps_total"],
-                                                  state["episodes"])
+                iteration, timesteps, episodes = state.iteration, state.timesteps_total, state.episodes
             emit.run_started(
                 worker="ray", config_digest=config_digest(cfg.to_dict()),
                 versions=package_versions(PACKAGES),

@@ -1,0 +1,108 @@
+"""What a worker writes beside a library's checkpoint so MOSAIC can resume and evaluate it.
+
+A checkpoint is a folder ``<run>/checkpoints/checkpoint_<iteration:06d>/`` holding
+whatever the library saves plus :data:`STATE_FILE`: the run's counters
+(iteration, env steps, episodes), the run it came from, a ``format`` naming the
+worker and its version, and the worker's own fields (a subclass of
+:class:`CheckpointState` declares them, typed). The state file is written last
+and atomically, so a folder holding it is a complete checkpoint; a folder
+without it (a save that was interrupted) is never taken for one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Mapping, TypeVar
+
+from mosaic.errors import ConfigError
+from mosaic.runs import write_json_atomic
+
+STATE_FILE = "mosaic_state.json"
+CHECKPOINTS_DIR = "checkpoints"
+
+S = TypeVar("S", bound="CheckpointState")
+
+
+def checkpoint_folder(run_root: str | Path, iteration: int) -> Path:
+    return Path(run_root) / CHECKPOINTS_DIR / f"checkpoint_{iteration:06d}"
+
+
+def is_checkpoint(folder: str | Path) -> bool:
+    return (Path(folder) / STATE_FILE).is_file()
+
+
+def run_checkpoints(run_root: str | Path) -> list[Path]:
+    """A run's complete checkpoints, oldest first."""
+    folder = Path(run_root) / CHECKPOINTS_DIR
+    return sorted(c for c in folder.glob("checkpoint_*") if is_checkpoint(c)) if folder.is_dir() else []
+
+
+def resolve(path: str | Path, field: str = "checkpoint", worker: str = "this worker") -> Path:
+    """A checkpoint folder, or a run folder (its latest checkpoint); ConfigError naming ``field``."""
+    p = Path(path)
+    if is_checkpoint(p):
+        return p
+    found = run_checkpoints(p)
+    if found:
+        return found[-1]
+    if not p.exists():
+        raise ConfigError(field, f"{str(p)!r} does not exist")
+    raise ConfigError(field, f"{str(p)!r} is neither a checkpoint of {worker} (no {STATE_FILE} in it) "
+                             "nor a run folder with checkpoints")
+
+
+@dataclass
+class CheckpointState:
+    """The counters every worker keeps; subclasses add their own typed fields."""
+
+    #: ``<worker>/<version>`` of the layout; a reader refuses another worker's checkpoint.
+    FORMAT: ClassVar[str] = "mosaic/1"
+
+    iteration: int
+    timesteps_total: int
+    episodes: int
+    run_id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": self.FORMAT, **dataclasses.asdict(self)}
+
+    @classmethod
+    def from_dict(cls: type[S], data: Mapping[str, Any], where: str = "checkpoint") -> S:
+        if not isinstance(data, Mapping):
+            raise ConfigError(where, f"its {STATE_FILE} must hold an object")
+        if data.get("format") != cls.FORMAT:
+            raise ConfigError(where, f"is a {data.get('format')!r} checkpoint, expected {cls.FORMAT!r}")
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        hints = typing.get_type_hints(cls)
+        missing = [name for name, f in fields.items() if name not in data
+                   and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        if missing:
+            raise ConfigError(where, f"its {STATE_FILE} lacks {', '.join(missing)}")
+        values = {}
+        for name in fields:
+            if name in data:
+                value = data[name]
+                if hints[name] is int and not (isinstance(value, int) and not isinstance(value, bool)):
+                    raise ConfigError(where, f"its {STATE_FILE} has {name}={value!r}, not an integer")
+                values[name] = value
+        return cls(**values)
+
+    def write(self, folder: str | Path) -> Path:
+        """Write the state file into ``folder`` (last, once the library's files are there)."""
+        path = Path(folder) / STATE_FILE
+        write_json_atomic(path, self.to_dict())
+        return path
+
+    @classmethod
+    def read(cls: type[S], path: str | Path, field: str = "checkpoint", worker: str = "this worker") -> S:
+        """The state of the checkpoint at ``path`` (or of a run folder's latest checkpoint)."""
+        folder = resolve(path, field, worker)
+        try:
+            data = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(field, f"cannot read {folder / STATE_FILE}: {exc}") from None
+        return cls.from_dict(data, field)
