@@ -1,9 +1,10 @@
 """MOSAIC config → RLlib ``AlgorithmConfig`` on the new API stack.
 
 Everything RLlib needs to train out of the box on multi-agent PettingZoo is
-decided here: the multi-agent episode replay buffers DQN and SAC require, short
-iterations for IMPALA/APPO, masked modules for games with action masks, a small
-CNN for preprocessed images, and the agent → module mapping.
+decided here, from each algorithm's traits (``ray_worker.traits``): the
+multi-agent episode replay buffers DQN and SAC require, short iterations for
+IMPALA/APPO, masked modules for games with action masks; and a small CNN for
+preprocessed images, and the agent → module mapping.
 """
 
 from __future__ import annotations
@@ -16,66 +17,31 @@ from ray_worker.config import PolicyConfiguration, RayWorkerConfig
 from ray_worker.ctde_ids import CRITIC_ID
 from ray_worker.environment import EnvInfo, space_kind
 from ray_worker.policies import PolicyLayout
+from ray_worker.traits import kind_words, load_config_class, maskable, traits
 
-#: The action kinds of algorithms that cannot take every kind (RLlib 2.60's SAC takes Discrete and Box).
-ACTION_KINDS = {"DQN": ("discrete",), "SAC": ("discrete", "box")}
-_KIND_WORDS = {"discrete": "discrete", "box": "continuous (Box)"}
-MASKED_MODULE_NAMES = {"PPO": "MaskedPPOTorchRLModule", "A2C": "MaskedPPOTorchRLModule",
-                       "IMPALA": "MaskedPPOTorchRLModule", "APPO": "MaskedAPPOTorchRLModule",
-                       "DQN": "MaskedDQNTorchRLModule"}
-#: Algorithms that train on games with action masks (each has a masked module in ray_worker.modules).
-MASKABLE = tuple(MASKED_MODULE_NAMES)
 #: Conv stack for preprocessed images (RLlib's defaults assume 84x84 and are large).
 SMALL_CNN = [[16, [4, 4], 2], [32, [4, 4], 2], [32, [3, 3], 2]]
-#: Replay buffers that understand multi-agent episodes (the default crashes on them).
-REPLAY_BUFFERS = {
-    "DQN": {"type": "MultiAgentEpisodeReplayBuffer"},
-    "SAC": {"type": "MultiAgentPrioritizedEpisodeReplayBuffer", "alpha": 0.6, "beta": 0.4},
-}
-MIN_SAC_FRAGMENT = 20
 
 
 def check_compatibility(cfg: RayWorkerConfig, env: EnvInfo) -> None:
-    """Refuse combinations that cannot work, naming the field and what would."""
+    """Refuse combinations that cannot work, naming the field and what would (traits in ray_worker.traits)."""
     algo = cfg.training.algorithm
+    trait = traits(algo)
     kinds = env.action_kinds()
     env_name = f"{cfg.environment.family}/{cfg.environment.env_id}"
-    takes = ACTION_KINDS.get(algo)
-    if takes and kinds - set(takes):
-        others = [a for a in algo_params.algorithms() if a != algo and not kinds - set(ACTION_KINDS.get(a, kinds))]
-        raise ConfigError("training.algorithm", f"{algo} needs {' or '.join(_KIND_WORDS[k] for k in takes)} "
+    if kinds - set(trait.action_kinds):
+        others = [a for a in algo_params.algorithms() if a != algo and not kinds - set(traits(a).action_kinds)]
+        raise ConfigError("training.algorithm", f"{algo} needs {kind_words(trait.action_kinds)} "
                           f"actions but {env_name} has {', '.join(sorted(kinds))} actions; "
                           f"use one of {', '.join(others)}")
-    if env.has_action_masks() and algo not in MASKABLE:
+    if env.has_action_masks() and not trait.masked:
         raise ConfigError("training.algorithm", f"{env_name} uses action masks, which {algo} cannot "
-                          f"respect yet; use one of {', '.join(MASKABLE)}")
-    if algo == "SAC":
+                          f"respect yet; use one of {', '.join(maskable())}")
+    if trait.min_rollout_fragment:
         fragment = cfg.training.algo_params.get("rollout_fragment_length")
-        if fragment != "auto" and isinstance(fragment, int) and fragment < MIN_SAC_FRAGMENT:
+        if fragment != "auto" and isinstance(fragment, int) and fragment < trait.min_rollout_fragment:
             raise ConfigError("training.algo_params.rollout_fragment_length",
-                              f"{fragment} is too short for SAC; use at least {MIN_SAC_FRAGMENT}")
-
-
-def _config_class(algorithm: str) -> Any:
-    if algorithm == "PPO":
-        from ray.rllib.algorithms.ppo import PPOConfig
-        return PPOConfig
-    if algorithm == "DQN":
-        from ray.rllib.algorithms.dqn import DQNConfig
-        return DQNConfig
-    if algorithm == "SAC":
-        from ray.rllib.algorithms.sac import SACConfig
-        return SACConfig
-    if algorithm == "IMPALA":
-        from ray.rllib.algorithms.impala import IMPALAConfig
-        return IMPALAConfig
-    if algorithm == "APPO":
-        from ray.rllib.algorithms.appo import APPOConfig
-        return APPOConfig
-    if algorithm == "A2C":
-        from ray_worker.a2c import A2CConfig
-        return A2CConfig
-    raise ConfigError("training.algorithm", f"{algorithm!r} has no RLlib config class")
+                              f"{fragment} is too short for {algo}; use at least {trait.min_rollout_fragment}")
 
 
 def resolve(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLayout) -> dict[str, Any]:
@@ -89,17 +55,17 @@ def resolve(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLayout) -> dict[st
     algo = cfg.training.algorithm
     sections = algo_params.to_rllib(algo, cfg.training.algo_params)
     training = dict(sections.get("training", {}))
-    if algo in REPLAY_BUFFERS:
-        training["replay_buffer_config"] = {**REPLAY_BUFFERS[algo],
-                                            **training.get("replay_buffer_config", {})}
+    trait = traits(algo)
+    if trait.replay_buffer:
+        training["replay_buffer_config"] = {**trait.replay_buffer, **training.get("replay_buffer_config", {})}
     res = cfg.resources
     env_runners = {"num_env_runners": res.num_workers, "num_envs_per_env_runner": res.num_envs_per_worker,
                    "num_cpus_per_env_runner": res.num_cpus, **sections.get("env_runners", {})}
-    if algo == "SAC" and env_runners.get("rollout_fragment_length", "auto") == "auto":
-        env_runners["rollout_fragment_length"] = 25
+    if trait.auto_rollout_fragment and env_runners.get("rollout_fragment_length", "auto") == "auto":
+        env_runners["rollout_fragment_length"] = trait.auto_rollout_fragment
     reporting = {"min_sample_timesteps_per_iteration": 0, "min_train_timesteps_per_iteration": 0,
                  **sections.get("reporting", {})}
-    if algo in ("IMPALA", "APPO"):
+    if trait.learner_thread:
         reporting.setdefault("min_time_s_per_iteration", 1)
     else:
         # RLlib's SAC defaults to iterations of at least 1 s, so how many env steps one
@@ -122,7 +88,7 @@ def resolve(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLayout) -> dict[st
             if space_kind(reads) == "image" and "conv_filters" not in model_config:
                 model_config["conv_filters"] = SMALL_CNN
         elif obs_kind == "masked_discrete":
-            module_class = f"ray_worker.modules.{MASKED_MODULE_NAMES[algo]}"
+            module_class = f"ray_worker.modules.{trait.masked_module}"
         elif obs_kind == "image" and "conv_filters" not in model_config:
             model_config["conv_filters"] = SMALL_CNN
         modules[module_id] = {"module_class": module_class, "model_config": model_config,
@@ -175,7 +141,7 @@ def build_algorithm_config(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLay
     if settings["multi_rl_module_class"]:
         multi_kwargs["multi_rl_module_class"] = _import(settings["multi_rl_module_class"])
     config = (
-        _config_class(settings["algorithm"])()
+        load_config_class(settings["algorithm"])()
         .environment(env=env_name)
         .env_runners(**settings["env_runners"])
         .learners(**settings["learners"])

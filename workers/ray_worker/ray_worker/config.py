@@ -35,8 +35,6 @@ IMPLEMENTED_POLICY_CONFIGURATIONS = (PolicyConfiguration.PARAMETER_SHARING,
                                      PolicyConfiguration.SHARED_VALUE_FUNCTION)
 #: Fixed opponents a self-play pool can hold (see ray_worker.modules.UniformRandomRLModule).
 SELF_PLAY_BASELINES = ("random",)
-#: Algorithms that train the centralised critic of SHARED_VALUE_FUNCTION (PPO = MAPPO).
-CTDE_ALGORITHMS = ("PPO",)
 
 
 @dataclass
@@ -198,9 +196,11 @@ class RayWorkerConfig:
                               f"in this version; available: "
                               f"{', '.join(p.name for p in IMPLEMENTED_POLICY_CONFIGURATIONS)}")
         if self.policy_configuration is PolicyConfiguration.SHARED_VALUE_FUNCTION:
-            if self.training.algorithm not in CTDE_ALGORITHMS:
+            from ray_worker.traits import central_critic
+
+            if self.training.algorithm not in central_critic():
                 raise ConfigError("training.algorithm", f"SHARED_VALUE_FUNCTION (MAPPO) trains with "
-                                  f"{', '.join(CTDE_ALGORITHMS)} only, not {self.training.algorithm}")
+                                  f"{', '.join(central_critic())} only, not {self.training.algorithm}")
             if self.environment.api_type != "PARALLEL":
                 raise ConfigError("environment.api_type", "SHARED_VALUE_FUNCTION needs PARALLEL envs "
                                   "(a global state per step)")

@@ -31,6 +31,8 @@ from ray.rllib.core.rl_module.apis import TARGET_NETWORK_ACTION_DIST_INPUTS
 from ray.rllib.core.rl_module.rl_module import RLModule
 from ray.rllib.utils.torch_utils import FLOAT_MIN
 
+from ray_worker.traits import TRAITS
+
 MASK_KEY = "action_mask"
 
 
@@ -144,8 +146,8 @@ class MaskedDQNTorchRLModule(MaskedObservationMixin, DefaultDQNTorchRLModule):
         return {Columns.ACTIONS: torch.where(explore, random_moves, greedy)}
 
 
-MASKED_MODULES = {"PPO": MaskedPPOTorchRLModule, "A2C": MaskedPPOTorchRLModule, "IMPALA": MaskedPPOTorchRLModule,
-                  "APPO": MaskedAPPOTorchRLModule, "DQN": MaskedDQNTorchRLModule}
+#: Algorithm -> its masked module class, as ray_worker.traits names it.
+MASKED_MODULES = {name: globals()[t.masked_module] for name, t in TRAITS.items() if t.masked_module}
 
 
 class UniformRandomRLModule(RLModule):

@@ -19,8 +19,8 @@ import ray_worker  # noqa: F401  (registers A2C)
 from mosaic.errors import ConfigError
 from ray_support import TINY, TrainedRun, merge, train
 from ray_worker import algo_params
-from ray_worker.algorithms import MASKABLE, MASKED_MODULE_NAMES
 from ray_worker.modules import MASKED_MODULES
+from ray_worker.traits import TRAITS, load_config_class, maskable
 from test_policy_actor import assert_actor_parity
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "ray-worker.md"
@@ -80,16 +80,14 @@ def test_masked_modules_mask_every_forward_path(algo):
     from ray.rllib.core.rl_module.apis import TARGET_NETWORK_ACTION_DIST_INPUTS, TargetNetworkAPI
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from ray_worker.algorithms import _config_class
-
-    assert set(MASKABLE) == set(MASKED_MODULES)
-    assert {a: MASKED_MODULES[a].__name__ for a in MASKED_MODULES} == MASKED_MODULE_NAMES
+    assert set(maskable()) == set(MASKED_MODULES)
+    assert MASKED_MODULES[algo].__name__ == TRAITS[algo].masked_module
     n_actions, rng = 9, np.random.default_rng(0)
     space = gym.spaces.Dict({"observation": gym.spaces.Box(0, 1, (3, 3, 2), np.float32),
                              "action_mask": gym.spaces.Box(0, 1, (n_actions,), np.int8)})
     module = RLModuleSpec(module_class=MASKED_MODULES[algo], observation_space=space,
                           action_space=gym.spaces.Discrete(n_actions),
-                          model_config={**_config_class(algo)().model_config, "fcnet_hiddens": [8]}).build()
+                          model_config={**load_config_class(algo)().model_config, "fcnet_hiddens": [8]}).build()
     if isinstance(module, TargetNetworkAPI):
         module.make_target_networks()
     obs, next_obs = _masked_batch(rng, 256, n_actions), _masked_batch(rng, 256, n_actions)
@@ -174,3 +172,13 @@ def test_every_trained_combination_evaluates_with_parity_without_ray(runs, tmp_p
     checkpoints = {f"{algo}-{kind}": runs(algo, kind).of_type("checkpoint_saved")[-1]["path"]
                    for algo, kind in CASES if (algo, kind) not in REFUSED}
     assert_actor_parity(checkpoints, tmp_path)
+
+
+def test_every_algorithm_declares_its_traits_once():
+    """ray_worker.traits and the algo_params schemas name the same algorithms; traits are consistent."""
+    assert set(TRAITS) == set(ALGORITHMS)
+    for name, trait in TRAITS.items():
+        assert trait.name == name
+        assert trait.action_kinds and set(trait.action_kinds) <= {"discrete", "box"}
+        assert (trait.replay_buffer is not None) == (not trait.on_policy), name  # off-policy: a replay buffer
+        assert load_config_class(name).__name__ == trait.config_class.split(":")[1]
