@@ -17,7 +17,7 @@ _LAZY = {
     "RayPolicyConfig": "ray_worker.policy_actor", "RayPolicyActor": "ray_worker.policy_actor",
     "RayPolicyController": "ray_worker.policy_actor", "create_ray_actor": "ray_worker.policy_actor",
     "EvaluationConfig": "ray_worker.policy_evaluator", "run_evaluation": "ray_worker.policy_evaluator",
-    "EpisodeMetrics": "ray_worker.evaluation_results", "EvaluationResults": "ray_worker.evaluation_results",
+    "EpisodeMetrics": "mosaic.evaluation", "EvaluationResults": "mosaic.evaluation",
     "RayWorkerConfig": "ray_worker.config", "PolicyConfiguration": "ray_worker.config",
 }
 __all__ = ["get_worker_metadata", *_LAZY]
