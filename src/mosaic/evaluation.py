@@ -21,6 +21,8 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
+from mosaic.episode_stats import winner
+
 RANDOM = "random"
 
 
@@ -264,12 +266,8 @@ def play_episodes(env: Any, seatings: Sequence[Controller], num_episodes: int, s
         players = {a: getattr(seating.actor_for(a), "module_id", RANDOM) for a in env.possible_agents}
         returns, length = (play_aec if is_aec else play_parallel)(
             env, seating, rng, seed + i, max_steps, sink if (record or lane is not None) else None)
-        winner = None
-        if len(returns) == 2:
-            (a, ra), (b, rb) = returns.items()
-            winner = None if ra == rb else (a if ra > rb else b)
         episodes.append(EpisodeMetrics(i, seed + i, returns, length, time.perf_counter() - start,
-                                       players, winner))
+                                       players, winner(returns)))
         if record:
             videos.append(frames)
     return episodes, videos

@@ -9,6 +9,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mosaic.checkpoints import CheckpointState, checkpoint_folder
+from mosaic.envs import reward_structure
+from mosaic.episode_stats import episode_statistics, winner
 from mosaic.fastlane.config import FastLaneTarget
 from mosaic.provenance import config_digest, package_versions
 from mosaic.worker_cli import WorkerContext
@@ -155,7 +157,8 @@ class RandomWorkerRuntime:
             algorithm="random", env=cfg.environment.describe(), policy_configuration="RANDOM",
             seed=cfg.seed, total_timesteps=cfg.total_timesteps, agents=list(env.possible_agents),
         )
-        window: list[tuple[dict, int]] = []
+        window: list[dict[str, Any]] = []
+        structure = reward_structure(cfg.environment.family, cfg.environment.env_id)
         iteration = self._restore(policy, cfg.restore_from) if cfg.restore_from else 0
         next_report = self.steps + cfg.steps_per_iteration
         last_saved = None
@@ -165,9 +168,10 @@ class RandomWorkerRuntime:
                 t0 = time.perf_counter()
                 play = self._play_aec if is_aec else self._play_parallel
                 returns, length = play(env, policy, cfg.seed + self.episodes)
-                window.append((returns, length))
+                window.append({"returns": returns, "length": length,
+                               "modules": {agent: "random" for agent in returns}})
                 emit.episode(episode=self.episodes, length=length, returns=returns,
-                             winner=winner(returns), duration_s=time.perf_counter() - t0)
+                             winner=winner(returns, structure), duration_s=time.perf_counter() - t0)
                 self.episodes += 1
                 if self.steps >= next_report or self.steps >= cfg.total_timesteps:
                     iteration += 1
@@ -175,7 +179,7 @@ class RandomWorkerRuntime:
                     emit.metrics(iteration=iteration, timesteps_total=self.steps,
                                  total_timesteps=cfg.total_timesteps,
                                  env_steps_per_s=(self.steps - steps_at_iter) / max(elapsed, 1e-9),
-                                 num_episodes_lifetime=self.episodes, **summarise(window))
+                                 num_episodes_lifetime=self.episodes, **episode_statistics(window))
                     window.clear()
                     t_iter, steps_at_iter = time.perf_counter(), self.steps
                     next_report = self.steps + cfg.steps_per_iteration
@@ -190,31 +194,3 @@ class RandomWorkerRuntime:
                 self.lane.close()
             env.close()
         return {"timesteps_total": self.steps, "episodes": self.episodes, "iterations": iteration}
-
-
-def winner(returns: dict[str, float]) -> str | None:
-    """The single best-scoring agent of a 2-player game; None for a draw or team games."""
-    if len(returns) != 2:
-        return None
-    (a, ra), (b, rb) = returns.items()
-    return None if ra == rb else (a if ra > rb else b)
-
-
-def summarise(window: list[tuple[dict, int]]) -> dict[str, Any]:
-    """RLlib-style episode statistics over the episodes of one iteration."""
-    if not window:
-        return {"num_episodes": 0}
-    totals = [sum(r.values()) for r, _ in window]
-    agents = sorted({a for r, _ in window for a in r})
-    per_agent = {a: [r[a] for r, _ in window if a in r] for a in agents}
-    return {
-        "num_episodes": len(window),
-        "episode_return_mean": float(np.mean(totals)),
-        "episode_return_min": float(np.min(totals)),
-        "episode_return_max": float(np.max(totals)),
-        "episode_len_mean": float(np.mean([n for _, n in window])),
-        "agent_episode_returns_mean": {a: float(np.mean(v)) for a, v in per_agent.items()},
-        "agent_episode_returns_min": {a: float(np.min(v)) for a, v in per_agent.items()},
-        "agent_episode_returns_max": {a: float(np.max(v)) for a, v in per_agent.items()},
-        "module_episode_returns_mean": {"random": float(np.mean([x for v in per_agent.values() for x in v]))},
-    }

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from mosaic.checkpoints import checkpoint_folder
+from mosaic.episode_stats import episode_statistics
 from mosaic.errors import ConfigError
 from mosaic.lifecycle import RunCancelled
 from mosaic.provenance import config_digest, package_versions
@@ -51,34 +52,6 @@ def start_ray(resources: ResourceConfig) -> bool:
     return True
 
 
-def _stats(values: list[float]) -> tuple[float, float, float]:
-    return sum(values) / len(values), min(values), max(values)
-
-
-def episode_metrics(episodes: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """RLlib-named statistics over the episodes finished in one iteration."""
-    if not episodes:
-        return {"num_episodes": 0}
-    totals = [sum(e["returns"].values()) for e in episodes]
-    per_agent: dict[str, list[float]] = {}
-    per_module: dict[str, list[float]] = {}
-    for e in episodes:
-        for agent, ret in e["returns"].items():
-            per_agent.setdefault(agent, []).append(ret)
-            module = e.get("modules", {}).get(agent)
-            if module is not None:
-                per_module.setdefault(module, []).append(ret)
-    out: dict[str, Any] = {"num_episodes": len(episodes)}
-    out["episode_return_mean"], out["episode_return_min"], out["episode_return_max"] = _stats(totals)
-    out["episode_len_mean"] = sum(e["length"] for e in episodes) / len(episodes)
-    out["illegal_actions"] = sum(int(e.get("illegal_actions", 0)) for e in episodes)
-    for prefix, groups in (("agent", per_agent), ("module", per_module)):
-        stats = {k: _stats(v) for k, v in groups.items()}
-        for i, suffix in enumerate(("mean", "min", "max")):
-            out[f"{prefix}_episode_returns_{suffix}"] = {k: s[i] for k, s in stats.items()}
-    return out
-
-
 def learner_metrics(result: Mapping[str, Any]) -> dict[str, dict[str, float]]:
     """Per-module learner scalars (losses, entropy, KL, learning rate)."""
     learners = result.get("learners") or {}
@@ -108,7 +81,7 @@ def metrics_from_result(result: Mapping[str, Any], iteration: int, timesteps: in
     """One RLlib result → a MOSAIC ``metrics`` payload and the iteration's episode records."""
     episodes = collect_episode_records((result.get("env_runners") or {}).get(EPISODES_KEY))
     payload = {"iteration": iteration, "timesteps_total": timesteps, "total_timesteps": total,
-               "env_steps_per_s": steps_per_s, **episode_metrics(episodes),
+               "env_steps_per_s": steps_per_s, **episode_statistics(episodes),
                "learner": learner_metrics(result)}
     return payload, episodes
 
