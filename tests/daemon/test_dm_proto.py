@@ -22,4 +22,4 @@ def test_service_has_every_call_of_the_api():
 
     methods = set(pb.DESCRIPTOR.services_by_name["TrainerDaemon"].methods_by_name)
     assert methods == {"SubmitRun", "CancelRun", "PauseRun", "ResumeRun", "ListRuns", "GetRun", "WatchRuns",
-                       "StreamTelemetry", "ListWorkers", "GetHealth"}
+                       "StreamTelemetry", "ListWorkers", "DescribeWorker", "ValidateConfig", "GetHealth"}

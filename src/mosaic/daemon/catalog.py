@@ -1,19 +1,22 @@
 """The workers the daemon can start: discovery results, the interpreter to
-start each with, and the algo_params JSON Schemas a GUI renders forms from.
+start each with, and each worker's describe document (config JSON Schema,
+default config, algo_params schemas, envs) that a GUI renders forms from.
 
-A worker publishes schemas by shipping a module ``<package>.algo_params``
-with ``schema(ALGORITHM) -> dict`` (the Ray worker does); it must be cheap to
-import (no RL library), like ``get_worker_metadata``.
+Describe documents come from the worker's own interpreter
+(``python -m <worker>.cli --describe``, cached by :mod:`mosaic.describe`):
+the daemon never imports a worker's runtime, nor its schemas.
 """
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import json
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
+from mosaic import describe
 from mosaic.discovery import DiscoveredWorker, Discovery, discover_workers
 
 
@@ -21,11 +24,11 @@ from mosaic.discovery import DiscoveredWorker, Discovery, discover_workers
 class WorkerCatalog:
     pythons: Mapping[str, str] = field(default_factory=dict)  # worker → interpreter
     discovery: Discovery = field(default_factory=Discovery)
-    _schemas: dict[str, dict[str, str]] = field(default_factory=dict)
+    _descriptions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def refresh(self) -> None:
         self.discovery = discover_workers()
-        self._schemas.clear()
+        self._descriptions.clear()
 
     def get(self, name: str) -> DiscoveredWorker:
         """The worker named ``name``; :class:`~mosaic.errors.UserError` if unknown or broken."""
@@ -38,27 +41,34 @@ class WorkerCatalog:
         worker = next((w for w in self.discovery.workers if w.name == name), None)
         return (worker.python if worker is not None else None) or sys.executable
 
+    def description(self, name: str, refresh: bool = False) -> dict[str, Any]:
+        """The worker's describe document (blocking: run it in a thread); UserError if it cannot say."""
+        worker = self.get(name)
+        if refresh or name not in self._descriptions:
+            python = self.python_for(name)
+            if worker.description is not None and not refresh and python == worker.python:
+                document = dict(worker.description)
+            else:
+                document = describe.load(python, worker.cli_module, _source_folders(worker), refresh=refresh)
+            self._descriptions[name] = document
+        return self._descriptions[name]
+
     def algo_params_schemas(self, worker: DiscoveredWorker) -> dict[str, str]:
-        """Algorithm → JSON Schema text; empty when the worker publishes none."""
-        if worker.name not in self._schemas:
-            self._schemas[worker.name] = _load_schemas(worker)
-        return self._schemas[worker.name]
+        """Algorithm → JSON Schema text; empty when the worker publishes none or cannot describe itself."""
+        try:
+            schemas = self.description(worker.name)["algo_params_schemas"]
+        except Exception:  # a worker's describe bug must not break ListWorkers
+            return {}
+        return {algorithm: json.dumps(schema, sort_keys=True) for algorithm, schema in schemas.items()}
 
 
-def _load_schemas(worker: DiscoveredWorker) -> dict[str, str]:
+def _source_folders(worker: DiscoveredWorker) -> list[Path]:
+    """The worker package's folder (an editable install's edits describe again), found without importing it."""
     package = worker.entry_point.split(":", 1)[0].split(".", 1)[0]
     try:
-        module = importlib.import_module(f"{package}.algo_params")
-    except ImportError:
-        return {}
-    schema = getattr(module, "schema", None)
-    if not callable(schema):
-        return {}
-    out: dict[str, str] = {}
-    for algorithm in worker.capabilities.algorithms:
-        try:
-            value: Any = schema(algorithm)
-            out[algorithm] = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-        except Exception:  # a worker's schema bug must not break ListWorkers
-            continue
-    return out
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.origin:
+        return []
+    return [Path(spec.origin).parent]

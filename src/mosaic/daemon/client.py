@@ -118,6 +118,17 @@ class DaemonClient:
     def workers(self, refresh: bool = False) -> pb.ListWorkersReply:
         return self._call("ListWorkers", pb.ListWorkersRequest(refresh=refresh), timeout=120)
 
+    def describe_worker(self, name: str, refresh: bool = False) -> dict[str, Any]:
+        """A worker's describe document: config JSON Schema, default config, algo_params schemas, envs."""
+        reply = self._call("DescribeWorker", pb.DescribeWorkerRequest(name=name, refresh=refresh), timeout=300)
+        return json.loads(reply.describe_json)
+
+    def validate_config(self, config: dict[str, Any]) -> tuple[bool, dict[str, Any] | None, str]:
+        """``(ok, the config normalised, error)``, checked as a submit would; creates no run."""
+        reply = self._call("ValidateConfig", pb.ValidateConfigRequest(config_json=json.dumps(config)),
+                           timeout=300)
+        return reply.ok, (json.loads(reply.normalized_config_json) if reply.ok else None), reply.error
+
     def health(self) -> pb.Health:
         return self._call("GetHealth", pb.GetHealthRequest())
 

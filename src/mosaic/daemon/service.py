@@ -171,6 +171,38 @@ class DaemonService(pb_grpc.TrainerDaemonServicer):
                   for b in self.catalog.discovery.broken]
         return pb.ListWorkersReply(workers=workers, broken=broken)
 
+    @user_errors
+    async def DescribeWorker(self, request: pb.DescribeWorkerRequest, context: Any) -> pb.WorkerDescription:
+        name = request.name
+        if name not in self.catalog.discovery.names():
+            broken = next((b for b in self.catalog.discovery.broken if b.name == name), None)
+            if broken is not None:
+                raise Conflict(f"worker {name!r} is installed but broken: {broken.reason}")
+            raise NotFound(f"worker: {name!r} is not one of "
+                           f"{', '.join(self.catalog.discovery.names()) or '(none installed)'}")
+        try:
+            document = await asyncio.to_thread(self.catalog.description, name, request.refresh)
+        except UserError as exc:
+            raise Conflict(f"worker {name!r} cannot describe itself: {exc}") from None
+        return pb.WorkerDescription(
+            name=name, describe_json=json.dumps(document), python=self.catalog.python_for(name),
+            config_schema_json=json.dumps(document["config_schema"]),
+            default_config_json=json.dumps(document["default_config"]))
+
+    async def ValidateConfig(self, request: pb.ValidateConfigRequest, context: Any) -> pb.ValidateConfigReply:
+        try:
+            config = json.loads(request.config_json or "{}")
+        except ValueError as exc:
+            return pb.ValidateConfigReply(ok=False, error=f"config: not valid JSON ({exc})")
+        if not isinstance(config, dict):
+            return pb.ValidateConfigReply(ok=False, error=f"config: must be a JSON object, "
+                                                          f"got {type(config).__name__}")
+        try:
+            _, _, normalised, _ = await self.sup.validate(config)
+        except UserError as exc:
+            return pb.ValidateConfigReply(ok=False, error=str(exc))
+        return pb.ValidateConfigReply(ok=True, normalized_config_json=json.dumps(normalised))
+
     async def GetHealth(self, request: pb.GetHealthRequest, context: Any) -> pb.Health:
         settings = self.sup.settings
         return pb.Health(

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping
 
 from mosaic import __version__
 from mosaic.daemon.catalog import WorkerCatalog
+from mosaic.discovery import DiscoveredWorker
 from mosaic.daemon.errors import ConfigRejected, Conflict, NotFound, split_field
 from mosaic.daemon.fastjson import parse_event_line
 from mosaic.daemon.hub import TelemetryHub
@@ -166,11 +167,13 @@ class Supervisor:
         return sum(a.cpus for a in self.active.values())
 
     # ------------------------------------------------------------------ submit
-    async def submit(self, config: dict[str, Any], worker_name: str = "", run_id: str = "",
-                     heartbeat_timeout_s: float = 0.0, cpus: float = 0.0) -> RunRecord:
-        """Validate with the worker and queue; :class:`ConfigRejected` creates nothing."""
-        if self._stopping:
-            raise Conflict("the daemon is shutting down")
+    async def validate(self, config: dict[str, Any], worker_name: str = "", run_id: str = "",
+                       heartbeat_timeout_s: float = 0.0, cpus: float = 0.0
+                       ) -> tuple[DiscoveredWorker, str, dict[str, Any], str]:
+        """Everything :meth:`submit` checks, creating nothing: ``(worker, run id, normalised config, python)``.
+
+        The worker checks the config itself (``--validate``), in its own interpreter.
+        """
         errors: list[tuple[str, str]] = []
         name = worker_name or config.get("worker") or ""
         worker = None
@@ -203,6 +206,15 @@ class Supervisor:
             raise ConfigRejected([split_field(str(exc))]) from None
         except OSError as exc:  # the configured interpreter is missing or not executable
             raise Conflict(f"worker {worker.name!r} cannot be started with {python}: {exc}") from None
+        return worker, rid, normalised, python
+
+    async def submit(self, config: dict[str, Any], worker_name: str = "", run_id: str = "",
+                     heartbeat_timeout_s: float = 0.0, cpus: float = 0.0) -> RunRecord:
+        """Validate with the worker and queue; :class:`ConfigRejected` creates nothing."""
+        if self._stopping:
+            raise Conflict("the daemon is shutting down")
+        worker, rid, normalised, python = await self.validate(config, worker_name, run_id,
+                                                              heartbeat_timeout_s, cpus)
         now = time.time()
         try:
             run = self.store.create(rid, normalised, {

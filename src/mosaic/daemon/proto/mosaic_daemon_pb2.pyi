@@ -237,6 +237,44 @@ class ListWorkersReply(_message.Message):
     broken: _containers.RepeatedCompositeFieldContainer[BrokenWorkerInfo]
     def __init__(self, workers: _Optional[_Iterable[_Union[WorkerInfo, _Mapping]]] = ..., broken: _Optional[_Iterable[_Union[BrokenWorkerInfo, _Mapping]]] = ...) -> None: ...
 
+class DescribeWorkerRequest(_message.Message):
+    __slots__ = ("name", "refresh")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REFRESH_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    refresh: bool
+    def __init__(self, name: _Optional[str] = ..., refresh: _Optional[bool] = ...) -> None: ...
+
+class WorkerDescription(_message.Message):
+    __slots__ = ("name", "describe_json", "config_schema_json", "default_config_json", "python")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIBE_JSON_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
+    PYTHON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    describe_json: str
+    config_schema_json: str
+    default_config_json: str
+    python: str
+    def __init__(self, name: _Optional[str] = ..., describe_json: _Optional[str] = ..., config_schema_json: _Optional[str] = ..., default_config_json: _Optional[str] = ..., python: _Optional[str] = ...) -> None: ...
+
+class ValidateConfigRequest(_message.Message):
+    __slots__ = ("config_json",)
+    CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
+    config_json: str
+    def __init__(self, config_json: _Optional[str] = ...) -> None: ...
+
+class ValidateConfigReply(_message.Message):
+    __slots__ = ("ok", "normalized_config_json", "error")
+    OK_FIELD_NUMBER: _ClassVar[int]
+    NORMALIZED_CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    ok: bool
+    normalized_config_json: str
+    error: str
+    def __init__(self, ok: _Optional[bool] = ..., normalized_config_json: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
+
 class GetHealthRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

@@ -79,6 +79,16 @@ class TrainerDaemonStub:
                 request_serializer=mosaic_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.ListWorkersRequest.SerializeToString,
                 response_deserializer=mosaic_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.ListWorkersReply.FromString,
                 _registered_method=True)
+        self.DescribeWorker = channel.unary_unary(
+                '/mosaic.daemon.v1.TrainerDaemon/DescribeWorker',
+                request_serializer=mosaic_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.DescribeWorkerRequest.SerializeToString,
+                response_deserializer=mosaic_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.WorkerDescription.FromString,
+                _registered_method=True)
+        self.ValidateConfig = channel.unary_unary(
+                '/mosaic.daemon.v1.TrainerDaemon/ValidateConfig',
+                request_serializer=mosaic_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.ValidateConfigRequest.SerializeToString,
+                response_deserializer=mosaic_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.ValidateConfigReply.FromString,
+                _registered_method=True)
         self.GetHealth = channel.unary_unary(
                 '/mosaic.daemon.v1.TrainerDaemon/GetHealth',
                 request_serializer=mosaic_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.GetHealthRequest.SerializeToString,
@@ -148,6 +158,24 @@ class TrainerDaemonServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeWorker(self, request, context):
+        """A worker's describe document (config JSON Schema, default config,
+        algo_params schemas, envs), from its own interpreter: what a GUI builds
+        its config form from. NOT_FOUND for an unknown worker,
+        FAILED_PRECONDITION for a broken one (the reason in the details).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ValidateConfig(self, request, context):
+        """Check a config exactly as SubmitRun would, without creating a run.
+        A bad config is an answer (ok = false), not an RPC error.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetHealth(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -201,6 +229,16 @@ def add_TrainerDaemonServicer_to_server(servicer, server):
                     servicer.ListWorkers,
                     request_deserializer=mosaic_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.ListWorkersRequest.FromString,
                     response_serializer=mosaic_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.ListWorkersReply.SerializeToString,
+            ),
+            'DescribeWorker': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeWorker,
+                    request_deserializer=mosaic_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.DescribeWorkerRequest.FromString,
+                    response_serializer=mosaic_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.WorkerDescription.SerializeToString,
+            ),
+            'ValidateConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.ValidateConfig,
+                    request_deserializer=mosaic_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.ValidateConfigRequest.FromString,
+                    response_serializer=mosaic_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.ValidateConfigReply.SerializeToString,
             ),
             'GetHealth': grpc.unary_unary_rpc_method_handler(
                     servicer.GetHealth,
@@ -451,6 +489,60 @@ class TrainerDaemon:
             '/mosaic.daemon.v1.TrainerDaemon/ListWorkers',
             mosaic_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.ListWorkersRequest.SerializeToString,
             mosaic_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.ListWorkersReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeWorker(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mosaic.daemon.v1.TrainerDaemon/DescribeWorker',
+            mosaic_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.DescribeWorkerRequest.SerializeToString,
+            mosaic_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.WorkerDescription.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ValidateConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mosaic.daemon.v1.TrainerDaemon/ValidateConfig',
+            mosaic_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.ValidateConfigRequest.SerializeToString,
+            mosaic_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.ValidateConfigReply.FromString,
             options,
             channel_credentials,
             insecure,
