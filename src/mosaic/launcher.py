@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping
 
 from mosaic.discovery import DiscoveredWorker
 from mosaic.errors import UserError
+from mosaic.pids import signal_group
 from mosaic.recorder import EventCallback, LineSplitter, RunRecorder
 from mosaic.runs import RunDir
 
@@ -97,6 +98,17 @@ def _stderr_tail(path: Path, limit: int = 2000) -> str:
         return ""
 
 
+def run_launch(worker: DiscoveredWorker, run: RunDir, python: str | None = None,
+               env: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """The command and environment of a run's worker, the same for ``mosaic run`` and the daemon.
+
+    Started with ``start_new_session=True`` the worker leads its own process
+    group, which :func:`mosaic.pids.signal_group` stops as a whole.
+    """
+    cmd = [*worker_command(worker, python), "--config", str(run.config_path), "--run-dir", str(run.root)]
+    return cmd, _worker_env({"MOSAIC_RUN_DIR": str(run.root), **_hash_seed(run), **(env or {})})
+
+
 class WorkerProcess:
     """One running worker: its process group, stdout proxy and stop logic."""
 
@@ -104,14 +116,11 @@ class WorkerProcess:
                  env: Mapping[str, str] | None = None) -> None:
         self.worker = worker
         self.run = run
-        cmd = [*worker_command(worker, python), "--config", str(run.config_path),
-               "--run-dir", str(run.root)]
+        cmd, full_env = run_launch(worker, run, python, env)
         run.worker_log_path.parent.mkdir(parents=True, exist_ok=True)
         self._stderr = run.worker_log_path.open("ab")
-        extra = {"MOSAIC_RUN_DIR": str(run.root), **_hash_seed(run), **(env or {})}
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr,
-                                     stdin=subprocess.DEVNULL, start_new_session=True,
-                                     env=_worker_env(extra))
+                                     stdin=subprocess.DEVNULL, start_new_session=True, env=full_env)
         self.cancel_requested = False
         self._kill_timer: threading.Timer | None = None
         run.update_manifest(status="starting", pid=self.proc.pid, command=cmd)
@@ -121,10 +130,7 @@ class WorkerProcess:
         return self.proc.pid
 
     def signal_group(self, sig: int) -> None:
-        try:
-            os.killpg(self.proc.pid, sig)
-        except ProcessLookupError:
-            pass
+        signal_group(self.proc.pid, sig)
 
     def cancel(self, grace_s: float = 30.0) -> None:
         """SIGTERM to the group now; SIGKILL if it is still there after ``grace_s``."""

@@ -46,3 +46,12 @@ def is_running(pid: int | None, started: int | str | None = None) -> bool:
         return True
     now = start_ticks(pid)
     return not now or str(now) == str(started)
+
+
+def signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to a whole process group (a worker leads its own); False if it is gone."""
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False

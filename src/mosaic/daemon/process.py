@@ -17,6 +17,7 @@ from typing import Mapping, Sequence
 
 from mosaic.pids import is_running
 from mosaic.recorder import LineSplitter
+from mosaic.pids import signal_group
 from mosaic.runs import RunDir
 
 READ_CHUNK = 1 << 18
@@ -27,15 +28,6 @@ READ_BUDGET = 256 << 10
 
 def spool_path(run: RunDir) -> Path:
     return run.root / "logs" / "worker.stdout"
-
-
-def signal_group(pgid: int, sig: int) -> bool:
-    """Send ``sig`` to a whole process group; False if it is gone."""
-    try:
-        os.killpg(pgid, sig)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
 
 
 def signal_pid(pid: int, sig: int) -> bool:

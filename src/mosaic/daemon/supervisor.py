@@ -39,16 +39,10 @@ from mosaic.daemon.settings import DaemonSettings
 from mosaic.daemon.states import TERMINAL_EVENT_STATE, RunState
 from mosaic.errors import UserError
 from mosaic.pids import is_running, start_ticks
-from mosaic.launcher import _stderr_tail, validate_config, worker_command
+from mosaic.launcher import _stderr_tail, run_launch, validate_config
 from mosaic.provenance import config_digest, host_info, package_versions
 from mosaic.recorder import RunRecorder, signal_name
 from mosaic.runs import RunDir, RunStore, new_run_id, validate_run_id
-
-try:  # the same per-run environment `mosaic run` gives a worker (PYTHONHASHSEED from the seed)
-    from mosaic.launcher import _hash_seed as _run_env
-except ImportError:  # pragma: no cover  (an older core)
-    def _run_env(run: RunDir) -> dict[str, str]:
-        return {}
 
 log = logging.getLogger("mosaic.daemon")
 
@@ -333,10 +327,7 @@ class Supervisor:
         run = active.run
         try:
             worker = self.catalog.get(record.worker)
-            cmd = [*worker_command(worker, record.python or None), "--config", str(run.config_path),
-                   "--run-dir", str(run.root)]
-            env = {**os.environ, "PYTHONUNBUFFERED": "1", "MOSAIC_RUN_DIR": str(run.root),
-                   "MOSAIC_HOME": str(self._home), **_run_env(run)}
+            cmd, env = run_launch(worker, run, record.python or None, {"MOSAIC_HOME": str(self._home)})
             active.recorder = RunRecorder(run, parse=parse_event_line)
             handle = await spawn_worker(cmd, run, env)
         except Exception as exc:  # bad interpreter path, worker uninstalled meanwhile, …
