@@ -20,6 +20,7 @@ from mosaic.launcher import run_in_foreground, validate_config, worker_command
 from mosaic.lifecycle import EXIT_CANCELLED, EXIT_FAILED
 from mosaic.progress import ProgressView
 from mosaic.provenance import host_info, package_versions
+from mosaic.run_status import RunState
 from mosaic.runs import RunDir, RunStore, new_run_id, validate_run_id
 from mosaic.telemetry import TERMINAL_TYPES
 from mosaic.worker_cli import load_config_data
@@ -114,7 +115,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return proc.returncode
     config = validate_config(worker, {**data, "worker": name, "run_id": run_id})
     run = store.create(run_id, config, {
-        "worker": name, "worker_version": worker.metadata.version, "status": "created",
+        "worker": name, "worker_version": worker.metadata.version, "status": RunState.CREATED.manifest,
         "created_at": time.time(), "host": host_info(), "versions": package_versions(["mosaic-marl"]),
         "python": worker.python or sys.executable,
     })
@@ -124,11 +125,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                                 on_interrupt=lambda: print("\ncancelling…", file=sys.stderr))
     view.close()
     term = outcome.terminal
-    if outcome.status == "completed":
+    if outcome.status == RunState.COMPLETED.manifest:
         print(f"run {run_id} completed: {json.dumps(term.get('summary', {}))}")
         print(next_steps(run, view), file=sys.stderr)
         return 0
-    if outcome.status == "cancelled":
+    if outcome.status == RunState.CANCELLED.manifest:
         print(f"run {run_id} cancelled", file=sys.stderr)
         return EXIT_CANCELLED
     print(f"run {run_id} failed: {term.get('error_type', '?')}: {term.get('message', '')}",
@@ -216,8 +217,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
             partial += chunk
             if not args.follow:
                 return 0
-            status = run.read_manifest().get("status")
-            if status in ("completed", "failed", "cancelled") and not chunk:
+            status = RunState.from_manifest(run.read_manifest().get("status"))
+            if status is not None and status.terminal and not chunk:
                 return 0
             time.sleep(0.2)
 

@@ -24,6 +24,7 @@ from mosaic.discovery import DiscoveredWorker
 from mosaic.errors import UserError
 from mosaic.pids import signal_group
 from mosaic.recorder import EventCallback, LineSplitter, RunRecorder
+from mosaic.run_status import RunState
 from mosaic.runs import RunDir
 
 VALIDATE_TIMEOUT_S = 120
@@ -83,7 +84,7 @@ def _hash_seed(run: RunDir) -> dict[str, str]:
 
 @dataclass
 class RunOutcome:
-    status: str  # completed | failed | cancelled
+    status: str  # the manifest spelling of a terminal RunState: completed | failed | cancelled
     returncode: int
     terminal: dict[str, Any]
 
@@ -123,7 +124,7 @@ class WorkerProcess:
                                      stdin=subprocess.DEVNULL, start_new_session=True, env=full_env)
         self.cancel_requested = False
         self._kill_timer: threading.Timer | None = None
-        run.update_manifest(status="starting", pid=self.proc.pid, command=cmd)
+        run.update_manifest(status=RunState.STARTING.manifest, pid=self.proc.pid, command=cmd)
 
     @property
     def pid(self) -> int:
@@ -165,9 +166,8 @@ class WorkerProcess:
             release_fastlane(self.run)
             self._stderr.close()
             terminal = recorder.finish(returncode, _stderr_tail(self.run.worker_log_path))
-        status = {"run_completed": "completed", "run_cancelled": "cancelled"}.get(
-            terminal.get("type"), "failed")
-        return RunOutcome(status, returncode, terminal)
+        state = RunState.from_terminal_event(terminal.get("type")) or RunState.FAILED
+        return RunOutcome(state.manifest, returncode, terminal)
 
 
 def release_fastlane(run: RunDir) -> list[str]:

@@ -13,6 +13,7 @@ import signal
 import time
 from typing import Any, Callable, Iterable, Iterator
 
+from mosaic.run_status import RunState
 from mosaic.runs import RunDir
 from mosaic.telemetry import MAX_LINE_BYTES, SCHEMA_VERSION, encode_event, parse_line
 
@@ -192,7 +193,7 @@ class RunRecorder:
             fields = {k: event[k] for k in ("worker", "algorithm", "env", "policy_configuration",
                                             "seed", "total_timesteps", "agents", "config_digest",
                                             "resources") if k in event}
-            self.run.update_manifest(status="running", started_at=event["ts"],
+            self.run.update_manifest(status=RunState.RUNNING.manifest, started_at=event["ts"],
                                      versions=event.get("versions", {}), **fields)
         elif kind == "checkpoint_saved":
             manifest = self.run.read_manifest()
@@ -200,18 +201,18 @@ class RunRecorder:
             self.run.update_manifest(checkpoints=[*manifest.get("checkpoints", []), entry],
                                      latest_checkpoint=event.get("path"))
         elif kind in ("paused", "resumed"):
-            self.run.update_manifest(status="paused" if kind == "paused" else "running")
+            self.run.update_manifest(status=(RunState.PAUSED if kind == "paused" else RunState.RUNNING).manifest)
         elif kind == "run_completed":
             self.terminal = event
-            self.run.update_manifest(status="completed", ended_at=event["ts"],
+            self.run.update_manifest(status=RunState.COMPLETED.manifest, ended_at=event["ts"],
                                      summary=event.get("summary", {}))
         elif kind == "run_failed":
             self.terminal = event
-            self.run.update_manifest(status="failed", ended_at=event["ts"], failure={
+            self.run.update_manifest(status=RunState.FAILED.manifest, ended_at=event["ts"], failure={
                 "error_type": event.get("error_type"), "message": event.get("message")})
         elif kind == "run_cancelled":
             self.terminal = event
-            self.run.update_manifest(status="cancelled", ended_at=event["ts"])
+            self.run.update_manifest(status=RunState.CANCELLED.manifest, ended_at=event["ts"])
 
     def finish(self, returncode: int, stderr_tail: str = "") -> dict[str, Any]:
         """Record how the process ended; synthesise ``run_failed`` if it died silently."""

@@ -22,6 +22,7 @@ from typing import Any, Mapping
 from mosaic.discovery import DiscoveredWorker, discover_workers
 from mosaic.errors import UserError
 from mosaic.launcher import RunOutcome, WorkerProcess, validate_config, worker_command
+from mosaic.run_status import RunState
 from mosaic.runs import ARTEFACT_DIRS, RunDir, RunStore, new_run_id
 from mosaic.telemetry import ENVELOPE_FIELDS, EVENT_TYPES, TERMINAL_TYPES
 
@@ -120,13 +121,13 @@ def check_worker(name: str, config: Mapping[str, Any], home: str | Path | None =
     normalised = validate_config(worker, {**dict(config), "worker": name, "run_id": run_id})
     if normalised.get("run_id") != run_id:
         problems.append("--validate did not keep the run_id")
-    run = store.create(run_id, normalised, {"worker": name, "status": "created"})
+    run = store.create(run_id, normalised, {"worker": name, "status": RunState.CREATED.manifest})
     started = time.monotonic()
     outcome = WorkerProcess(worker, run, env=env).follow()
     elapsed = time.monotonic() - started
     events = list(run.iter_events())
 
-    if outcome.returncode != 0 or outcome.status != "completed":
+    if outcome.returncode != 0 or outcome.status != RunState.COMPLETED.manifest:
         problems.append(f"run ended {outcome.status} with exit code {outcome.returncode}: "
                         f"{outcome.terminal.get('message', '')}")
     problems.extend(check_event_stream(events, run_id))
@@ -152,7 +153,7 @@ def check_worker(name: str, config: Mapping[str, Any], home: str | Path | None =
         if not (run.root / item).exists():
             problems.append(f"run folder lacks {item}")
     manifest = run.read_manifest()
-    if manifest.get("status") != "completed":
+    if manifest.get("status") != RunState.COMPLETED.manifest:
         problems.append(f"manifest status is {manifest.get('status')!r}")
     if "python" not in manifest.get("versions", {}):
         problems.append("manifest lacks versions.python")

@@ -13,12 +13,16 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 
 #: Values a capability field may take; discovery rejects anything else so a
 #: typo in a plugin shows up as a broken worker instead of a silent mismatch.
+#: Env families are not among them: each worker declares its own vocabulary
+#: (``env_families``, and the ids in its describe document's ``envs``): PettingZoo's
+#: four, single-agent Gymnasium ids, a library's own suites.
 PARADIGMS = ("single_agent", "multi_agent")
 POLICY_CONFIGURATIONS = (
-    "PARAMETER_SHARING",
-    "INDEPENDENT",
-    "SELF_PLAY",
-    "SHARED_VALUE_FUNCTION",
+    "PARAMETER_SHARING",  # one policy for every agent (of a kind)
+    "INDEPENDENT",  # one policy per agent
+    "SELF_PLAY",  # against frozen copies of itself
+    "SHARED_VALUE_FUNCTION",  # decentralised actors, one central critic (MAPPO)
+    "VALUE_DECOMPOSITION",  # per-agent utilities mixed into a joint value (VDN, QMIX)
     "RANDOM",
 )
 SPACE_KINDS = ("discrete", "multi_discrete", "box", "dict", "image", "masked_discrete")

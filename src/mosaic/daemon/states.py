@@ -1,4 +1,4 @@
-"""Run states of the daemon and which transitions between them are legal.
+"""Which transitions between run states the daemon allows (the states: :mod:`mosaic.run_status`).
 
 QUEUED → STARTING → RUNNING ⇄ PAUSED → COMPLETED | FAILED | CANCELLED. A run
 may also fail or be cancelled before it runs (a worker that dies during start,
@@ -7,31 +7,13 @@ a queued run cancelled); nothing leaves a terminal state.
 
 from __future__ import annotations
 
-from enum import Enum
+from mosaic.run_status import TERMINAL_EVENT_STATE, TERMINAL_STATES, RunState
 
-
-class RunState(str, Enum):
-    QUEUED = "QUEUED"
-    STARTING = "STARTING"
-    RUNNING = "RUNNING"
-    PAUSED = "PAUSED"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    CANCELLED = "CANCELLED"
-
-    @property
-    def terminal(self) -> bool:
-        return self in TERMINAL_STATES
-
-    @property
-    def active(self) -> bool:
-        """A worker process exists (or is being started) for the run."""
-        return self in (RunState.STARTING, RunState.RUNNING, RunState.PAUSED)
-
-
-TERMINAL_STATES = frozenset({RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED})
+__all__ = ["MANIFEST_STATUS", "TERMINAL_EVENT_STATE", "TERMINAL_STATES", "TRANSITIONS", "InvalidTransition",
+           "RunState", "check_transition"]
 
 TRANSITIONS: dict[RunState, frozenset[RunState]] = {
+    RunState.CREATED: frozenset({RunState.STARTING, RunState.FAILED, RunState.CANCELLED}),
     RunState.QUEUED: frozenset({RunState.STARTING, RunState.FAILED, RunState.CANCELLED}),
     RunState.STARTING: frozenset({RunState.RUNNING, RunState.FAILED, RunState.CANCELLED}),
     RunState.RUNNING: frozenset({RunState.PAUSED, RunState.COMPLETED, RunState.FAILED,
@@ -44,10 +26,7 @@ TRANSITIONS: dict[RunState, frozenset[RunState]] = {
 }
 
 #: The manifest's (lower-case) status for each state.
-MANIFEST_STATUS = {state: state.value.lower() for state in RunState}
-#: Terminal telemetry event → the state it ends a run in.
-TERMINAL_EVENT_STATE = {"run_completed": RunState.COMPLETED, "run_failed": RunState.FAILED,
-                        "run_cancelled": RunState.CANCELLED}
+MANIFEST_STATUS = {state: state.manifest for state in RunState}
 
 
 class InvalidTransition(Exception):

@@ -212,8 +212,8 @@ class Supervisor:
         now = time.time()
         try:
             run = self.store.create(rid, normalised, {
-                "worker": worker.name, "worker_version": worker.metadata.version, "status": "queued",
-                "created_at": now, "host": host_info(), "submitted_via": "daemon",
+                "worker": worker.name, "worker_version": worker.metadata.version,
+                "status": RunState.QUEUED.manifest, "created_at": now, "host": host_info(), "submitted_via": "daemon",
                 "versions": package_versions(["mosaic-marl"])})
         except UserError as exc:  # lost a race for the same run id
             raise ConfigRejected([split_field(str(exc), "run_id")]) from None
@@ -338,7 +338,7 @@ class Supervisor:
                                   "message": f"could not start the worker: {exc}"})
             await self._finish(active, None, known=False)
             return
-        run.update_manifest(status="starting", pid=handle.pid, command=cmd,
+        run.update_manifest(status=RunState.STARTING.manifest, pid=handle.pid, command=cmd,
                             daemon={"version": __version__, "pid": os.getpid()})
         self.registry.update(active.run_id, pid=handle.pid, proc_start=str(start_ticks(handle.pid)))
         log.info("run %s: worker pid %d", active.run_id, handle.pid)
@@ -515,7 +515,7 @@ class Supervisor:
         self.registry.transition(active.run_id, state, reason, **fields)
         active.state = state
         if state in (RunState.STARTING,):
-            active.run.update_manifest(status="starting")
+            active.run.update_manifest(status=RunState.STARTING.manifest)
 
     # ------------------------------------------------------------------ watchdog
     async def _watchdog_loop(self) -> None:

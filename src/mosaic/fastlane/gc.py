@@ -27,9 +27,10 @@ from mosaic.fastlane.shm import (
     unlink_segment,
 )
 from mosaic.pids import is_running
+from mosaic.run_status import TERMINAL_STATES
 from mosaic.runs import RunDir
 
-FINISHED = ("completed", "failed", "cancelled")
+FINISHED = tuple(state.manifest for state in TERMINAL_STATES)  # manifest spellings
 CORRUPT_GRACE_S = 60.0
 
 

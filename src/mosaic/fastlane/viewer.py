@@ -21,9 +21,10 @@ from mosaic.errors import UserError
 from mosaic.fastlane.follow import StreamFollower
 from mosaic.fastlane.png import to_uint8, write_png
 from mosaic.fastlane.registry import StreamInfo, discover
+from mosaic.run_status import TERMINAL_STATES
 from mosaic.runs import RunDir
 
-FINISHED = ("completed", "failed", "cancelled")
+FINISHED = tuple(state.manifest for state in TERMINAL_STATES)  # manifest spellings
 POLL_S = 0.002
 REDISCOVER_S = 0.5
 
