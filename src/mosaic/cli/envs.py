@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from mosaic import worker_envs
+from mosaic.cli.common import _table
 from mosaic.errors import UserError
 
 
@@ -45,8 +46,6 @@ def cmd_envs_list(args: argparse.Namespace) -> int:
         print(json.dumps({"home": str(worker_envs.envs_root()), "envs": [r.to_dict() for r in rows],
                           "problems": problems}, indent=2))
         return 0
-    from mosaic.cli import _table
-
     table: list[list[Any]] = [[r.worker, r.status, r.python_version or "-",
                                str(r.path) if r.path else "(MOSAIC's own)", r.reason] for r in rows]
     print(_table(table, ["WORKER", "STATUS", "PYTHON", "PATH", "NOTE"]) if table else "no workers found")
@@ -61,7 +60,7 @@ def cmd_envs_remove(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: Any) -> None:
+def add_parsers(sub: Any) -> None:
     """Register ``mosaic envs`` on the main parser's subcommands."""
     p = sub.add_parser("envs", help="per-worker Python environments (built with uv)")
     envs = p.add_subparsers(dest="envs_command", required=True)

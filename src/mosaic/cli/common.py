@@ -1,0 +1,78 @@
+"""What the command groups share: tables, config overrides, event lines, run rows, the daemon client."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from mosaic.errors import UserError
+from mosaic.runs import RunDir, RunStore
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
+    lines += [fmt.format(*map(str, r)) for r in rows]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """``--set training.total_timesteps=400``: values are JSON, else plain strings."""
+    for item in overrides:
+        path, sep, raw = item.partition("=")
+        if not sep or not path or any(not part for part in path.split(".")):
+            raise UserError(f"--set: expected KEY.PATH=VALUE, got {item!r}")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        node = data
+        *parents, leaf = path.split(".")
+        for part in parents:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise UserError(f"--set: {path!r}: {part!r} is not an object in the config")
+            node = child
+        node[leaf] = value
+    return data
+
+
+def _format_event(e: dict[str, Any]) -> str:
+    stamp = time.strftime("%H:%M:%S", time.localtime(e.get("ts", 0)))
+    body = {k: v for k, v in e.items() if k not in ("v", "type", "run_id", "seq", "ts")}
+    if e.get("type") == "log":
+        return f"{stamp} #{e.get('seq')} log[{e.get('level')}] {e.get('message', '')}"
+    return f"{stamp} #{e.get('seq')} {e.get('type')} {json.dumps(body, default=str)}"
+
+
+def _summary_row(run: RunDir) -> list[str]:
+    m = run.read_manifest()
+    env = m.get("env") or {}
+    last = run.last_event("metrics") or {}
+    ret = last.get("episode_return_mean")
+    return [run.run_id, m.get("status", "?"), m.get("worker", "?"),
+            env.get("env_id", "?") if isinstance(env, dict) else str(env), m.get("algorithm", "-"),
+            str(last.get("timesteps_total", "-")), f"{ret:.3f}" if isinstance(ret, (int, float)) else "-"]
+
+
+def _daemon_client(required: bool = False) -> Any:
+    """A client of the daemon serving this MOSAIC_HOME, or None when none runs."""
+    import importlib.util
+
+    from mosaic.daemon.endpoint import find_daemon  # looking needs no gRPC
+
+    home = RunStore().home
+    endpoint = find_daemon(home)
+    if endpoint is None:
+        if required:
+            raise UserError(f"no daemon serves MOSAIC_HOME={home}; start one with `mosaic daemon` "
+                            "(or run in the foreground with `mosaic run`)")
+        return None
+    if importlib.util.find_spec("grpc") is None:
+        raise UserError("a daemon serves this MOSAIC_HOME, but talking to it needs the 'daemon' extra: "
+                        "pip install 'mosaic-marl[daemon]'")
+    from mosaic.daemon.client import DaemonClient
+
+    return DaemonClient.for_endpoint(endpoint, home)
