@@ -173,9 +173,9 @@ def problems(document: Any) -> list[str]:
              for err in sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))]
     if found:
         return found
-    for key in ("config_schema", *(f"algo_params_schemas.{a}" for a in document["algo_params_schemas"])):
-        schema = document["config_schema"] if key == "config_schema" else \
-            document["algo_params_schemas"][key.split(".", 1)[1]]
+    schemas = {"config_schema": document["config_schema"],
+               **{f"algo_params_schemas.{a}": s for a, s in document["algo_params_schemas"].items()}}
+    for key, schema in schemas.items():
         try:
             jsonschema.Draft202012Validator.check_schema(schema)
         except jsonschema.SchemaError as exc:

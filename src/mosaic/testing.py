@@ -180,7 +180,6 @@ def check_worker(name: str, config: Mapping[str, Any], home: str | Path | None =
     return ConformanceReport(name, run, outcome, events, raw)
 
 
-
 def _call(worker: DiscoveredWorker, args: list[str], stdin: Mapping[str, Any] | None = None,
           env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([*worker_command(worker), *args], input=json.dumps(stdin) if stdin is not None else "",
