@@ -27,4 +27,6 @@ def test_examples_cover_the_documented_set():
     assert {"random_connect_four", "ray_pistonball_ppo_shared", "ray_waterworld_independent",
             "ray_simple_spread_dqn", "ray_multiwalker_sac", "ray_connect_four_self_play",
             "ray_simple_spread_mappo", "ray_simple_spread_a2c", "ray_pistonball_mappo",
-            "ray_connect_four_league", "ray_simple_tag_self_play"} <= names
+            "ray_connect_four_league", "ray_simple_tag_self_play", "cleanrl_ppo_cartpole",
+            "cleanrl_dqn_cartpole", "cleanrl_c51_cartpole", "cleanrl_sac_pendulum", "cleanrl_td3_pendulum",
+            "cleanrl_ddpg_pendulum"} <= names

@@ -249,3 +249,35 @@ def test_sigterm_to_a_script_worker_cancels_it_and_leaves_nothing(tmp_path):
         except ProcessLookupError:
             pass
         proc.wait(10)
+
+
+OBSERVED = textwrap.dedent("""\
+    import json, os, sys
+    out = os.fdopen(int(os.environ["OBSERVER_FD"]), "w", buffering=1)
+    for i in range(3):
+        print(f"global_step={i}, a print of the script", flush=True)
+        out.write(json.dumps({"step": i, "return": float(i)}) + "\\n")
+    """)
+
+
+def test_an_observer_pipe_keeps_telemetry_apart_from_the_scripts_prints(tmp_path):
+    """With telemetry_fd_env the child gets a pipe of its own; its stdout is kept, not mixed in."""
+    script = tmp_path / "observed.py"
+    script.write_text(OBSERVED)
+    seen: list[tuple[str, str]] = []
+
+    def relay(line: str, stream: str):
+        seen.append((stream, line))
+        return translate(line, "stdout") if stream == "telemetry" else []
+
+    h = Harness(tmp_path, "ok", steps=0, delay=0.0)
+    h.runtime = ScriptRuntime([sys.executable, str(script)], h.ctx, relay, telemetry_fd_env="OBSERVER_FD",
+                              keep_stdout=True)
+    summary = h.runtime.run()
+    assert summary["relayed"] == {"metrics": 3}
+    assert [m["episode_return_mean"] for m in h.metrics()] == [0.0, 1.0, 2.0]
+    assert [line for stream, line in seen if stream == "telemetry"] == [
+        json.dumps({"step": i, "return": float(i)}) for i in range(3)]
+    kept = (tmp_path / "run" / "logs" / "script.stdout").read_text().splitlines()
+    assert kept == [f"global_step={i}, a print of the script" for i in range(3)]
+    assert "OBSERVER_FD" not in os.environ and h.group_alive() == []

@@ -143,7 +143,7 @@ def test_broken_environments_are_reported_rebuilt_and_removed(lab):
     for hook in site.glob("*numpy1_worker*.pth"):  # the worker's editable install
         hook.unlink()
     row = lab.listed()[WORKER]
-    assert row["status"] == "broken" and "numpy1_worker is not importable there" in row["reason"]
+    assert row["status"] == "broken" and "numpy1_worker:get_worker_metadata is not importable there" in row["reason"]
     with pytest.raises(UserError, match=f"broken.*`mosaic envs build {WORKER}`"):
         worker_envs.interpreter_for(WORKER, lab.home)
     proc = build_ok(lab)  # broken is not up to date: no --force needed
@@ -316,3 +316,39 @@ def test_an_environment_without_the_workers_library_is_a_broken_worker(lab, monk
     assert "random" in found.names()
     with pytest.raises(UserError, match="installed but broken"):
         found.get(WORKER)
+
+
+NO_DEPS_TREE = """\
+[project]
+name = "mosaic-nodeps-worker"
+dependencies = ["mosaic-marl"]
+
+[project.entry-points."mosaic.workers"]
+nodeps = "nodeps_worker:get_worker_metadata"
+
+[tool.mosaic.environment]
+requirements = ["numpy==1.26.4"]
+{extra}
+"""
+
+
+@pytest.mark.parametrize("extra, field, message", [
+    ('no_deps = ["cleanrl>=1.2"]', "tool.mosaic.environment.no_deps[0]", "must pin one version exactly"),
+    ('no_deps = "cleanrl==1.2.0"', "tool.mosaic.environment.no_deps", "must be a list"),
+    ('no_deps = ["-e ."]', "tool.mosaic.environment.no_deps[0]", "is not a requirement"),
+    ('extras = ["x"]', "tool.mosaic.environment.extras", "requirements, no_deps"),
+])
+def test_no_deps_pins_are_exact_and_checked(tmp_path, extra, field, message):
+    (tmp_path / "pyproject.toml").write_text(NO_DEPS_TREE.format(extra=extra))
+    sources, invalid = worker_envs.read_tree(tmp_path)
+    assert sources == [] and field in invalid["nodeps"] and message in invalid["nodeps"], invalid
+
+
+def test_no_deps_pins_are_part_of_what_the_environment_is_built_from(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(NO_DEPS_TREE.format(extra='no_deps = ["cleanrl==1.2.0"]'))
+    (with_pins,), _ = worker_envs.read_tree(tmp_path)
+    (tmp_path / "pyproject.toml").write_text(NO_DEPS_TREE.format(extra=""))
+    (without,), _ = worker_envs.read_tree(tmp_path)
+    assert with_pins.no_deps == ("cleanrl==1.2.0",) and without.no_deps == ()
+    assert with_pins.distribution == "mosaic-nodeps-worker"
+    assert with_pins.pins_digest != without.pins_digest  # adding one makes a built environment stale

@@ -12,7 +12,10 @@ The protocol, top to bottom:
    in ``<run>/logs/script.stderr``.
 2. Two reader threads hand every line, as it comes, to the main loop, which
    calls ``translate(line, stream)`` (``stream`` is ``"stdout"`` or
-   ``"stderr"``). The translator returns zero or more ``(event_type,
+   ``"stderr"``, or ``"telemetry"``: with ``telemetry_fd_env`` the child also
+   gets the write end of a pipe of its own, its number in that environment
+   variable, so what an observer inside the script reports never mixes with
+   what the script prints; ``keep_stdout`` keeps stdout in ``logs/script.stdout``). The translator returns zero or more ``(event_type,
    fields)`` pairs (``metrics``, ``episode``, ``log``, ``checkpoint_saved``…),
    which are emitted in order. Each ``metrics`` event ticks the run's progress
    (the watchdog's stall clock).
@@ -29,6 +32,7 @@ The protocol, top to bottom:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -69,7 +73,8 @@ class ScriptRuntime:
 
     def __init__(self, command: Sequence[str], context: Any, translate: Translator, *,
                  cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
-                 grace_s: float = 10.0, poll_s: float = 0.1) -> None:
+                 grace_s: float = 10.0, poll_s: float = 0.1, telemetry_fd_env: str | None = None,
+                 keep_stdout: bool = False) -> None:
         self.command = [str(c) for c in command]
         self.ctx = context
         self.translate = translate
@@ -77,6 +82,8 @@ class ScriptRuntime:
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.grace_s = grace_s
         self.poll_s = poll_s
+        self.telemetry_fd_env = telemetry_fd_env
+        self.keep_stdout = keep_stdout
         self.proc: subprocess.Popen[str] | None = None
         self.counts: dict[str, int] = {}
         self._stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
@@ -87,18 +94,33 @@ class ScriptRuntime:
         lines: queue.Queue[tuple[str, Any]] = queue.Queue()
         log_dir = Path(self.ctx.run_dir.root) / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
-        with (log_dir / "script.stderr").open("a", encoding="utf-8") as stderr_log:
-            self.proc = subprocess.Popen(self.command, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                         errors="replace", bufsize=1, start_new_session=True)
-            readers = [threading.Thread(target=self._read, args=(self.proc.stdout, "stdout", lines, None),
-                                        name="mosaic-script-stdout", daemon=True),
-                       threading.Thread(target=self._read, args=(self.proc.stderr, "stderr", lines, stderr_log),
-                                        name="mosaic-script-stderr", daemon=True)]
+        with contextlib.ExitStack() as stack:
+            stderr_log = stack.enter_context((log_dir / "script.stderr").open("a", encoding="utf-8"))
+            stdout_log = (stack.enter_context((log_dir / "script.stdout").open("a", encoding="utf-8"))
+                          if self.keep_stdout else None)
+            env, pass_fds, telemetry = dict(self.env), (), None
+            if self.telemetry_fd_env:
+                read_fd, write_fd = os.pipe()
+                telemetry = stack.enter_context(os.fdopen(read_fd, "r", encoding="utf-8", errors="replace"))
+                env[self.telemetry_fd_env], pass_fds = str(write_fd), (write_fd,)
+            try:
+                self.proc = subprocess.Popen(self.command, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
+                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                             errors="replace", bufsize=1, start_new_session=True,
+                                             pass_fds=pass_fds)
+            finally:
+                for fd in pass_fds:
+                    os.close(fd)  # the child has it now; its exit closes the pipe
+            streams = [(self.proc.stdout, "stdout", stdout_log, False), (self.proc.stderr, "stderr", stderr_log, True)]
+            if telemetry is not None:
+                streams.append((telemetry, "telemetry", None, False))
+            readers = [threading.Thread(target=self._read, args=(pipe, name, lines, keep, tail),
+                                        name=f"mosaic-script-{name}", daemon=True)
+                       for pipe, name, keep, tail in streams]
             for reader in readers:
                 reader.start()
             try:
-                self._follow(lines)
+                self._follow(lines, len(readers))
             except RunCancelled:
                 self._stop()
                 raise
@@ -117,7 +139,7 @@ class ScriptRuntime:
         return {"returncode": returncode, "duration_s": round(time.monotonic() - started, 3),
                 "relayed": dict(self.counts)}
 
-    def _follow(self, lines: "queue.Queue[tuple[str, Any]]") -> None:
+    def _follow(self, lines: "queue.Queue[tuple[str, Any]]", open_streams: int = 2) -> None:
         """Relay lines until both streams ended and the child exited; honour pause and cancel meanwhile.
 
         Processes the script started inherit its pipes: once the script has
@@ -125,7 +147,6 @@ class ScriptRuntime:
         is killed (which closes the pipes), and the rest is read for at most
         as long again.
         """
-        open_streams = 2
         assert self.proc is not None
         exited_at: float | None = None
         killed = False
@@ -184,10 +205,17 @@ class ScriptRuntime:
             return
         signal_group(self.proc.pid, signal.SIGTERM)
         signal_group(self.proc.pid, signal.SIGCONT)  # a stopped process cannot act on SIGTERM
+        asked = time.monotonic()
         try:
             self.proc.wait(timeout=self.grace_s)
         except subprocess.TimeoutExpired:
             self._kill()
+            self.ctx.emitter.log(f"the script did not end within {self.grace_s:g} s of SIGTERM: killed",
+                                 level="warning", script_exit=self.proc.returncode)
+        else:
+            self.ctx.emitter.log(f"the script {exit_description(self.proc.returncode)} "
+                                 f"{time.monotonic() - asked:.2f} s after SIGTERM", level="info",
+                                 script_exit=self.proc.returncode)
 
     def _kill(self) -> None:
         if self.proc is None:
@@ -199,13 +227,14 @@ class ScriptRuntime:
             pass
 
     def _read(self, pipe: IO[str], stream: str, lines: "queue.Queue[tuple[str, Any]]",
-              keep: IO[str] | None) -> None:
+              keep: IO[str] | None, tail: bool = False) -> None:
         try:
             for raw in pipe:
                 line = raw.rstrip("\n")
                 if keep is not None:
                     keep.write(raw if raw.endswith("\n") else raw + "\n")
                     keep.flush()
+                if tail:
                     self._stderr_tail.append(line)
                 lines.put((stream, line))
         except (OSError, ValueError):  # the pipe closed under us: the child is gone

@@ -52,10 +52,11 @@ from mosaic.errors import ConfigError, UserError, one_of
 from mosaic.runs import mosaic_home, write_json_atomic
 
 TABLE = "tool.mosaic.environment"
-TABLE_KEYS = ("requirements",)
+TABLE_KEYS = ("requirements", "no_deps")
 WORKER_PATH_VAR = "MOSAIC_WORKER_PATH"
 RECORD_NAME = "mosaic-env.json"
 LOCK_NAME = "requirements.lock"
+NO_DEPS_LOCK_NAME = "no-deps.lock"
 RECORD_VERSION = 1
 CHECK_TIMEOUT_S = 120.0
 RESOLVE_TIMEOUT_S = 900.0
@@ -94,6 +95,9 @@ class WorkerSource:
     requirements: tuple[str, ...] | None  # None: no environment declared
     dependencies: tuple[str, ...] = ()  # the worker's [project] dependencies
     entry_point: str = ""  # ``module:function`` as the pyproject declares it
+    #: Exact pins installed *without* their dependencies (a release whose own pins are broken).
+    no_deps: tuple[str, ...] = ()
+    distribution: str = ""  # the worker's [project] name
 
     @property
     def declared(self) -> bool:
@@ -106,8 +110,11 @@ class WorkerSource:
     @property
     def pins_digest(self) -> str:
         """What the environment is built from: the table's pins and the worker's dependencies."""
-        text = json.dumps({"requirements": list(self.requirements or ()),
-                           "dependencies": list(self.dependencies)}, sort_keys=True)
+        pins: dict[str, Any] = {"requirements": list(self.requirements or ()),
+                                "dependencies": list(self.dependencies)}
+        if self.no_deps:
+            pins["no_deps"] = list(self.no_deps)
+        text = json.dumps(pins, sort_keys=True)
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -126,24 +133,30 @@ def _load_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(str(path), f"cannot read it: {exc}") from None
 
 
-def _requirements(table: Any, path: Path) -> tuple[str, ...]:
-    """The validated ``requirements`` of a ``[tool.mosaic.environment]`` table."""
+def _requirements(table: Any, path: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The validated ``requirements`` and ``no_deps`` of a ``[tool.mosaic.environment]`` table."""
     where = f"{TABLE} in {path}"
     if not isinstance(table, dict):
         raise ConfigError(TABLE, f"must be a table in {path}, got {type(table).__name__}")
     unknown = sorted(set(table) - set(TABLE_KEYS))
     if unknown:
         raise ConfigError(f"{TABLE}.{unknown[0]}", f"{one_of(unknown[0], TABLE_KEYS)} ({where})")
-    reqs = table.get("requirements", [])
-    if not isinstance(reqs, list):
-        raise ConfigError(f"{TABLE}.requirements", f"must be a list of requirement strings "
-                          f"such as \"numpy==1.26.4\", got {type(reqs).__name__} ({where})")
-    for i, req in enumerate(reqs):
-        if not isinstance(req, str) or not req.strip() or "\n" in req or req.lstrip().startswith("-"):
-            raise ConfigError(f"{TABLE}.requirements[{i}]", f"{req!r} is not a requirement: expected "
-                              "a PEP 508 string such as \"numpy==1.26.4\" (package sources come from "
-                              f"pip's configuration, not from here) ({where})")
-    return tuple(r.strip() for r in reqs)
+    lists = []
+    for key in TABLE_KEYS:
+        reqs = table.get(key, [])
+        if not isinstance(reqs, list):
+            raise ConfigError(f"{TABLE}.{key}", f"must be a list of requirement strings "
+                              f"such as \"numpy==1.26.4\", got {type(reqs).__name__} ({where})")
+        for i, req in enumerate(reqs):
+            if not isinstance(req, str) or not req.strip() or "\n" in req or req.lstrip().startswith("-"):
+                raise ConfigError(f"{TABLE}.{key}[{i}]", f"{req!r} is not a requirement: expected "
+                                  "a PEP 508 string such as \"numpy==1.26.4\" (package sources come from "
+                                  f"pip's configuration, not from here) ({where})")
+            if key == "no_deps" and not _LOCKED.match(req.strip()):
+                raise ConfigError(f"{TABLE}.{key}[{i}]", f"{req!r} must pin one version exactly "
+                                  f"(\"name==version\"): nothing else decides what it brings ({where})")
+        lists.append(tuple(r.strip() for r in reqs))
+    return lists[0], lists[1]
 
 
 def read_tree(root: Path) -> tuple[list[WorkerSource], dict[str, str]]:
@@ -158,12 +171,12 @@ def read_tree(root: Path) -> tuple[list[WorkerSource], dict[str, str]]:
     entry_points = project.get("entry-points", {}).get(ENTRY_POINT_GROUP, {})
     table = data.get("tool", {}).get("mosaic", {}).get("environment")
     try:
-        reqs = None if table is None else _requirements(table, path)
+        reqs, no_deps = (None, ()) if table is None else _requirements(table, path)
     except ConfigError as exc:
         return [], {name: str(exc) for name in entry_points}
     deps = tuple(str(d) for d in project.get("dependencies", []))
     return [WorkerSource(name, root, str(value).split(":", 1)[0].split(".", 1)[0].strip(), reqs, deps,
-                         str(value).strip())
+                         str(value).strip(), no_deps, str(project.get("name", "")))
             for name, value in sorted(entry_points.items())], {}
 
 
@@ -433,12 +446,14 @@ class EnvStatus:
 
 
 _CHECK = ("import importlib, json, platform, sys; importlib.import_module('mosaic'); "
-          "importlib.import_module(sys.argv[1]); "
+          "name, _, attr = sys.argv[1].partition(':'); module = importlib.import_module(name.strip()); "
+          "attr and getattr(module, attr.strip()); "
           "print(json.dumps({'python_version': platform.python_version(), 'prefix': sys.prefix}))")
 
 
 def probe(python: Path, package: str) -> tuple[dict[str, Any] | None, str]:
-    """Run ``python`` to import MOSAIC and ``package``: (facts, '') or (None, why not)."""
+    """Run ``python`` to import MOSAIC and ``package`` (``module`` or an entry point's
+    ``module:function``): (facts, '') or (None, why not)."""
     if not python.exists():
         target = os.readlink(python) if python.is_symlink() else python
         return None, f"interpreter gone: {python} -> {target} does not exist"
@@ -483,7 +498,7 @@ def status(source: WorkerSource, home: str | Path | None = None, check: bool = T
         facts, why = ({"python_version": record.get("python_version", "")}, "") if python.exists() else \
             (None, f"interpreter gone: {python} does not exist")
     else:
-        facts, why = probe(python, source.package)
+        facts, why = probe(python, source.entry_point or source.package)
     if facts is None:
         return EnvStatus(source.name, "broken", env, python, record.get("python_version", ""), why, record)
     if record.get("pins_digest") != source.pins_digest:
@@ -610,6 +625,17 @@ def resolve(source: WorkerSource, mosaic_tree: Path, sources: PackageSources, py
         raise ConfigError(f"{TABLE}.requirements", f"cannot be resolved for worker {source.name!r} "
                           f"({source.pyproject}): {exc}") from None
     resolved = locked_versions(lock.read_text(encoding="utf-8"))
+    if source.no_deps:
+        alone = lock.with_name(NO_DEPS_LOCK_NAME)
+        wanted.write_text("".join(f"{line}\n" for line in source.no_deps))
+        try:
+            _uv(["pip", "compile", "--no-config", "--quiet", "--no-header", "--no-annotate", "--no-deps",
+                 "--python", str(python), *sources.uv_args(), "-o", str(alone), str(wanted)],
+                sources, timeout=RESOLVE_TIMEOUT_S)
+        except EnvBuildError as exc:
+            raise ConfigError(f"{TABLE}.no_deps", f"cannot be resolved for worker {source.name!r} "
+                              f"({source.pyproject}): {exc}") from None
+        resolved.update(locked_versions(alone.read_text(encoding="utf-8")))
     check_cpu_torch(resolved, f"worker {source.name!r} ({source.pyproject})")
     return resolved
 
@@ -625,9 +651,15 @@ def _build_into(staging: Path, source: WorkerSource, mosaic_tree: Path, say: Log
     say(f"{source.name}: resolving {len(source.requirements or ())} pins, the worker and MOSAIC")
     resolved = resolve(source, mosaic_tree, sources, python, staging / LOCK_NAME)
     say(f"{source.name}: installing {len(resolved)} pinned packages, the worker and MOSAIC (editable)")
-    _uv(["pip", "sync", "--no-config", "--quiet", "--python", str(python), *sources.uv_args(),
+    # uv caches the wheels it builds from the editable trees; a tree edited since then must be built anew
+    refresh = [arg for dist in (source.distribution, "mosaic-marl") if dist for arg in ("--refresh-package", dist)]
+    _uv(["pip", "sync", "--no-config", "--quiet", "--python", str(python), *sources.uv_args(), *refresh,
          str(staging / LOCK_NAME)], sources)
-    facts, why = probe(python, source.package)
+    if source.no_deps:  # after the sync, which would remove what its lock does not list
+        say(f"{source.name}: installing {len(source.no_deps)} pinned packages without their dependencies")
+        _uv(["pip", "install", "--no-config", "--quiet", "--no-deps", "--python", str(python),
+             *sources.uv_args(), "-r", str(staging / NO_DEPS_LOCK_NAME)], sources)
+    facts, why = probe(python, source.entry_point or source.package)
     if facts is None:
         raise EnvBuildError(f"the new environment of {source.name!r} does not work: {why}")
     freeze = _uv(["pip", "freeze", "--no-config", "--python", str(python)], sources, timeout=CHECK_TIMEOUT_S)
@@ -638,6 +670,7 @@ def _build_into(staging: Path, source: WorkerSource, mosaic_tree: Path, say: Log
         "source": str(source.root), "mosaic_source": str(mosaic_tree),
         "base_interpreter": sys.executable, "python_version": facts["python_version"],
         "pins_digest": source.pins_digest, "requirements": list(source.requirements or ()),
+        "no_deps": list(source.no_deps),
         "packages": {p["name"]: p["version"] for p in listed}, "freeze": freeze.strip().splitlines(),
         "package_sources": sources.to_dict(), "uv_version": _uv_version(),
         "built_at": time.time(), "build_seconds": round(time.time() - started, 3),

@@ -1,0 +1,91 @@
+"""Env steps per second of a CleanRL script through MOSAIC against the same script run directly.
+
+Both sides run the unmodified script in the cleanrl worker's environment with
+the same command line (the one MOSAIC builds from the config: ``run_started``
+shows it):
+
+* direct: ``python -m cleanrl.<script> ARGS`` in a fresh folder, as a CleanRL
+  user runs it;
+* mosaic: ``mosaic run CONFIG`` (its defaults otherwise: the observers in the
+  script, telemetry, checkpoint at the end, manifest).
+
+Throughput is the script's own measure, ``global_step / elapsed`` as its last
+``SPS:`` line prints it (both sides print it; MOSAIC keeps the script's stdout in
+``logs/script.stdout``). Pairs alternate (mosaic, direct, mosaic, ...) so drift
+hits both alike; the ratio is the median MOSAIC rate over the median direct rate.
+
+    python bench/cleanrl_throughput.py [--algorithm ppo] [--timesteps 20000] [--pairs 3]
+
+Target: mosaic / direct >= 0.97. Needs the worker's environment (`mosaic envs build cleanrl`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SPS = re.compile(r"^SPS: (\d+)", re.MULTILINE)
+TARGET = 0.97
+
+
+def last_sps(text: str) -> int:
+    found = SPS.findall(text)
+    if not found:
+        raise SystemExit(f"no SPS line in:\n{text[-2000:]}")
+    return int(found[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--algorithm", default="ppo")
+    parser.add_argument("--timesteps", type=int, default=20_000)
+    parser.add_argument("--pairs", type=int, default=3)
+    args = parser.parse_args()
+
+    from mosaic import worker_envs
+
+    home = Path(tempfile.mkdtemp(prefix="mosaic-bench-cleanrl-"))
+    (home / "envs").mkdir()
+    env = worker_envs.build("cleanrl").path  # the checkout's environment (a no-op when up to date)
+    (home / "envs" / "cleanrl").symlink_to(env, target_is_directory=True)
+    python = str(worker_envs.python_in(env))
+    config = home / "bench.json"
+    config.write_text(json.dumps({"worker": "cleanrl", "algorithm": args.algorithm, "seed": 1,
+                                  "total_timesteps": args.timesteps}))
+    environ = {**os.environ, "MOSAIC_HOME": str(home)}
+    direct_rates, mosaic_rates, command = [], [], None
+    for pair in range(args.pairs):
+        proc = subprocess.run([sys.executable, "-m", "mosaic", "run", str(config)], capture_output=True,
+                              text=True, env=environ)
+        if proc.returncode != 0:
+            raise SystemExit(proc.stderr[-3000:])
+        run = max((home / "trainer" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
+        if command is None:
+            started = json.loads((run / "telemetry.jsonl").read_text().splitlines()[0])
+            command = started["command"]
+        mosaic_rates.append(last_sps((run / "logs" / "script.stdout").read_text()))
+        folder = home / f"direct-{pair}"
+        folder.mkdir()
+        direct = subprocess.run([python, *command], capture_output=True, text=True, cwd=folder,
+                                env={**os.environ, "SDL_VIDEODRIVER": "dummy"})
+        if direct.returncode != 0:
+            raise SystemExit(direct.stderr[-3000:])
+        direct_rates.append(last_sps(direct.stdout))
+        print(f"pair {pair + 1}: direct {direct_rates[-1]} steps/s, mosaic {mosaic_rates[-1]} steps/s",
+              flush=True)
+    ratio = statistics.median(mosaic_rates) / statistics.median(direct_rates)
+    print(f"{args.algorithm}, {args.timesteps} steps, command: python {' '.join(command)}")
+    print(f"direct median {statistics.median(direct_rates)} steps/s, mosaic median "
+          f"{statistics.median(mosaic_rates)} steps/s, ratio {ratio:.3f} (target >= {TARGET})")
+    return 0 if ratio >= TARGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

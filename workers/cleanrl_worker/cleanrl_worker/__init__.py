@@ -1,0 +1,45 @@
+"""MOSAIC worker for CleanRL: its unmodified single-file scripts, run as MOSAIC runs.
+
+The shim never edits or imports-and-drives CleanRL: it translates a MOSAIC
+config into the script's command line (``config.py``), starts the script as a
+child process (``runtime.py``) with a ``sitecustomize`` on its path that
+observes it (``site/``, ``child.py``: TensorBoard calls become telemetry, the
+script's networks become checkpoints, rendered frames go to FastLane) and
+turns what it observed into MOSAIC events (``telemetry.py``).
+
+This module imports nothing but MOSAIC: describing the worker must stay cheap
+and work from MOSAIC's own environment, where CleanRL is not installed.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+from mosaic.worker import ResourceEstimate, WorkerCapabilities, WorkerMetadata
+
+__version__ = "0.1.0"
+
+#: The scripts this worker runs, by MOSAIC algorithm name (traits: ``algorithms.py``).
+ALGORITHMS = ("ppo", "dqn", "c51", "sac", "td3", "ddpg")
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
+    meta = WorkerMetadata(
+        name="CleanRL", version=__version__,
+        description="CleanRL's single-file PPO, DQN, C51, SAC, TD3 and DDPG scripts, run unmodified "
+                    "on Gym/Gymnasium classic-control tasks; telemetry, checkpoints and FastLane frames "
+                    "observed from outside the script.",
+        upstream_library="cleanrl", upstream_version=_version("cleanrl"), license="MIT")
+    caps = WorkerCapabilities(
+        worker_type="cleanrl", paradigms=("single_agent",), policy_configurations=("INDEPENDENT",),
+        env_families=("classic_control",), algorithms=ALGORITHMS, action_spaces=("discrete", "box"),
+        observation_spaces=("box",), max_agents=1, supports_checkpointing=True, supports_pause_resume=True,
+        resources=ResourceEstimate(cpus=1.0, memory_mb=1500))
+    return meta, caps

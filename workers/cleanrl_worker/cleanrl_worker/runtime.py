@@ -1,0 +1,82 @@
+"""A CleanRL run: the unmodified script as a child process, observed from inside.
+
+``CleanRLRuntime.run()`` reports ``run_started``, then hands the script's
+command line to :class:`mosaic.script_runtime.ScriptRuntime`, which owns the
+child (its own process group; pause = SIGSTOP/SIGCONT of the group; cancel =
+SIGTERM, SIGKILL after a short grace) and relays the records
+``child.py`` writes on a pipe of their own through ``telemetry.Translator``.
+
+The child's environment: ``PYTHONPATH`` starts with ``site/`` (the observers'
+``sitecustomize``), ``SDL_NO_SIGNAL_HANDLERS=1`` (pygame's SDL would otherwise
+swallow SIGTERM while videos are captured) and ``SDL_VIDEODRIVER=dummy`` (no
+display). Its working directory is the run folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from mosaic.provenance import config_digest, package_versions
+from mosaic.script_runtime import ScriptRuntime
+
+import cleanrl_worker
+from cleanrl_worker import analytics
+from cleanrl_worker.config import CleanRLConfig
+from cleanrl_worker.telemetry import AGENT, Translator
+
+SITE_DIR = Path(cleanrl_worker.__file__).parent / "site"
+PACKAGES = ("mosaic-marl", "mosaic-cleanrl-worker", "cleanrl", "torch", "gym", "gymnasium", "numpy",
+            "stable-baselines3", "tensorboard", "moviepy", "pygame")
+#: Seconds between SIGTERM and SIGKILL when a run is cancelled.
+CANCEL_GRACE_S = 5.0
+
+
+def command(config: CleanRLConfig) -> list[str]:
+    return [sys.executable, "-m", config.algo.module, *config.argv()]
+
+
+def child_env(config: CleanRLConfig, run_root: Path) -> dict[str, str]:
+    params = config.params()
+    state = {"run_id": config.run_id, "algorithm": config.algorithm, "env_id": config.resolved_env_id,
+             "params": params, "policy": config.algo.policy_global,
+             "cleanrl_version": package_versions(["cleanrl"]).get("cleanrl", "")}
+    env = {"PYTHONPATH": os.pathsep.join([str(SITE_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]),
+           "SDL_NO_SIGNAL_HANDLERS": "1", "SDL_VIDEODRIVER": "dummy", "PYGAME_HIDE_SUPPORT_PROMPT": "1",
+           "MOSAIC_CLEANRL_RUN_DIR": str(run_root),
+           "MOSAIC_CLEANRL_CHECKPOINT_EVERY": str(config.checkpoint_every_timesteps),
+           "MOSAIC_CLEANRL_STATE": json.dumps(state)}
+    if config.fastlane.enabled:
+        env["MOSAIC_CLEANRL_FASTLANE"] = json.dumps({"run_id": config.run_id, "run_dir": str(run_root),
+                                                     "config": config.fastlane.__dict__})
+    return env
+
+
+class CleanRLRuntime:
+    def __init__(self, config: CleanRLConfig, context: Any) -> None:
+        self.config = config
+        self.ctx = context
+
+    def run(self) -> dict[str, Any]:
+        cfg = self.config
+        root = Path(self.ctx.run_dir.root).absolute()
+        params = cfg.params()
+        translator = Translator(cfg.algo, int(params["total_timesteps"]))
+        argv = command(cfg)
+        self.ctx.emitter.run_started(
+            worker="cleanrl", config_digest=config_digest(cfg.to_dict()), versions=package_versions(PACKAGES),
+            resources={"cpus": 1, "gpus": 0}, algorithm=cfg.algorithm,
+            env={"family": "classic_control", "env_id": cfg.resolved_env_id, "api_type": cfg.algo.env_api},
+            policy_configuration="INDEPENDENT", seed=cfg.seed, total_timesteps=params["total_timesteps"],
+            agents=[AGENT], script=cfg.algo.module, command=argv[1:])
+        script = ScriptRuntime(argv, self.ctx, translator, cwd=root, env=child_env(cfg, root),
+                               grace_s=CANCEL_GRACE_S, telemetry_fd_env="MOSAIC_CLEANRL_FD", keep_stdout=True)
+        try:
+            outcome = script.run()
+        finally:
+            self.ctx.run_dir.update_manifest(**analytics.manifest_fields(
+                root, translator.log_dir, {"module": cfg.algo.module, "argv": argv[1:], "params": params}))
+        return {**translator.summary(), "script": outcome}

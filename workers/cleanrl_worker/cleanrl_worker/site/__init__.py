@@ -1,0 +1,1 @@
+"""Put on a CleanRL script's ``PYTHONPATH`` so that its ``sitecustomize`` runs first."""

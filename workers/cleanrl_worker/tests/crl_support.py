@@ -1,0 +1,75 @@
+"""Helpers for the CleanRL worker's tests: the real CLI, the real worker environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[3]
+RUN_TIMEOUT_S = 900  # tiny budgets take a minute on a busy 2-core machine; the bound is for hangs
+
+#: Budgets small enough for tests: a few updates of each algorithm.
+TINY: dict[str, dict[str, Any]] = {
+    "ppo": {"total_timesteps": 512, "algo_params": {"num_envs": 2, "num_steps": 64}},
+    "dqn": {"total_timesteps": 600, "algo_params": {"learning_starts": 200, "train_frequency": 10,
+                                                    "buffer_size": 1000}},
+    "c51": {"total_timesteps": 600, "algo_params": {"learning_starts": 200, "train_frequency": 10,
+                                                    "buffer_size": 1000}},
+    "sac": {"total_timesteps": 400, "algo_params": {"learning_starts": 200, "buffer_size": 1000}},
+    "td3": {"total_timesteps": 400, "algo_params": {"learning_starts": 200, "buffer_size": 1000}},
+    "ddpg": {"total_timesteps": 400, "algo_params": {"learning_starts": 200, "buffer_size": 1000}},
+}
+
+
+@dataclass
+class Home:
+    root: Path
+    env: Path
+
+    @property
+    def python(self) -> str:
+        return str(self.env / "bin" / "python")
+
+    def cli(self, *args: str, timeout: float = RUN_TIMEOUT_S, **kwargs: Any) -> subprocess.CompletedProcess:
+        env = {**os.environ, "MOSAIC_HOME": str(self.root)}
+        return subprocess.run([sys.executable, "-m", "mosaic", *args], capture_output=True, text=True,
+                              timeout=timeout, env=env, **kwargs)
+
+    def config(self, name: str, **fields: Any) -> Path:
+        path = self.root / f"{name}.json"
+        path.write_text(json.dumps({"worker": "cleanrl", **fields}))
+        return path
+
+    def run(self, algorithm: str, **fields: Any) -> tuple[subprocess.CompletedProcess, Path]:
+        """``mosaic run`` a tiny budget of ``algorithm``; (process, run folder)."""
+        cfg = {"algorithm": algorithm, "seed": 1, **TINY[algorithm], **fields}
+        proc = self.cli("run", str(self.config(f"{algorithm}-{len(list(self.root.glob('*.json')))}", **cfg)))
+        runs = sorted((self.root / "trainer" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
+        return proc, runs[-1]
+
+    def direct(self, module: str, argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+        """The upstream script run directly in the worker's environment, as a CleanRL user would."""
+        cwd.mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MOSAIC_")}
+        env.update(SDL_VIDEODRIVER="dummy", PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0"))
+        return subprocess.run([self.python, "-m", module, *argv], capture_output=True, text=True, cwd=cwd,
+                              timeout=RUN_TIMEOUT_S, env=env)
+
+
+def events(run: Path, kind: str | None = None) -> list[dict[str, Any]]:
+    out = [json.loads(line) for line in (run / "telemetry.jsonl").read_text().splitlines() if line.strip()]
+    return [e for e in out if kind is None or e["type"] == kind]
+
+
+_PRINTED = re.compile(r"global_step=(\d+), episodic_return=\[?([-0-9.e+]+)\]?")
+
+
+def printed_episodes(stdout: str) -> list[tuple[int, float]]:
+    """``(global_step, return)`` of every episode a CleanRL script printed."""
+    return [(int(m.group(1)), float(m.group(2))) for m in _PRINTED.finditer(stdout)]
