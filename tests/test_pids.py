@@ -37,3 +37,17 @@ def _is_zombie(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[-1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def test_descends_from_follows_parents_up():
+    from mosaic.pids import descends_from
+
+    me = os.getpid()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert descends_from(me, me) and descends_from(child.pid, me)
+        assert not descends_from(me, child.pid) and not descends_from(os.getppid(), me)
+    finally:
+        child.kill()
+        child.wait()
+    assert not descends_from(child.pid, me)  # gone

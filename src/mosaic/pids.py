@@ -55,3 +55,16 @@ def signal_group(pgid: int, sig: int) -> bool:
         return True
     except (ProcessLookupError, PermissionError):
         return False
+
+
+def descends_from(pid: int, ancestor: int) -> bool:
+    """Whether process ``pid`` is ``ancestor`` or one of its descendants (False once it is gone)."""
+    seen = 0
+    while pid > 1 and seen < 256:
+        if pid == ancestor:
+            return True
+        fields = _stat_fields(pid)
+        if len(fields) < 2:
+            return False
+        pid, seen = int(fields[1]), seen + 1  # ppid
+    return pid == ancestor

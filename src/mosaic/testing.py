@@ -249,3 +249,24 @@ def check_shared_flags(worker: DiscoveredWorker, config: Mapping[str, Any],
                           "--evaluate of a missing run" if document["can_evaluate"] else
                           "--evaluate of a worker that cannot evaluate")
     return found
+
+
+def fastlane_leaks(before: set[str]) -> list[str]:
+    """FastLane segments that appeared since ``before`` and are this test process's doing.
+
+    A leak check must not blame (or delete) the live streams of other MOSAIC runs
+    on the same machine, say a training run watched while the tests run: a new
+    segment whose writer is alive and not this process or one of its descendants
+    is someone else's. One whose writer is gone cannot be told apart, and counts.
+    """
+    from mosaic.fastlane.gc import inspect
+    from mosaic.fastlane.shm import list_segments
+    from mosaic.pids import descends_from
+
+    ours = []
+    for name in sorted(set(list_segments()) - set(before)):
+        status = inspect(name)
+        if status.writer_alive and status.pid and not descends_from(status.pid, os.getpid()):
+            continue
+        ours.append(name)
+    return ours

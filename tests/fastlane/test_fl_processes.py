@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -208,3 +210,48 @@ def test_a_geometry_change_recreates_the_stream_and_readers_follow(tmp_path):
         stop(writer)
     assert name not in list_segments()
     assert (tmp_path / "fastlane" / "main.png").is_file()  # the last frame outlives the segment
+
+
+FOREIGN_WRITER = """\
+import os, sys, time
+import numpy as np
+from mosaic.fastlane.ring import Geometry, RingWriter
+if os.fork():  # the intermediate process exits: the writer is no longer in the test's process tree
+    os._exit(0)
+os.setsid()
+with RingWriter(sys.argv[1], Geometry(4, 4, 3), 2) as writer:
+    writer.write(np.zeros((4, 4, 3), np.uint8), 0, 0, {})
+    print(os.getpid(), flush=True)
+    time.sleep(300)
+"""
+
+
+def test_leak_checks_blame_only_this_process_trees_segments():
+    """Another MOSAIC run streaming on the machine is not a leak of the tests (nor to be removed)."""
+    from mosaic.fastlane.shm import SHM_DIR
+    from mosaic.testing import fastlane_leaks
+
+    before = set(list_segments())
+    geometry = Geometry(4, 4, 3)
+    mine, crashed, theirs = unique_name("mine"), unique_name("crashed"), unique_name("theirs")
+    hold = CTX.Event()
+    live = start(write_frames, mine, geometry, 1, hold=hold)
+    dying = start(write_frames, crashed, geometry, 1, hold=CTX.Event())
+    foreign = subprocess.Popen([sys.executable, "-c", FOREIGN_WRITER, theirs], stdout=subprocess.PIPE, text=True)
+    foreign_pid = int(foreign.stdout.readline())
+    try:
+        wait_for(lambda: {mine, crashed, theirs} <= set(list_segments()))
+        os.kill(dying.pid, signal.SIGKILL)  # a writer that died without closing: its segment stays
+        dying.join(10)
+        assert fastlane_leaks(before) == sorted([mine, crashed])
+    finally:
+        hold.set()
+        stop(live)
+        os.kill(foreign_pid, signal.SIGKILL)
+        foreign.wait(10)
+        for name in (crashed, theirs):
+            try:
+                os.unlink(SHM_DIR / name)
+            except FileNotFoundError:
+                pass
+    assert not {mine, crashed, theirs} & set(list_segments())
