@@ -14,7 +14,7 @@ Throughput is the script's own measure, ``global_step / elapsed`` as its last
 ``logs/script.stdout``). Pairs alternate (mosaic, direct, mosaic, ...) so drift
 hits both alike; the ratio is the median MOSAIC rate over the median direct rate.
 
-    python bench/cleanrl_throughput.py [--algorithm ppo] [--timesteps 20000] [--pairs 3]
+    python bench/cleanrl_throughput.py [--algorithm ppo] [--timesteps 20000] [--pairs 3] [--threads 1]
 
 Target: mosaic / direct >= 0.97. Needs the worker's environment (`mosaic envs build cleanrl`).
 """
@@ -47,6 +47,8 @@ def main() -> int:
     parser.add_argument("--algorithm", default="ppo")
     parser.add_argument("--timesteps", type=int, default=20_000)
     parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads on both sides (torch_num_threads / OMP_NUM_THREADS); 0 = torch's default")
     args = parser.parse_args()
 
     from mosaic import worker_envs
@@ -57,8 +59,10 @@ def main() -> int:
     (home / "envs" / "cleanrl").symlink_to(env, target_is_directory=True)
     python = str(worker_envs.python_in(env))
     config = home / "bench.json"
+    threads = {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)} if args.threads else {}
     config.write_text(json.dumps({"worker": "cleanrl", "algorithm": args.algorithm, "seed": 1,
-                                  "total_timesteps": args.timesteps}))
+                                  "total_timesteps": args.timesteps,
+                                  **({"torch_num_threads": args.threads} if args.threads else {})}))
     environ = {**os.environ, "MOSAIC_HOME": str(home)}
     direct_rates, mosaic_rates, command = [], [], None
     for pair in range(args.pairs):
@@ -74,7 +78,7 @@ def main() -> int:
         folder = home / f"direct-{pair}"
         folder.mkdir()
         direct = subprocess.run([python, *command], capture_output=True, text=True, cwd=folder,
-                                env={**os.environ, "SDL_VIDEODRIVER": "dummy"})
+                                env={**os.environ, "SDL_VIDEODRIVER": "dummy", **threads})
         if direct.returncode != 0:
             raise SystemExit(direct.stderr[-3000:])
         direct_rates.append(last_sps(direct.stdout))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 from mosaic.worker_cli import WorkerProgram, worker_main
@@ -34,8 +35,11 @@ def deep_validate(config: CleanRLConfig) -> dict[str, Any]:
 def dry_run(config: CleanRLConfig, checked: Any) -> dict[str, Any]:
     from cleanrl_worker.runtime import command
 
+    from cleanrl_worker.runtime import child_env
+
+    threads = {k: v for k, v in child_env(config, Path(".")).items() if k.endswith("_NUM_THREADS")}
     return {"command": command(config)[1:], "script_params": config.params(), "env": checked,
-            "env_api": config.algo.env_api}
+            "env_api": config.algo.env_api, "thread_variables": threads}
 
 
 def envs() -> dict[str, list[str]]:

@@ -143,6 +143,9 @@ class CleanRLConfig:
     algo_params: dict[str, Any] = option(default_factory=dict,
                                          help="the script's other options by their argparse names "
                                               "(learning_rate, num_envs, ...): `--schema ALGO` lists them")
+    torch_num_threads: int | None = option(None, min=1, help="OMP_NUM_THREADS / MKL_NUM_THREADS of the script: "
+                                           "1 makes these small networks many times faster on a busy "
+                                           "machine; default: torch's own choice, as when run directly")
     checkpoint_every_timesteps: int = option(0, min=0, help="also checkpoint every N env steps; "
                                                            "0 = only when the script finishes")
     fastlane: FastLaneConfig = option(default_factory=FastLaneConfig,

@@ -49,6 +49,8 @@ def child_env(config: CleanRLConfig, run_root: Path) -> dict[str, str]:
            "MOSAIC_CLEANRL_RUN_DIR": str(run_root),
            "MOSAIC_CLEANRL_CHECKPOINT_EVERY": str(config.checkpoint_every_timesteps),
            "MOSAIC_CLEANRL_STATE": json.dumps(state)}
+    if config.torch_num_threads is not None:
+        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(config.torch_num_threads)
     if config.fastlane.enabled:
         env["MOSAIC_CLEANRL_FASTLANE"] = json.dumps({"run_id": config.run_id, "run_dir": str(run_root),
                                                      "config": config.fastlane.__dict__})

@@ -67,6 +67,7 @@ BAD = [
     ({"algorithm": "ppo", "total_timesteps": 100}, "total_timesteps", "rollout"),
     ({"algorithm": "dqn", "total_timesteps": 500, "algo_params": {"learning_starts": 500}},
      "algo_params.learning_starts", "nothing would be learned"),
+    ({"algorithm": "ppo", "torch_num_threads": 0}, "torch_num_threads", "below the minimum 1"),
     ({"algorithm": "ppo", "checkpoint_every_timesteps": -1}, "checkpoint_every_timesteps", "below the minimum 0"),
 ]
 
@@ -130,12 +131,14 @@ print(json.dumps(done))
 
 
 def test_dry_run_through_mosaic_shows_the_command(home):
-    proc = home.cli("run", "--dry-run", str(home.config("dry", algorithm="td3", **TINY["td3"])))
+    proc = home.cli("run", "--dry-run", str(home.config("dry", algorithm="td3", torch_num_threads=1,
+                                                         **TINY["td3"])))
     assert proc.returncode == 0, proc.stderr[-2000:]
     shown = json.loads(proc.stdout[proc.stdout.index("{"):])
     assert shown["command"][:2] == ["-m", "cleanrl.td3_continuous_action"]
     assert "--learning-starts" in shown["command"] and shown["script_params"]["learning_starts"] == 200
     assert shown["env_api"] == "gym"
+    assert shown["thread_variables"] == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def test_its_environment_has_cleanrl_without_cleanrls_own_pins(cleanrl_env):
