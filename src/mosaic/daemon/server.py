@@ -74,8 +74,6 @@ async def serve(settings: DaemonSettings, on_ready: Callable[[Endpoint], None] |
         registry = Registry(settings.registry_path)
         catalog = WorkerCatalog(pythons=dict(settings.pythons))
         await asyncio.to_thread(catalog.refresh)
-        for broken in catalog.discovery.broken:
-            log.warning("worker %s is broken: %s", broken.name, broken.reason)
         supervisor = Supervisor(settings, registry, catalog)
         server = grpc.aio.server(interceptors=[TokenInterceptor(token)] if token else [],
                                  options=GRPC_OPTIONS)
@@ -99,6 +97,8 @@ async def serve(settings: DaemonSettings, on_ready: Callable[[Endpoint], None] |
         log.info("serving on %s (MOSAIC_HOME=%s, token %s, %d worker(s))", endpoint.address,
                  endpoint.home, f"required: {source}" if token else "not required",
                  len(catalog.discovery.workers))
+        for broken in catalog.discovery.broken:  # once serving: a daemon that cannot start says only why
+            log.warning("worker %s is broken: %s", broken.name, broken.reason)
         if on_ready:
             on_ready(endpoint)
         stop = asyncio.Event()
