@@ -35,7 +35,8 @@ from typing import Any, Callable
 _out: Any = None
 _lock = threading.Lock()
 _HOOKS: dict[str, Callable[[Any], None]] = {}
-_state = {"iteration": 0, "episodes": 0, "step": 0, "last_checkpoint_step": -1, "next_checkpoint": 0}
+_state = {"iteration": 0, "episodes": 0, "step": 0, "last_checkpoint_step": -1, "next_checkpoint": 0,
+          "every": 0}
 
 
 def send(kind: str, **fields: Any) -> None:
@@ -127,10 +128,9 @@ def _patch_tensorboard(module: Any) -> None:
             _state["episodes"] += 1
         elif tag == "charts/SPS":
             _state["iteration"] += 1
-            every = int(os.environ.get("MOSAIC_CLEANRL_CHECKPOINT_EVERY", "0") or 0)
-            if every and step >= _state["next_checkpoint"]:
+            if _state["every"] and step >= _state["next_checkpoint"]:
                 save_checkpoint()
-                _state["next_checkpoint"] = step + every
+                _state["next_checkpoint"] = step + _state["every"]
         return result
 
     def add_text_(self: Any, tag: str, text_string: str, *args: Any, **kwargs: Any) -> Any:
@@ -147,8 +147,7 @@ def _patch_tensorboard(module: Any) -> None:
     writer_cls.add_scalar = add_scalar_
     writer_cls.add_text = add_text_
     writer_cls.close = close_
-    every = int(os.environ.get("MOSAIC_CLEANRL_CHECKPOINT_EVERY", "0") or 0)
-    _state["next_checkpoint"] = every
+    _state["every"] = _state["next_checkpoint"] = int(os.environ.get("MOSAIC_CLEANRL_CHECKPOINT_EVERY", "0") or 0)
 
 
 def save_checkpoint() -> None:

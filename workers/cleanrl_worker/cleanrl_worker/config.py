@@ -46,9 +46,8 @@ class Param:
     help: str
 
     def schema(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": self.type if self.default is not None else [self.type, "null"],
-                               "default": self.default, "description": self.help}
-        return out
+        return {"type": self.type if self.default is not None else [self.type, "null"],
+                "default": self.default, "description": self.help}
 
     def check(self, value: Any, field: str) -> Any:
         if value is None and self.default is None:
