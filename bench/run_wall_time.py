@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 BATCH = 1000
+THREADS = 1  # torch threads of the driver process, on both sides
 ENV_KWARGS = {"N": 3, "max_cycles": 25, "continuous_actions": False}
 PARAMS = {"train_batch_size_per_learner": BATCH, "minibatch_size": 250, "num_epochs": 4,
           "fcnet_hiddens": [64, 64], "lr": 3e-4}
@@ -41,6 +42,7 @@ PLAIN = textwrap.dedent('''\
     """The same job as the MOSAIC config, written against RLlib directly."""
     import math, os, sys
     import ray
+    import torch
     from mpe2 import simple_spread_v3
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
@@ -50,6 +52,7 @@ PLAIN = textwrap.dedent('''\
     from ray.tune.registry import register_env
 
     TOTAL, OUT = int(sys.argv[1]), sys.argv[2]
+    torch.set_num_threads({threads})  # the driver's learner: as MOSAIC's resources.torch_num_threads
     ray.init(address="local", num_cpus=max(os.cpu_count() or 1, 2), include_dashboard=False, log_to_driver=True)
     register_env("spread", lambda _: ParallelPettingZooEnv(simple_spread_v3.parallel_env(**{env_kwargs!r})))
     algo = (
@@ -69,7 +72,7 @@ PLAIN = textwrap.dedent('''\
     algo.save_to_path(OUT)
     algo.stop()
     ray.shutdown()
-    ''').format(env_kwargs=ENV_KWARGS, batch=BATCH)
+    ''').format(env_kwargs=ENV_KWARGS, batch=BATCH, threads=THREADS)
 
 
 def mosaic_config(timesteps: int) -> dict:
@@ -77,7 +80,7 @@ def mosaic_config(timesteps: int) -> dict:
             "environment": {"family": "mpe", "env_id": "simple_spread_v3", "api_type": "PARALLEL",
                             "env_kwargs": ENV_KWARGS},
             "training": {"algorithm": "PPO", "total_timesteps": timesteps, "algo_params": PARAMS},
-            "resources": {"num_workers": 1, "num_envs_per_worker": 1},
+            "resources": {"num_workers": 1, "num_envs_per_worker": 1, "torch_num_threads": THREADS},
             "checkpoint": {"at_end": True}}
 
 

@@ -76,7 +76,7 @@ def test_default_run_without_config_trains_the_default_worker(home):
 @pytest.mark.slow
 def test_the_readme_main_job_visibly_learns(home):
     """`mosaic run` with no config, in full: a newcomer's first run shows its return rising."""
-    # a deadline, not a duration: 60k steps take ~90 s on an idle 2-core machine, minutes on a busy one
+    # a deadline, not a duration: 60k steps take ~4.5 min on an idle 2-core machine, more on a busy one
     proc = run_cli("run", home=home, timeout=1800, env={"RAY_AUTH_MODE": "disabled"})
     assert proc.returncode == 0, proc.stderr
     (run,) = runs_in(home)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 from mosaic.worker_cli import WorkerProgram, worker_main
@@ -33,11 +32,11 @@ def deep_validate(config: CleanRLConfig) -> dict[str, Any]:
 
 
 def dry_run(config: CleanRLConfig, checked: Any) -> dict[str, Any]:
+    from mosaic.threads import thread_env
+
     from cleanrl_worker.runtime import command
 
-    from cleanrl_worker.runtime import child_env
-
-    threads = {k: v for k, v in child_env(config, Path(".")).items() if k.endswith("_NUM_THREADS")}
+    threads = thread_env(config.torch_num_threads)
     return {"command": command(config)[1:], "script_params": config.params(), "env": checked,
             "env_api": config.algo.env_api, "thread_variables": threads}
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from mosaic.provenance import config_digest, package_versions
 from mosaic.script_runtime import ScriptRuntime
+from mosaic.threads import thread_env
 
 import cleanrl_worker
 from cleanrl_worker import analytics
@@ -49,8 +50,7 @@ def child_env(config: CleanRLConfig, run_root: Path) -> dict[str, str]:
            "MOSAIC_CLEANRL_RUN_DIR": str(run_root),
            "MOSAIC_CLEANRL_CHECKPOINT_EVERY": str(config.checkpoint_every_timesteps),
            "MOSAIC_CLEANRL_STATE": json.dumps(state)}
-    if config.torch_num_threads is not None:
-        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(config.torch_num_threads)
+    env.update(thread_env(config.torch_num_threads))
     if config.fastlane.enabled:
         env["MOSAIC_CLEANRL_FASTLANE"] = json.dumps({"run_id": config.run_id, "run_dir": str(run_root),
                                                      "config": config.fastlane.__dict__})

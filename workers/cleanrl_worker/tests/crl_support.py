@@ -11,8 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mosaic.threads import thread_env
+
 REPO = Path(__file__).resolve().parents[3]
 RUN_TIMEOUT_S = 900  # tiny budgets take a minute on a busy 2-core machine; the bound is for hangs
+
+THREADS = 1  # torch threads of every script the tests run, through MOSAIC and directly
 
 #: Budgets small enough for tests: a few updates of each algorithm.
 TINY: dict[str, dict[str, Any]] = {
@@ -47,8 +51,12 @@ class Home:
         return path
 
     def run(self, algorithm: str, **fields: Any) -> tuple[subprocess.CompletedProcess, Path]:
-        """``mosaic run`` a tiny budget of ``algorithm``; (process, run folder)."""
-        cfg = {"algorithm": algorithm, "seed": 1, **TINY[algorithm], **fields}
+        """``mosaic run`` a tiny budget of ``algorithm``; (process, run folder).
+
+        One torch thread, as the examples have it (and as :meth:`direct` runs the script):
+        with torch's default the tiny networks crawl on a busy machine (``mosaic.threads``).
+        """
+        cfg = {"algorithm": algorithm, "seed": 1, "torch_num_threads": THREADS, **TINY[algorithm], **fields}
         proc = self.cli("run", str(self.config(f"{algorithm}-{len(list(self.root.glob('*.json')))}", **cfg)))
         runs = sorted((self.root / "trainer" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
         return proc, runs[-1]
@@ -57,7 +65,8 @@ class Home:
         """The upstream script run directly in the worker's environment, as a CleanRL user would."""
         cwd.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("MOSAIC_")}
-        env.update(SDL_VIDEODRIVER="dummy", PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0"))
+        env.update(SDL_VIDEODRIVER="dummy", PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0"),
+                   **thread_env(THREADS))
         return subprocess.run([self.python, "-m", module, *argv], capture_output=True, text=True, cwd=cwd,
                               timeout=RUN_TIMEOUT_S, env=env)
 

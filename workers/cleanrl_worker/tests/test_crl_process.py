@@ -69,9 +69,10 @@ def test_conformance(home):
     """The conformance kit: the run, its own stdout, bad input, and every shared flag, in its environment."""
     from mosaic.testing import check_worker
 
-    from crl_support import TINY
+    from crl_support import THREADS, TINY
 
-    report = check_worker("cleanrl", {"algorithm": "ppo", "seed": 3, **TINY["ppo"]}, home=home.root,
+    report = check_worker("cleanrl", {"algorithm": "ppo", "seed": 3, "torch_num_threads": THREADS, **TINY["ppo"]},
+                          home=home.root,
                           bad_config={"algorithm": "ppo", "algo_params": {"num_envs": "four"}})
     assert report.of_type("metrics")[-1]["timesteps_total"] == TINY["ppo"]["total_timesteps"]
     assert report.of_type("checkpoint_saved")

@@ -13,6 +13,7 @@ import sys
 
 from mosaic.envs import offered_env_ids
 from mosaic.errors import ConfigError, UserError
+from mosaic.threads import limit_torch_threads
 from mosaic.worker_cli import EvaluateRequest, WorkerProgram, worker_main
 from ray_worker import algo_params, get_worker_metadata
 from ray_worker.config import RayWorkerConfig, default_config
@@ -55,6 +56,7 @@ def _evaluate(request: EvaluateRequest) -> int:
     from ray_worker.policy_actor import RayPolicyController, read_checkpoint
     from ray_worker.policy_evaluator import EvaluationConfig, run_evaluation
 
+    limit_torch_threads(1)  # one env, batches of one: more threads only wait for each other
     info = read_checkpoint(request.target)
     controller = RayPolicyController.from_checkpoint(str(info.path))
     agents = list(controller.actors)

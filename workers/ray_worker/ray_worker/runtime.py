@@ -21,6 +21,7 @@ from mosaic.episode_stats import episode_statistics
 from mosaic.errors import ConfigError
 from mosaic.lifecycle import RunCancelled
 from mosaic.provenance import config_digest, package_versions
+from mosaic.threads import limit_torch_threads
 from mosaic.worker_cli import WorkerContext
 from ray_worker.callbacks import EPISODES_KEY
 from ray_worker.config import PolicyConfiguration, RayWorkerConfig, ResourceConfig
@@ -191,6 +192,7 @@ class RayWorkerRuntime:
 
     def run(self) -> dict[str, Any]:
         import ray
+        import torch
         from ray.tune.registry import register_env
 
         from ray_worker.algorithms import build_algorithm_config
@@ -200,6 +202,7 @@ class RayWorkerRuntime:
         cfg, emit, control = self.config, self.ctx.emitter, self.ctx.control
         factory, env_info, layout = prepare(cfg)
         self.layout = layout
+        limit_torch_threads(cfg.resources.torch_num_threads)
         started_ray = start_ray(cfg.resources)
         if control.handles_signals:
             control.install_signal_handlers()  # again: ray.init installs its own
@@ -240,6 +243,7 @@ class RayWorkerRuntime:
                 worker="ray", config_digest=config_digest(cfg.to_dict()),
                 versions=package_versions(PACKAGES),
                 resources={**cfg.to_dict()["resources"], "ray": ray.cluster_resources(),
+                           "torch_threads": torch.get_num_threads(),
                            "ray_nodes": sum(1 for n in ray.nodes() if n.get("Alive"))},
                 algorithm=cfg.training.algorithm, env=cfg.to_dict()["environment"],
                 policy_configuration=cfg.policy_configuration.name, seed=cfg.seed,

@@ -31,6 +31,7 @@ def test_conformance(address, tmp_path):
     report = check_worker("ray", config, home=tmp_path)
     started = report.of_type("run_started")[0]
     assert started["algorithm"] == "PPO" and started["versions"]["ray"].startswith("2.60")
+    assert started["resources"]["torch_threads"] == 1  # resources.torch_num_threads' default, applied
     assert report.of_type("checkpoint_saved")
     manifest = report.run.read_manifest()
     assert manifest["versions"]["torch"].startswith("2.13") and manifest["algorithm"] == "PPO"
