@@ -4,7 +4,8 @@
 
 Several run folders under one label (e.g. seeds) are drawn thin, with their mean
 (iteration by iteration) drawn thick. For every label it prints the mean return over
-the last 5 iterations, per run and across runs.
+the last 5 iterations, per run and across runs, and the env steps per second of the
+whole run (first to last event: start-up, training, checkpoints).
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ def curve(run_dir: Path) -> list[tuple[float, float]]:
     return points
 
 
+def throughput(run_dir: Path) -> float:
+    events = [json.loads(line) for line in (run_dir / "telemetry.jsonl").read_text().splitlines()]
+    steps = max((e["timesteps_total"] for e in events if e.get("type") == "metrics"), default=0)
+    return steps / max(events[-1]["ts"] - events[0]["ts"], 1e-9)
+
+
 def mean_curve(curves: list[list[tuple[float, float]]]) -> list[tuple[float, float]]:
     n = min(len(c) for c in curves)
     return [(statistics.fmean(c[i][0] for c in curves), statistics.fmean(c[i][1] for c in curves))
@@ -42,10 +49,12 @@ def tail_mean(points: list[tuple[float, float]]) -> float:
 
 def main() -> None:
     out = Path(sys.argv[1])
-    groups = []
+    groups, rates = [], []
     for arg in sys.argv[2:]:
         label, paths = arg.split("=", 1)
-        groups.append((label, [curve(Path(p)) for p in paths.split(",")]))
+        folders = [Path(p) for p in paths.split(",")]
+        groups.append((label, [curve(p) for p in folders]))
+        rates.append(statistics.fmean(throughput(p) for p in folders))
     xs = [x for _, cs in groups for c in cs for x, _ in c]
     ys = [y for _, cs in groups for c in cs for _, y in c]
     x0, x1, y0, y1 = 0.0, max(xs), min(ys), max(ys)
@@ -70,7 +79,7 @@ def main() -> None:
         per_run = [tail_mean(c) for c in curves]
         spread = f" ± {statistics.stdev(per_run):.1f} (sd over runs)" if len(per_run) > 1 else ""
         print(f"{label}: last {TAIL} iterations {statistics.fmean(per_run):.1f}{spread}; "
-              f"per run {', '.join(f'{v:.1f}' for v in per_run)}")
+              f"per run {', '.join(f'{v:.1f}' for v in per_run)}; {rates[i]:.0f} env steps/s (whole run)")
     draw.text((PAD, H - PAD + 10), f"env steps 0 .. {x1:,.0f}", fill="black")
     draw.text((5, PAD // 2), f"{y1:.1f}", fill="black")
     draw.text((5, H - PAD - 10), f"{y0:.1f}", fill="black")

@@ -29,4 +29,5 @@ def test_examples_cover_the_documented_set():
             "ray_simple_spread_mappo", "ray_simple_spread_a2c", "ray_pistonball_mappo",
             "ray_connect_four_league", "ray_simple_tag_self_play", "cleanrl_ppo_cartpole",
             "cleanrl_dqn_cartpole", "cleanrl_c51_cartpole", "cleanrl_sac_pendulum", "cleanrl_td3_pendulum",
-            "cleanrl_ddpg_pendulum"} <= names
+            "cleanrl_ddpg_pendulum", "xuance_mappo_spread", "xuance_ippo_spread", "xuance_qmix_spread",
+            "xuance_vdn_spread", "xuance_iql_spread", "xuance_maddpg_spread", "xuance_mappo_waterworld"} <= names

@@ -7,20 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from mosaic.fastlane.ring import RingReader
 from mosaic.fastlane.shm import SHM_DIR, FastLaneError, list_segments
-
-
-def wait_until(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
-    return value
+from mosaic.testing import wait_until
 
 
 def frames_published(run_id: str) -> bool:

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 
 import psutil
@@ -21,6 +20,7 @@ from mosaic.runs import RunDir
 from mosaic.script_runtime import ScriptFailed, ScriptRuntime
 from mosaic.telemetry import TelemetryEmitter
 from mosaic.worker_cli import WorkerContext
+from mosaic.testing import wait_until
 
 # An "upstream script": prints a JSON line per step; modes make it misbehave.
 SCRIPT = textwrap.dedent("""\
@@ -94,15 +94,6 @@ class Harness:
             except (psutil.Error, ProcessLookupError, OSError):
                 continue
         return found
-
-
-def wait_until(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
-    return value
 
 
 def test_lines_are_relayed_in_order_and_tick_progress(tmp_path):

@@ -20,15 +20,7 @@ import pytest
 from mosaic.lifecycle import EXIT_CANCELLED, EXIT_FAILED, ProgressTracker, RunControl, RunWatchdog
 from mosaic.telemetry import TelemetryEmitter
 from mosaic.telemetry_schema import TELEMETRY_SCHEMA
-
-
-def wait_until(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
-    return value
+from mosaic.testing import wait_until
 
 
 class Outcome:

@@ -109,12 +109,15 @@ def load_env_module(family: str, env_id: str, field: str = "environment") -> Mod
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ConfigError(f"{field}.env_id", f"{env_id!r} is not a {family} env{hint}; "
                           f"available: {', '.join(ids)}")
+    missing = []
     for package in _family_packages(family, f"{field}.family"):
         try:
             return importlib.import_module(f"{package.__name__}.{env_id}")
-        except ModuleNotFoundError:
+        except ModuleNotFoundError as exc:  # the env, or a package it needs (Box2D, ...)
+            missing.append(f"{exc}")
             continue
-    raise ConfigError(f"{field}.env_id", f"{env_id!r} could not be imported")
+    because = f" ({'; '.join(missing)})" if missing else ""
+    raise ConfigError(f"{field}.env_id", f"{env_id!r} could not be imported{because}")
 
 
 def supported_api_types(module: ModuleType) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from mosaic.discovery import DiscoveredWorker, discover_workers
 from mosaic.errors import UserError
@@ -270,3 +270,87 @@ def fastlane_leaks(before: set[str]) -> list[str]:
             continue
         ours.append(name)
     return ours
+
+
+# -- workers with environments of their own ------------------------------------
+
+def worker_env_for_tests(name: str, checkout: Path, scratch: "Callable[[], Path]") -> Path:
+    """An up-to-date environment of worker ``name``, for its tests.
+
+    ``scripts/bootstrap`` builds every worker's environment into the checkout's
+    ``var/envs``; the tests use that one when it is up to date, and otherwise build
+    their own into the home ``scratch()`` returns (seconds, from uv's cache).
+    """
+    from mosaic import worker_envs
+
+    source = worker_envs.scan().get(name)
+    checkout_home = Path(checkout) / "var"
+    if worker_envs.status(source, checkout_home).status == "ok":
+        return worker_envs.envs_root(checkout_home) / name
+    return worker_envs.build(name, home=scratch()).path
+
+
+@dataclass
+class WorkerHome:
+    """A MOSAIC_HOME whose ``envs/<worker>`` is a built environment, and the real CLI on it."""
+
+    root: Path
+    env: Path
+    worker: str
+
+    @classmethod
+    def create(cls, root: Path, worker: str, env: Path) -> "WorkerHome":
+        (root / "envs").mkdir(parents=True, exist_ok=True)
+        (root / "envs" / worker).symlink_to(env, target_is_directory=True)
+        return cls(root, env, worker)
+
+    @property
+    def python(self) -> str:
+        return str(self.env / "bin" / "python")
+
+    def cli(self, *args: str, timeout: float = 900, **kwargs: Any) -> subprocess.CompletedProcess:
+        """``python -m mosaic ARGS`` (MOSAIC's own interpreter) on this home."""
+        import sys
+
+        env = {**os.environ, "MOSAIC_HOME": str(self.root), **kwargs.pop("env", {})}
+        return subprocess.run([sys.executable, "-m", "mosaic", *args], capture_output=True, text=True,
+                              timeout=timeout, env=env, **kwargs)
+
+    def config(self, name: str, **fields: Any) -> Path:
+        path = self.root / f"{name}.json"
+        path.write_text(json.dumps({"worker": self.worker, **fields}))
+        return path
+
+    def runs(self) -> list[Path]:
+        """Run folders, oldest first."""
+        folder = self.root / "trainer" / "runs"
+        return sorted(folder.iterdir(), key=lambda p: p.stat().st_mtime) if folder.exists() else []
+
+    def events(self, run: Path, kind: str | None = None) -> list[dict[str, Any]]:
+        return run_events(run, kind)
+
+
+
+def run_events(run: Path, kind: str | None = None) -> list[dict[str, Any]]:
+    """A run folder's telemetry events (of one ``kind``), in order."""
+    out = [json.loads(line) for line in (Path(run) / "telemetry.jsonl").read_text().splitlines() if line.strip()]
+    return [e for e in out if kind is None or e["type"] == kind]
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.02,
+               proc: "subprocess.Popen | None" = None) -> Any:
+    """Poll ``predicate`` until it returns something truthy, and return that.
+
+    Fails at the deadline naming ``what``, or as soon as ``proc`` (a process
+    expected to produce it) has ended. Tests wait on conditions, never on fixed sleeps.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the process ended (exit {proc.returncode}) before {what}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)

@@ -10,12 +10,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import psutil
 
 from mosaic.daemon.client import DaemonClient, state_name
 from mosaic.daemon.endpoint import read_endpoint_file
+from mosaic.testing import wait_until
 
 RANDOM_CONFIG: dict[str, Any] = {
     "worker": "random",
@@ -28,18 +29,6 @@ SHORT_CONFIG: dict[str, Any] = {**RANDOM_CONFIG, "total_timesteps": 300, "step_d
 
 def random_config(**changes: Any) -> dict[str, Any]:
     return {**RANDOM_CONFIG, **changes}
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.02) -> Any:
-    """Poll ``predicate`` until it returns something truthy; fail with ``what`` at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
 
 
 @dataclass
@@ -118,8 +107,6 @@ def kill_leftovers(home: Path) -> None:
                     proc.kill()
                 except psutil.Error:
                     pass
-
-
 
 
 def worker_seqs(events: list[dict[str, Any]]) -> list[int]:

@@ -14,25 +14,18 @@ from pathlib import Path
 import pytest
 
 from crl_support import REPO, Home
-from mosaic import worker_envs
+from mosaic.testing import worker_env_for_tests
 
 
 @pytest.fixture(scope="session")
 def cleanrl_env(tmp_path_factory) -> Path:
     """An up-to-date cleanrl environment folder (the checkout's, or one built for the tests)."""
-    source = worker_envs.scan().get("cleanrl")
-    checkout_home = REPO / "var"
-    if worker_envs.status(source, checkout_home).status == "ok":
-        return worker_envs.envs_root(checkout_home) / "cleanrl"
-    home = tmp_path_factory.mktemp("cleanrl-env-home")
-    return worker_envs.build("cleanrl", home=home).path
+    return worker_env_for_tests("cleanrl", REPO, lambda: tmp_path_factory.mktemp("cleanrl-env-home"))
 
 
 @pytest.fixture
 def home(tmp_path, cleanrl_env, monkeypatch) -> Home:
     """A MOSAIC_HOME whose envs/cleanrl is the built environment; in-process calls see it too."""
-    root = tmp_path / "home"
-    (root / "envs").mkdir(parents=True)
-    (root / "envs" / "cleanrl").symlink_to(cleanrl_env, target_is_directory=True)
-    monkeypatch.setenv("MOSAIC_HOME", str(root))
-    return Home(root, cleanrl_env)
+    home = Home.create(tmp_path / "home", "cleanrl", cleanrl_env)
+    monkeypatch.setenv("MOSAIC_HOME", str(home.root))
+    return home

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mosaic.testing import WorkerHome, run_events
 from mosaic.threads import thread_env
 
 REPO = Path(__file__).resolve().parents[3]
@@ -31,24 +29,8 @@ TINY: dict[str, dict[str, Any]] = {
 }
 
 
-@dataclass
-class Home:
-    root: Path
-    env: Path
-
-    @property
-    def python(self) -> str:
-        return str(self.env / "bin" / "python")
-
-    def cli(self, *args: str, timeout: float = RUN_TIMEOUT_S, **kwargs: Any) -> subprocess.CompletedProcess:
-        env = {**os.environ, "MOSAIC_HOME": str(self.root)}
-        return subprocess.run([sys.executable, "-m", "mosaic", *args], capture_output=True, text=True,
-                              timeout=timeout, env=env, **kwargs)
-
-    def config(self, name: str, **fields: Any) -> Path:
-        path = self.root / f"{name}.json"
-        path.write_text(json.dumps({"worker": "cleanrl", **fields}))
-        return path
+class Home(WorkerHome):
+    """The cleanrl worker's test home (``mosaic.testing.WorkerHome``), with its tiny runs."""
 
     def run(self, algorithm: str, **fields: Any) -> tuple[subprocess.CompletedProcess, Path]:
         """``mosaic run`` a tiny budget of ``algorithm``; (process, run folder).
@@ -58,8 +40,7 @@ class Home:
         """
         cfg = {"algorithm": algorithm, "seed": 1, "torch_num_threads": THREADS, **TINY[algorithm], **fields}
         proc = self.cli("run", str(self.config(f"{algorithm}-{len(list(self.root.glob('*.json')))}", **cfg)))
-        runs = sorted((self.root / "trainer" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
-        return proc, runs[-1]
+        return proc, self.runs()[-1]
 
     def direct(self, module: str, argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
         """The upstream script run directly in the worker's environment, as a CleanRL user would."""
@@ -71,9 +52,7 @@ class Home:
                               timeout=RUN_TIMEOUT_S, env=env)
 
 
-def events(run: Path, kind: str | None = None) -> list[dict[str, Any]]:
-    out = [json.loads(line) for line in (run / "telemetry.jsonl").read_text().splitlines() if line.strip()]
-    return [e for e in out if kind is None or e["type"] == kind]
+events = run_events
 
 
 _PRINTED = re.compile(r"global_step=(\d+), episodic_return=\[?([-0-9.e+]+)\]?")

@@ -13,26 +13,15 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 
 from crl_support import events
 from mosaic.fastlane.png import read_png
 from mosaic.fastlane.shm import list_segments
+from mosaic.testing import wait_until
 
 WAIT_S = 600  # for the first frame and video on a busy machine; a condition ends the wait
-
-
-def wait_for(condition, what: str, proc: subprocess.Popen, timeout: float = WAIT_S):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        assert proc.poll() is None, f"the run ended (exit {proc.returncode}) before {what}"
-        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
-        time.sleep(0.2)
 
 
 def test_cancel_a_run_capturing_video_while_watching_it(home, tmp_path):
@@ -44,8 +33,8 @@ def test_cancel_a_run_capturing_video_while_watching_it(home, tmp_path):
                             env={**os.environ, "MOSAIC_HOME": str(home.root)})
     run = home.root / "trainer" / "runs" / run_id
     try:
-        wait_for(lambda: list_segments(run_id), "FastLane stream", proc)
-        wait_for(lambda: list((run / "videos").rglob("*.mp4")), "video file", proc)
+        wait_until(lambda: list_segments(run_id), WAIT_S, "FastLane stream", interval=0.2, proc=proc)
+        wait_until(lambda: list((run / "videos").rglob("*.mp4")), WAIT_S, "video file", interval=0.2, proc=proc)
         watched = subprocess.run([sys.executable, "-m", "mosaic", "watch", run_id, "--snapshot",
                                   str(tmp_path / "live.png")], capture_output=True, text=True, timeout=120,
                                  env={**os.environ, "MOSAIC_HOME": str(home.root)})

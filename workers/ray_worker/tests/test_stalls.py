@@ -22,13 +22,13 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any, Callable
 
 import psutil
 import pytest
 
 from ray_support import TINY, merge
 from ray_worker.config import RayWorkerConfig
+from mosaic.testing import wait_until
 
 # Runs the Ray worker; once RLlib's learner thread has been updating for a
 # moment, raises an exception inside it, as a bug in a loss would.
@@ -54,15 +54,6 @@ LEARNER_KILLER = textwrap.dedent("""\
     from ray_worker.cli import main
     sys.exit(main(sys.argv[1:]))
     """)
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.1)
-    return value
 
 
 class WorkerRun:

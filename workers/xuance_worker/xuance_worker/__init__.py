@@ -1,0 +1,43 @@
+"""MOSAIC worker for XuanCe: its multi-agent algorithms, called in-process.
+
+XuanCe is imported and driven in the worker's process (its own environment:
+XuanCe needs numpy<2): the config becomes XuanCe's arguments over its shipped
+yaml defaults (``config.py``), PettingZoo envs come from MOSAIC's env layer
+through a XuanCe registry entry (``envs.py``), a XuanCe callback and the agent's
+logger feed MOSAIC telemetry (``telemetry.py``), and ``runtime.py`` runs it.
+
+This module imports nothing but MOSAIC: describing the worker must stay cheap
+and work from MOSAIC's own environment, where XuanCe is not installed.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+from mosaic.worker import ResourceEstimate, WorkerCapabilities, WorkerMetadata
+
+__version__ = "0.1.0"
+
+#: What a config may name (``coma`` is refused with its reason: algorithms.py).
+ALGORITHMS = ("mappo", "ippo", "qmix", "vdn", "iql", "maddpg")
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
+    meta = WorkerMetadata(
+        name="XuanCe", version=__version__,
+        description="XuanCe's multi-agent algorithms (MAPPO, IPPO, QMIX, VDN, IQL, MADDPG) on PettingZoo "
+                    "MPE and SISL envs, called in-process in its own environment (numpy 1).",
+        upstream_library="xuance", upstream_version=_version("xuance"), license="MIT")
+    caps = WorkerCapabilities(
+        worker_type="xuance", paradigms=("multi_agent",), policy_configurations=("PARAMETER_SHARING", "INDEPENDENT"),
+        env_families=("mpe", "sisl"), algorithms=ALGORITHMS, action_spaces=("discrete", "box"),
+        observation_spaces=("box",), max_agents=16, supports_checkpointing=True, supports_pause_resume=True,
+        resources=ResourceEstimate(cpus=1.0, memory_mb=2000))
+    return meta, caps

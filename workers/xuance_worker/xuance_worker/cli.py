@@ -1,0 +1,70 @@
+"""``python -m xuance_worker.cli --config run.json``: the shared worker command line for XuanCe."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from mosaic.worker_cli import WorkerProgram, worker_main
+
+from xuance_worker import get_worker_metadata
+from xuance_worker.config import XuanCeConfig, params_schema
+
+
+def default_config() -> dict[str, Any]:
+    data = XuanCeConfig(run_id="unset").to_dict()
+    del data["run_id"]
+    return data
+
+
+def deep_validate(config: XuanCeConfig) -> dict[str, Any]:
+    """What needs the env: it is built once and checked against the algorithm's action spaces."""
+    from xuance_worker.runtime import probe_env, quiet_xuance
+
+    quiet_xuance()
+    return probe_env(config)
+
+
+def dry_run(config: XuanCeConfig, checked: Any) -> dict[str, Any]:
+    """XuanCe's arguments as the run would build them (yaml, then the config, then the env)."""
+    from pathlib import Path
+
+    from xuance_worker.runtime import config_path, xuance_arguments
+
+    args = xuance_arguments(config, Path("RUN_FOLDER"), checked)
+    shown = {k: v for k, v in sorted(vars(args).items()) if k not in ("mosaic_env",)}
+    return {"env": checked, "xuance_yaml": str(config_path(config)), "xuance_arguments": shown}
+
+
+def envs() -> dict[str, list[str]]:
+    from mosaic.envs import offered_env_ids
+
+    return offered_env_ids(("mpe", "sisl", "butterfly"))
+
+
+def make_runtime(config: XuanCeConfig, context: Any) -> Any:
+    from xuance_worker.runtime import XuanCeRuntime
+
+    return XuanCeRuntime(config, context)
+
+
+def evaluate(request: Any) -> int:
+    from xuance_worker.evaluation import evaluate as run
+
+    return run(request)
+
+
+PROGRAM = WorkerProgram(name="xuance", config_from_dict=XuanCeConfig.from_dict, make_runtime=make_runtime,
+                        default_config=default_config, deep_validate=deep_validate,
+                        heartbeat_interval_s=lambda config: config.heartbeat_interval_s,
+                        describe=get_worker_metadata, config_class=XuanCeConfig,
+                        packages=("mosaic-xuance-worker", "xuance", "torch", "numpy", "pettingzoo", "gymnasium"),
+                        algo_params_schema=params_schema, envs=envs, dry_run=dry_run, evaluate=evaluate)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return worker_main(PROGRAM, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""``mosaic eval`` of a XuanCe checkpoint: its agent rebuilt, its weights loaded, greedy play.
+
+The agent is rebuilt the way training built it (the run's config, XuanCe's
+arguments, one env) and loaded with XuanCe's own ``load_model``. It plays the
+env from MOSAIC's env layer through :func:`mosaic.evaluation.play_episodes`, the
+same loop, seeds and results format (confidence intervals, CSV, GIF videos) as
+every other worker's evaluation. Actions are XuanCe's test-mode actions:
+deterministic for MAPPO and IPPO, no exploration for the Q-learners, no noise
+for MADDPG. XuanCe acts for all agents of an env at once, so one joint actor
+plays every seat.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+from mosaic.checkpoints import resolve
+from mosaic.errors import UserError
+from mosaic.evaluation import EvaluationResults, play_episodes, save_results
+
+
+class JointActor:
+    """A XuanCe agent answering for every agent of one env, in ``agents`` order."""
+
+    def __init__(self, agent: Any, agents: Sequence[str], module_id: str) -> None:
+        self.agent, self.agents, self.module_id = agent, list(agents), module_id
+
+    def compute_actions(self, observations: Sequence[Any]) -> list[Any]:
+        if len(observations) != len(self.agents):
+            raise RuntimeError("XuanCe acts for all agents at once; this env dropped some mid-episode")
+        import torch
+
+        obs = dict(zip(self.agents, observations))
+        with torch.no_grad():
+            out = self.agent.get_actions(obs_dict=[obs], test_mode=True, deterministic=True)
+        actions = out["actions"][0]
+        return [actions[a] for a in self.agents]
+
+    def compute_action(self, obs: Any) -> Any:
+        return self.compute_actions([obs])[0]
+
+
+class Seating:
+    def __init__(self, actor: JointActor) -> None:
+        self.actor = actor
+
+    def actor_for(self, agent: str) -> JointActor:
+        return self.actor
+
+
+def load_agent(folder: Path, state: Any, scratch: Path) -> tuple[Any, Any, Any]:
+    """(XuanCe agent with the checkpoint's weights, its envs, the run's config)."""
+    from xuance_worker import envs as env_adapter
+    from xuance_worker.config import XuanCeConfig
+    from xuance_worker.runtime import probe_env, quiet_xuance, xuance_arguments
+
+    quiet_xuance()
+    data = {k: v for k, v in state.config.items() if k != "run_id"}
+    data.update(run_id=state.run_id or "eval", num_envs=1, fastlane={"enabled": False}, restore_from=None)
+    config = XuanCeConfig.from_dict(data)
+    from xuance.environment import make_envs
+    from xuance.torch.agents import REGISTRY_Agents
+
+    env_adapter.register()
+    args = xuance_arguments(config, scratch, probe_env(config))
+    envs = make_envs(args)
+    agent = REGISTRY_Agents[args.agent](args, envs)
+    agent.load_model(str(folder / state.model_file))
+    return agent, envs, config
+
+
+def evaluate(request: Any) -> int:
+    from xuance_worker.runtime import XuanCeCheckpointState
+
+    if request.opponent:
+        raise UserError("--opponent: the xuance worker evaluates its own agents in every seat")
+    if request.fastlane:
+        raise UserError("--fastlane: evaluation frames of the xuance worker are not streamed yet; use --video N")
+    state = XuanCeCheckpointState.read(request.target, "--evaluate", "the xuance worker")
+    folder = resolve(request.target, "--evaluate", "the xuance worker")
+    from mosaic.threads import limit_torch_threads
+
+    limit_torch_threads(1)
+    # XuanCe prints as it loads; stdout is for the results (--json)
+    with tempfile.TemporaryDirectory(prefix="mosaic-xuance-eval-") as scratch, \
+            contextlib.redirect_stdout(sys.stderr):
+        agent, envs, config = load_agent(folder, state, Path(scratch))
+        try:
+            shared = bool(agent.use_parameter_sharing)
+            actor = JointActor(agent, list(envs.agents), "shared" if shared else "per_agent")
+            env = config.environment.make(render_mode="rgb_array" if request.video else None)
+            try:
+                episodes, videos = play_episodes(env, [Seating(actor)], request.episodes, seed=request.seed,
+                                                 video_episodes=request.video)
+            finally:
+                env.close()
+        finally:
+            agent.finish()
+            envs.close()
+    results = EvaluationResults(episodes, {**config.environment.describe(), "algorithm": state.algorithm},
+                                str(folder))
+    save_results(results, folder, None, videos)
+    if request.json:
+        print(json.dumps(results.to_dict(), indent=2))
+    else:
+        print(results.table() + f"\nsaved to {results.output_dir}")
+    return 0

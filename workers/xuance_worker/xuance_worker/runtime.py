@@ -1,0 +1,236 @@
+"""``XuanCeRuntime``: one XuanCe training run, in this process, start to finish.
+
+The steps a XuanCe user writes (``get_arguments``, ``make_envs``, the agent
+from ``REGISTRY_Agents``, ``agent.train``), with MOSAIC around them:
+
+1. XuanCe's arguments: its yaml defaults, the config's overrides, and what the
+   env decides (the policy class for its action space, ``continuous_action``);
+2. the env: MOSAIC's env layer behind a registry entry (``envs.py``), stepped
+   in-process (``DummyVecMultiAgentEnv``), seeded from the config;
+3. observation: a XuanCe callback and the agent's ``log_infos`` (``telemetry.py``);
+4. the safe point, after every vector step: pause, cancel, progress ticks,
+   periodic checkpoints;
+5. checkpoints with XuanCe's own ``save_model`` (policy, optimisers, torch RNG)
+   plus MOSAIC's state file; ``restore_from`` continues from one.
+
+XuanCe's TensorBoard files go to ``tensorboard/`` of the run folder, its banners
+to stderr (the worker CLI keeps stdout for telemetry), tqdm is switched off.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from argparse import Namespace
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from mosaic.checkpoints import CheckpointState, checkpoint_folder
+from mosaic.errors import ConfigError
+from mosaic.lifecycle import RunCancelled
+from mosaic.provenance import config_digest, package_versions
+from mosaic.threads import limit_torch_threads
+from mosaic.worker_cli import WorkerContext
+
+from xuance_worker import envs as env_adapter
+from xuance_worker.config import XuanCeConfig
+from xuance_worker.telemetry import Reporter, make_callback
+
+PACKAGES = ("mosaic-marl", "mosaic-xuance-worker", "xuance", "torch", "numpy", "pettingzoo", "gymnasium")
+MODEL_FILE = "xuance_model.pth"
+
+
+@dataclass
+class XuanCeCheckpointState(CheckpointState):
+    """MOSAIC's counters next to XuanCe's model file, and what is needed to rebuild the agent."""
+
+    FORMAT: ClassVar[str] = "mosaic-xuance-worker/1"
+
+    algorithm: str = ""
+    model_file: str = MODEL_FILE
+    environment: dict[str, Any] = field(default_factory=dict)
+    agents: list[str] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)  # the MOSAIC config of the run that saved it
+
+
+def quiet_xuance() -> None:
+    """Before XuanCe (and tqdm) are imported: no progress bars."""
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("SDL_NO_SIGNAL_HANDLERS", "1")
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+
+
+def probe_env(config: XuanCeConfig) -> dict[str, Any]:
+    """Build the env once: its agents and spaces, checked against what XuanCe can learn on."""
+    env = config.environment.make()
+    try:
+        agents = list(env.possible_agents)
+        action_spaces = {a: env.action_space(a) for a in agents}
+        observation_spaces = {a: env.observation_space(a) for a in agents}
+    finally:
+        env.close()
+    env_id, algo = config.environment.env_id, config.algo
+    if len(agents) < 2:
+        raise ConfigError("environment", f"{env_id} has a single agent; XuanCe's multi-agent learners need two "
+                                         "or more")
+    kinds = {a: env_adapter.action_kind(s) for a, s in action_spaces.items()}
+    bad = sorted({k for k in kinds.values() if k not in algo.policies})
+    if bad:
+        hint = ""
+        if config.environment.family == "mpe":
+            want = "true" if "box" in algo.policies else "false"
+            hint = f"; for MPE set environment.env_kwargs.continuous_actions to {want}"
+        raise ConfigError("environment", f"{algo.name} acts in {' and '.join(algo.action_spaces)} action spaces; "
+                                         f"{env_id} has {', '.join(bad)}{hint}")
+    if len(set(kinds.values())) > 1:
+        raise ConfigError("environment", f"{env_id}: agents with different kinds of action space are not supported")
+    for agent, space in observation_spaces.items():
+        shape = getattr(space, "shape", None)
+        if shape is None or len(shape) != 1:
+            raise ConfigError("environment", f"{env_id}: {agent} observes {space!r}; XuanCe's MLP representations "
+                                             "(the ones this worker builds) take flat vectors")
+    differ = (len({repr(s) for s in observation_spaces.values()}) > 1
+              or len({repr(s) for s in action_spaces.values()}) > 1)
+    if differ:
+        raise ConfigError("environment", f"{env_id}: its agents observe or act in different spaces; XuanCe stacks "
+                                         "the agents' observations for its critics and buffers, and this worker "
+                                         "does not run it on such envs yet")
+    return {"agents": agents, "action_kind": next(iter(kinds.values())),
+            "action_spaces": {a: repr(s) for a, s in action_spaces.items()},
+            "observation_spaces": {a: repr(s) for a, s in observation_spaces.items()}}
+
+
+def xuance_arguments(config: XuanCeConfig, run_root: Path, probe: dict[str, Any]) -> Namespace:
+    """XuanCe's own arguments: its yaml, then the config, then what the env decides."""
+    from xuance.common import get_arguments
+
+    algo = config.algo
+    overrides = config.overrides()
+    overrides.update(policy=algo.policies[probe["action_kind"]], continuous_action=probe["action_kind"] == "box",
+                     log_dir=str(run_root / "tensorboard"), model_dir=str(run_root / "checkpoints" / "xuance"),
+                     env_name=env_adapter.ENV_NAME, env_id=config.environment.env_id)
+    args = get_arguments(algo.name, "mpe", config.environment.env_id,
+                         config_path=str(config_path(config)), parser_args=Namespace(**overrides))
+    args.mosaic_env = config.environment.describe()
+    if config.fastlane.enabled:
+        args.mosaic_fastlane = {"run_id": config.run_id, "run_dir": str(run_root),
+                                "config": dict(config.fastlane.__dict__)}
+    return args
+
+
+def config_path(config: XuanCeConfig) -> Path:
+    from xuance_worker.config import yaml_file
+
+    return yaml_file(config.algo.name, config.environment.family, config.environment.env_id)
+
+
+class XuanCeRuntime:
+    def __init__(self, config: XuanCeConfig, context: WorkerContext) -> None:
+        self.config = config
+        self.ctx = context
+        self.agent: Any = None
+        self.reporter: Reporter | None = None
+        self.last_saved = -1
+
+    # -- checkpoints -----------------------------------------------------------
+    def save_checkpoint(self) -> Path:
+        rep = self.reporter
+        assert rep is not None and self.agent is not None
+        folder = checkpoint_folder(self.ctx.run_dir.root, rep.iteration)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.agent.save_model(MODEL_FILE, model_path=str(folder))
+        XuanCeCheckpointState(iteration=rep.iteration, timesteps_total=rep.timesteps, episodes=rep.episodes,
+                              run_id=self.config.run_id, algorithm=self.config.algorithm,
+                              environment=self.config.environment.describe(), agents=list(rep.agents),
+                              config=self.config.to_dict()).write(folder)
+        self.ctx.emitter.checkpoint_saved(path=str(folder), iteration=rep.iteration,
+                                          timesteps_total=rep.timesteps)
+        self.last_saved = rep.timesteps
+        return folder
+
+    def restore(self, path: str) -> XuanCeCheckpointState:
+        state = XuanCeCheckpointState.read(path, "restore_from", "the xuance worker")
+        if state.algorithm != self.config.algorithm:
+            raise ConfigError("restore_from", f"is a {state.algorithm} checkpoint; this run trains "
+                                              f"{self.config.algorithm}")
+        if state.environment.get("env_id") != self.config.environment.env_id:
+            raise ConfigError("restore_from", f"was trained on {state.environment.get('env_id')}; this run uses "
+                                              f"{self.config.environment.env_id}")
+        self.agent.load_model(str(Path(path) / state.model_file))
+        self.agent.current_step = state.timesteps_total
+        return state
+
+    # -- the safe point --------------------------------------------------------
+    def on_step_end(self, timesteps: int) -> None:
+        rep = self.reporter
+        assert rep is not None
+        if rep.step_end(timesteps):
+            self.ctx.progress.tick(rep.iteration)
+            every = self.config.checkpoint_every_timesteps
+            if every and timesteps // every > max(self.last_saved, 0) // every:
+                self.save_checkpoint()
+        self.ctx.control.checkpoint()
+
+    # -- the run -----------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        cfg, emit = self.config, self.ctx.emitter
+        root = self.ctx.run_dir.root
+        quiet_xuance()
+        limit_torch_threads(cfg.torch_num_threads)
+        probe = probe_env(cfg)
+        import torch
+        from xuance.environment import make_envs
+        from xuance.torch.agents import REGISTRY_Agents
+
+        env_adapter.register()
+        args = xuance_arguments(cfg, root, probe)
+        envs = make_envs(args)
+        try:
+            shared = bool(args.use_parameter_sharing)
+            self.reporter = Reporter(emit, agents=list(envs.agents), shared=shared,
+                                     total_timesteps=cfg.total_timesteps, report_every=cfg.report_every_timesteps,
+                                     family=cfg.environment.family, env_id=cfg.environment.env_id)
+            callback = make_callback(self.reporter, self.on_step_end)
+            self.agent = agent = REGISTRY_Agents[args.agent](args, envs, callback=callback)
+            log_infos = agent.log_infos
+
+            def observed_log_infos(info: dict, x_index: int) -> None:
+                self.reporter.learner_values(info)
+                log_infos(info, x_index)
+
+            agent.log_infos = observed_log_infos
+            restored = None
+            if cfg.restore_from:
+                restored = self.restore(cfg.restore_from)
+                self.reporter.iteration, self.reporter.episodes = restored.iteration, restored.episodes
+                self.reporter.timesteps = self.last_saved = restored.timesteps_total
+                self.reporter.next_report = restored.timesteps_total + cfg.report_every_timesteps
+                emit.log(f"restored from {cfg.restore_from} at {restored.timesteps_total} env steps")
+            emit.run_started(
+                worker="xuance", config_digest=config_digest(cfg.to_dict()), versions=package_versions(PACKAGES),
+                resources={"cpus": 1, "gpus": 0, "num_envs": agent.n_envs, "torch_threads": torch.get_num_threads()},
+                algorithm=cfg.algorithm, xuance_agent=args.agent, xuance_policy=args.policy,
+                env=cfg.environment.describe(), policy_configuration="PARAMETER_SHARING" if shared else "INDEPENDENT",
+                seed=cfg.seed, total_timesteps=cfg.total_timesteps, agents=list(envs.agents),
+                restored_from=cfg.restore_from)
+            # A vector step takes milliseconds; an iteration that takes minutes is stuck.
+            self.ctx.progress.start(max(300.0, cfg.report_every_timesteps * 0.5), "report_every_timesteps × 0.5 s")
+            remaining = cfg.total_timesteps - self.reporter.timesteps
+            self.reporter.start_clock()
+            t0 = time.perf_counter()
+            try:
+                if remaining > 0:
+                    agent.train(max(1, -(-remaining // agent.n_envs)))
+            except RunCancelled:
+                if cfg.checkpoint_at_end and self.last_saved != self.reporter.timesteps:
+                    self.save_checkpoint()
+                raise
+            self.reporter.flush()
+            if cfg.checkpoint_at_end and self.last_saved != self.reporter.timesteps:
+                self.save_checkpoint()
+            agent.finish()
+        finally:
+            envs.close()
+        return {"timesteps_total": self.reporter.timesteps, "episodes": self.reporter.episodes,
+                "iterations": self.reporter.iteration, "train_seconds": round(time.perf_counter() - t0, 3)}
