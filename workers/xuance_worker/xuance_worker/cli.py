@@ -39,7 +39,7 @@ def dry_run(config: XuanCeConfig, checked: Any) -> dict[str, Any]:
 def envs() -> dict[str, list[str]]:
     from mosaic.envs import offered_env_ids
 
-    return offered_env_ids(("mpe", "sisl", "butterfly"))
+    return offered_env_ids(("mpe", "sisl"))  # Butterfly: every id refused today (docs/xuance-worker.md)
 
 
 def make_runtime(config: XuanCeConfig, context: Any) -> Any:
