@@ -1,18 +1,20 @@
 """XuanCe used directly, as its users write it, for the transparency test.
 
-    python xuance_direct.py ALGO '{"option": value, ...}' [--seed-action-spaces]
+    python xuance_direct.py ALGO '{"option": value, ...}' [--seed-action-spaces] [--timing]
 
 Builds XuanCe's own MPE env (``env_name: mpe``) and agent from its yaml and the
 given options, trains, and prints every finished episode's per-agent returns
 (through XuanCe's own callback hook) as one JSON list on the last line.
 ``--seed-action-spaces`` seeds every env's action spaces as MOSAIC's env
 adapter does (PettingZoo leaves them unseeded, so XuanCe's epsilon-greedy
-exploration differs from run to run otherwise).
+exploration differs from run to run otherwise). ``--timing`` also prints, on the
+line before, the env steps and the seconds ``agent.train`` took.
 """
 
 import json
 import os
 import sys
+import time
 from argparse import Namespace
 
 os.environ.setdefault("TQDM_DISABLE", "1")
@@ -41,7 +43,11 @@ if "--seed-action-spaces" in sys.argv:
         for i, agent in enumerate(env.agents):
             env.action_space[agent].seed((options["env_seed"] + index) * 1000 + i)
 agent = REGISTRY_Agents[args.agent](args, envs, callback=Record())
+started = time.perf_counter()
 agent.train(args.running_steps // agent.n_envs)
+train_seconds = time.perf_counter() - started
 agent.finish()
 envs.close()
+if "--timing" in sys.argv:  # for bench/xuance_throughput.py
+    print(json.dumps({"timesteps": int(agent.current_step), "train_seconds": train_seconds}))
 print(json.dumps(episodes))
