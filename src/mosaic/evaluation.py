@@ -273,6 +273,14 @@ def play_episodes(env: Any, seatings: Sequence[Controller], num_episodes: int, s
     return episodes, videos
 
 
+def print_results(results: EvaluationResults, as_json: bool) -> None:
+    """What ``mosaic eval`` prints: the results as JSON, or the table and where they were saved."""
+    import json
+
+    print(json.dumps(results.to_dict(), indent=2) if as_json else
+          results.table() + f"\nsaved to {results.output_dir}")
+
+
 def save_results(results: EvaluationResults, checkpoint: Path, output_dir: str | Path | None,
                  videos: Sequence[Sequence[np.ndarray]] = ()) -> Path:
     """Write results and videos (default: ``<run>/eval/<timestamp>/``) and list them in the run's manifest."""

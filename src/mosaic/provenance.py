@@ -12,6 +12,14 @@ from importlib import metadata
 from typing import Any, Iterable, Mapping
 
 
+def installed_version(dist: str) -> str:
+    """One distribution's installed version, or ``"not installed"`` (cheap: no import)."""
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
 def package_versions(names: Iterable[str]) -> dict[str, str]:
     """Installed versions of ``names`` (missing ones are left out), plus python."""
     versions = {"python": platform.python_version()}

@@ -13,8 +13,7 @@ and work from MOSAIC's own environment, where CleanRL is not installed.
 
 from __future__ import annotations
 
-from importlib import metadata
-
+from mosaic.provenance import installed_version
 from mosaic.worker import ResourceEstimate, WorkerCapabilities, WorkerMetadata
 
 __version__ = "0.1.0"
@@ -23,12 +22,6 @@ __version__ = "0.1.0"
 ALGORITHMS = ("ppo", "dqn", "c51", "sac", "td3", "ddpg")
 
 
-def _version(dist: str) -> str:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
 
 def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
     meta = WorkerMetadata(
@@ -36,7 +29,7 @@ def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
         description="CleanRL's single-file PPO, DQN, C51, SAC, TD3 and DDPG scripts, run unmodified "
                     "on Gym/Gymnasium classic-control tasks; telemetry, checkpoints and FastLane frames "
                     "observed from outside the script.",
-        upstream_library="cleanrl", upstream_version=_version("cleanrl"), license="MIT")
+        upstream_library="cleanrl", upstream_version=installed_version("cleanrl"), license="MIT")
     caps = WorkerCapabilities(
         worker_type="cleanrl", paradigms=("single_agent",), policy_configurations=("INDEPENDENT",),
         env_families=("classic_control",), algorithms=ALGORITHMS, action_spaces=("discrete", "box"),

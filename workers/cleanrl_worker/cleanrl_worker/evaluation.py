@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from mosaic.errors import UserError
-from mosaic.evaluation import EpisodeMetrics, EvaluationResults, save_results
+from mosaic.evaluation import print_results, EpisodeMetrics, EvaluationResults, save_results
 
 from cleanrl_worker import algorithms
 from cleanrl_worker.checkpoint import MODULES_FILE, CleanRLCheckpointState
@@ -103,8 +103,6 @@ def play(policy: Policy, env: Any, seed: int, frames: list | None) -> tuple[floa
 
 
 def evaluate(request: Any) -> int:
-    import json
-
     if request.opponent:
         raise UserError("--opponent: CleanRL runs are single-agent; there is no other seat")
     if request.fastlane:
@@ -129,8 +127,5 @@ def evaluate(request: Any) -> int:
     results = EvaluationResults(episodes, {"family": algorithms.ENV_FAMILY, "env_id": state.env_id,
                                            "algorithm": state.algorithm}, str(folder))
     save_results(results, folder, None, videos)
-    if request.json:
-        print(json.dumps(results.to_dict(), indent=2))
-    else:
-        print(results.table() + f"\nsaved to {results.output_dir}")
+    print_results(results, request.json)
     return 0

@@ -8,7 +8,6 @@ starting Ray, ``--evaluate`` plays a checkpoint without Ray.
 
 from __future__ import annotations
 
-import json
 import sys
 
 from mosaic.envs import offered_env_ids
@@ -54,6 +53,7 @@ def _prepare(config: RayWorkerConfig):
 
 def _evaluate(request: EvaluateRequest) -> int:
     from ray_worker.policy_actor import RayPolicyController, read_checkpoint
+    from mosaic.evaluation import print_results
     from ray_worker.policy_evaluator import EvaluationConfig, run_evaluation
 
     limit_torch_threads(1)  # one env, batches of one: more threads only wait for each other
@@ -78,8 +78,7 @@ def _evaluate(request: EvaluateRequest) -> int:
     results = run_evaluation(EvaluationConfig(controller=controller, num_episodes=request.episodes,
                                               seed=request.seed, video_episodes=request.video,
                                               fastlane=request.fastlane, alternate_seats=alternate))
-    print(json.dumps(results.to_dict(), indent=2) if request.json else
-          results.table() + f"\nsaved to {results.output_dir}")
+    print_results(results, request.json)
     return 0
 
 

@@ -12,8 +12,7 @@ and work from MOSAIC's own environment, where XuanCe is not installed.
 
 from __future__ import annotations
 
-from importlib import metadata
-
+from mosaic.provenance import installed_version
 from mosaic.worker import ResourceEstimate, WorkerCapabilities, WorkerMetadata
 
 __version__ = "0.1.0"
@@ -22,19 +21,13 @@ __version__ = "0.1.0"
 ALGORITHMS = ("mappo", "ippo", "qmix", "vdn", "iql", "maddpg")
 
 
-def _version(dist: str) -> str:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
 
 def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
     meta = WorkerMetadata(
         name="XuanCe", version=__version__,
         description="XuanCe's multi-agent algorithms (MAPPO, IPPO, QMIX, VDN, IQL, MADDPG) on PettingZoo "
                     "MPE and SISL envs, called in-process in its own environment (numpy 1).",
-        upstream_library="xuance", upstream_version=_version("xuance"), license="MIT")
+        upstream_library="xuance", upstream_version=installed_version("xuance"), license="MIT")
     caps = WorkerCapabilities(
         worker_type="xuance", paradigms=("multi_agent",), policy_configurations=("PARAMETER_SHARING", "INDEPENDENT"),
         env_families=("mpe", "sisl"), algorithms=ALGORITHMS, action_spaces=("discrete", "box"),

@@ -13,7 +13,6 @@ plays every seat.
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any, Sequence
 
 from mosaic.checkpoints import resolve
 from mosaic.errors import UserError
-from mosaic.evaluation import EvaluationResults, play_episodes, save_results
+from mosaic.evaluation import print_results, EvaluationResults, play_episodes, save_results
 
 
 class JointActor:
@@ -105,8 +104,5 @@ def evaluate(request: Any) -> int:
     results = EvaluationResults(episodes, {**config.environment.describe(), "algorithm": state.algorithm},
                                 str(folder))
     save_results(results, folder, None, videos)
-    if request.json:
-        print(json.dumps(results.to_dict(), indent=2))
-    else:
-        print(results.table() + f"\nsaved to {results.output_dir}")
+    print_results(results, request.json)
     return 0
