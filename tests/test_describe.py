@@ -98,7 +98,7 @@ def test_answers_are_cached_and_an_edited_source_describes_again(tmp_path, monke
     assert len(cached) == 1
     # the cache answers as long as nothing changed: a tampered entry is what comes back
     entry = json.loads(cached[0].read_text())
-    entry["metadata"]["description"] = "from the cache"
+    entry["answer"]["metadata"]["description"] = "from the cache"
     cached[0].write_text(json.dumps(entry))
     assert describe.load(sys.executable, worker.cli_module, [package])["metadata"]["description"] == "from the cache"
     # an edited source file (an editable install changed) makes a new key: described afresh

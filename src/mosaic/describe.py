@@ -28,15 +28,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from mosaic import diskcache
 from mosaic.errors import UserError
-from mosaic.runs import write_json_atomic
 
 if TYPE_CHECKING:
     from mosaic.worker_cli import WorkerProgram
 
 DESCRIBE_VERSION = 1
 DESCRIBE_TIMEOUT_S = 180.0
-CACHE_VAR = "MOSAIC_CACHE_DIR"
+CACHE_VAR = diskcache.CACHE_VAR
 #: The flags every worker's command line has (docs/worker-contract.md).
 SHARED_FLAGS = ("--config", "--run-dir", "--validate", "--default-config", "--describe", "--schema",
                 "--dry-run", "--evaluate")
@@ -184,12 +184,6 @@ def problems(document: Any) -> list[str]:
 
 
 # -- from MOSAIC's side: run it in the worker's interpreter, cache it --------------
-def cache_dir() -> Path:
-    base = os.environ.get(CACHE_VAR) or os.path.join(os.environ.get("XDG_CACHE_HOME") or
-                                                     os.path.expanduser("~/.cache"), "mosaic")
-    return Path(base) / "describe"
-
-
 def _site_packages(python: str) -> list[Path]:
     """The site-packages folders of a venv's (or an installation's) interpreter, without running it."""
     prefix = Path(python).parent.parent
@@ -256,17 +250,5 @@ def run_describe(python: str, cli_module: str, env: dict[str, str] | None = None
 
 def load(python: str, cli_module: str, sources: Iterable[Path] = (), *, refresh: bool = False) -> dict[str, Any]:
     """The describe document of ``cli_module`` in ``python``, from the cache when nothing changed."""
-    sources = list(sources)
-    path = cache_dir() / f"{cache_key(python, cli_module, sources)}.json"
-    if not refresh:
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            pass
-    document = run_describe(python, cli_module)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(path, document)
-    except OSError:  # a read-only cache only costs time
-        pass
-    return document
+    key = {"describe": cache_key(python, cli_module, list(sources))}
+    return diskcache.memo("describe", key, lambda: run_describe(python, cli_module), refresh=refresh)

@@ -251,22 +251,28 @@ def check_shared_flags(worker: DiscoveredWorker, config: Mapping[str, Any],
     return found
 
 
-def fastlane_leaks(before: set[str]) -> list[str]:
+def fastlane_leaks(before: set[str], ours_under: str | Path | None = None) -> list[str]:
     """FastLane segments that appeared since ``before`` and are this test process's doing.
 
     A leak check must not blame (or delete) the live streams of other MOSAIC runs
     on the same machine, say a training run watched while the tests run: a new
     segment whose writer is alive and not this process or one of its descendants
-    is someone else's. One whose writer is gone cannot be told apart, and counts.
+    is someone else's. So is one written for a run folder outside ``ours_under``
+    (the other pytest process of a parallel test run keeps its runs in its own
+    temporary folder). Any other segment whose writer is gone counts.
     """
     from mosaic.fastlane.gc import inspect
     from mosaic.fastlane.shm import list_segments
     from mosaic.pids import descends_from
 
+    root = Path(ours_under).resolve() if ours_under is not None else None
     ours = []
     for name in sorted(set(list_segments()) - set(before)):
         status = inspect(name)
         if status.writer_alive and status.pid and not descends_from(status.pid, os.getpid()):
+            continue
+        run_dir = status.owner.get("run_dir")
+        if root is not None and run_dir and not Path(run_dir).resolve().is_relative_to(root):
             continue
         ours.append(name)
     return ours

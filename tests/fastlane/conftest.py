@@ -11,7 +11,7 @@ from mosaic.testing import fastlane_leaks
 
 
 @pytest.fixture(scope="session", autouse=True)
-def no_leaked_segments():
+def no_leaked_segments(tmp_path_factory):
     """Fail the session if FastLane tests leave segments behind (and clean them up).
 
     Only what these tests made counts: live streams of other MOSAIC runs on the
@@ -19,7 +19,7 @@ def no_leaked_segments():
     """
     before, temp_before = set(list_segments()), set(list_temp_files())
     yield
-    leaked = fastlane_leaks(before) + sorted(set(list_temp_files()) - temp_before)
+    leaked = fastlane_leaks(before, tmp_path_factory.getbasetemp()) + sorted(set(list_temp_files()) - temp_before)
     for name in leaked:
         try:
             os.unlink(SHM_DIR / name)

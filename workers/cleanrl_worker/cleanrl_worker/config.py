@@ -5,6 +5,8 @@ Each script's hyperparameters are read from **its own argparse parser** (its
 nothing is parsed and nothing runs): types, defaults and help follow
 whichever CleanRL is installed. ``algo_params`` are checked against that
 parser, with errors naming ``algo_params.<name>`` and the allowed names.
+Reading a parser imports the script and torch with it, so what was read is
+kept in MOSAIC's cache (``mosaic.diskcache``) until the script changes.
 
 Importing a script needs CleanRL, which lives in this worker's own
 environment; everything else here is plain MOSAIC.
@@ -13,14 +15,16 @@ environment; everything else here is plain MOSAIC.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import importlib
+import importlib.util
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from mosaic import configkit
+from mosaic import configkit, diskcache
 from mosaic.configkit import option
-from mosaic.errors import ConfigError, UserError, one_of
+from mosaic.errors import ConfigError, UserError
 from mosaic.fastlane.config import FastLaneConfig
 
 from cleanrl_worker import algorithms
@@ -86,7 +90,28 @@ def _kind(action: argparse.Action) -> str:
 
 @functools.lru_cache(maxsize=None)
 def script_params(name: str) -> dict[str, Param]:
-    """The options of ``algorithm``'s script, read from its own parser."""
+    """The options of ``algorithm``'s script, read from its own parser.
+
+    Reading them imports the script (and torch with it: seconds), so the answer
+    is kept in MOSAIC's cache, keyed by the script's bytes and this reader's.
+    """
+    algo = algorithms.get(name)
+    try:
+        spec = importlib.util.find_spec(algo.module)
+    except ImportError:  # no cleanrl package at all
+        spec = None
+    if spec is None or not spec.origin:
+        raise UserError(f"cleanrl: cannot find {algo.module}; the cleanrl worker runs in its own "
+                        "environment: `mosaic envs build cleanrl`, then run it through `mosaic`")
+    key = {"script": algo.module, "script_sha256": diskcache.file_digest(spec.origin),
+           "reader_sha256": diskcache.file_digest(__file__)}
+    rows = diskcache.memo("cleanrl-script-params", key,
+                          lambda: [list(dataclasses.astuple(p)) for p in read_script_params(name).values()])
+    return {row[0]: Param(*row) for row in rows}
+
+
+def read_script_params(name: str) -> dict[str, Param]:
+    """Import ``algorithm``'s script and capture the parser its ``parse_args()`` builds."""
     algo = algorithms.get(name)
     algorithms.silence_gym_notice()
     try:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
-import pytest
 
 from crl_support import TINY
 
@@ -28,8 +28,7 @@ for name, algo in algorithms.ALGORITHMS.items():
         return original(self, *flags, **kw)
     argparse.ArgumentParser.add_argument = spy
     try:
-        config.script_params.cache_clear()
-        params = config.script_params(name)
+        params = config.read_script_params(name)
     finally:
         argparse.ArgumentParser.add_argument = original
     out[name] = {"flags": sorted(seen), "params": sorted(p.flag for p in params.values()),
@@ -52,6 +51,23 @@ print(json.dumps(out))
     sac = json.loads(subprocess.run([home.python, "-m", "cleanrl_worker.cli", "--schema", "sac"],
                                     capture_output=True, text=True, timeout=300).stdout)
     assert sac["properties"]["autotune"]["type"] == "boolean"
+
+
+def test_script_options_are_read_once_then_without_importing_the_script(home, tmp_path):
+    """Reading a parser imports the script and torch (seconds); after the first time the cache answers."""
+    check = """
+import dataclasses, json, sys
+from cleanrl_worker import algorithms, config
+params = {name: [dataclasses.astuple(p) for p in config.script_params(name).values()]
+          for name in algorithms.ALGORITHMS}
+print(json.dumps({"params": params, "torch_imported": "torch" in sys.modules}))
+"""
+    env = {**os.environ, "MOSAIC_CACHE_DIR": str(tmp_path / "cache")}
+    runs = [json.loads(subprocess.run([home.python, "-c", check], capture_output=True, text=True, timeout=300,
+                                      env=env, check=True).stdout.strip().splitlines()[-1]) for _ in range(2)]
+    assert runs[0]["torch_imported"] and not runs[1]["torch_imported"]
+    assert runs[0]["params"] == runs[1]["params"] and sorted(runs[0]["params"]) == sorted(ALGORITHMS)
+    assert len(list((tmp_path / "cache" / "cleanrl-script-params").glob("*.json"))) == len(ALGORITHMS)
 
 
 BAD = [

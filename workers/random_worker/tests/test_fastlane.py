@@ -21,10 +21,10 @@ PISTONBALL = {"family": "butterfly", "env_id": "pistonball_v6", "api_type": "PAR
 
 
 @pytest.fixture(autouse=True)
-def no_leaked_segments():
+def no_leaked_segments(tmp_path_factory):
     before = set(list_segments())
     yield
-    assert not fastlane_leaks(before), "the random worker left FastLane segments behind"
+    assert not fastlane_leaks(before, tmp_path_factory.getbasetemp()), "the random worker left FastLane segments behind"
 
 
 def mosaic(*args: str, home, timeout: float = 120) -> subprocess.CompletedProcess:

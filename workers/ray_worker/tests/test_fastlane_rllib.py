@@ -6,12 +6,14 @@ import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ray_support import train
 from mosaic.fastlane.follow import StreamFollower
+from mosaic.fastlane.gc import inspect
 from mosaic.fastlane.png import read_png
 from mosaic.fastlane.registry import read_registry
 from mosaic.fastlane.shm import list_segments, parse_segment_name
@@ -33,27 +35,41 @@ def override(num_workers: int) -> dict:
 
 
 @pytest.fixture(autouse=True)
-def no_leaked_segments():
+def no_leaked_segments(tmp_path_factory):
     before = set(list_segments())
     yield
-    leaked = fastlane_leaks(before)  # other MOSAIC runs on the machine are not this test's leaks
+    leaked = fastlane_leaks(before, tmp_path_factory.getbasetemp())  # other MOSAIC runs on the machine are not this test's leaks
     assert not leaked, f"FastLane segments left behind: {sorted(leaked)}"
 
 
 class LiveWatcher(threading.Thread):
-    """Follows every FastLane stream that appears while training runs, as a viewer would."""
+    """Follows every FastLane stream of runs under ``root`` that appears while training runs, as a viewer would."""
 
-    def __init__(self) -> None:
+    def __init__(self, root) -> None:
         super().__init__(daemon=True)
+        self.root = root.resolve()
         self.before = set(list_segments())
         self.stop = threading.Event()
         self.frames: dict[str, list] = {}
 
+    def ours(self, name: str) -> bool | None:
+        """None until the segment's header can be read."""
+        status = inspect(name)
+        if not status.pid:
+            return None
+        run_dir = status.owner.get("run_dir")
+        return bool(run_dir) and Path(run_dir).resolve().is_relative_to(self.root)
+
     def run(self) -> None:
         followers: dict[str, StreamFollower] = {}
+        others: set[str] = set()
         while not self.stop.is_set():
-            for name in set(list_segments()) - self.before - set(followers):
-                followers[name] = StreamFollower(name)
+            for name in set(list_segments()) - self.before - set(followers) - others:
+                mine = self.ours(name)
+                if mine:
+                    followers[name] = StreamFollower(name)
+                elif mine is False:
+                    others.add(name)
             for name, follower in followers.items():
                 frame = follower.poll()
                 if frame is not None:
@@ -65,7 +81,7 @@ class LiveWatcher(threading.Thread):
 
 
 def test_pistonball_ppo_streams_frames_and_watch_snapshots_them(tmp_path, ray_session):
-    watcher = LiveWatcher()
+    watcher = LiveWatcher(tmp_path)
     watcher.start()
     try:
         trained = train(tmp_path, override(0))
