@@ -1,0 +1,155 @@
+"""Learning curves from telemetry: series, smoothing and bands over runs (pure Python).
+
+A ``metrics`` event is a nested JSON object; :func:`flatten` turns it into
+dotted keys (``learner.shared.loss_Q``, ``agent_episode_returns_mean.agent_0``)
+with numbers as values. :class:`RunCurves` collects a run's events as they
+stream in; :func:`ema` smooths a curve as TensorBoard's slider does (an
+exponential moving average, debiased at the start); :func:`mean_band` turns
+the curves of several runs (say, seeds of one config) into their mean and a
+95% confidence band, on the x values they share.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+#: Keys of an event that are bookkeeping, not measurements.
+META_KEYS = frozenset({"v", "type", "run_id", "seq", "ts"})
+#: The x axes a curve can be drawn against.
+X_AXES = ("timesteps_total", "iteration", "wall_time_s")
+
+# Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom.
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+        2.045, 2.042)
+
+
+def t95(df: int) -> float:
+    """The two-sided 95% Student-t quantile (1.96 beyond 30 degrees of freedom)."""
+    if df < 1:
+        return math.nan
+    return _T95[df - 1] if df <= len(_T95) else 1.96
+
+
+def flatten(event: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
+    """Numeric leaves of ``event`` under dotted keys (booleans and bookkeeping left out)."""
+    out: dict[str, float] = {}
+    for key, value in event.items():
+        if not prefix and key in META_KEYS:
+            continue
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{path}."))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            out[path] = float(value)
+    return out
+
+
+@dataclass
+class RunCurves:
+    """A run's metrics, episodes and log lines, as its telemetry arrives."""
+
+    run_id: str = ""
+    points: list[dict[str, float]] = field(default_factory=list)  # one per metrics event
+    episodes: list[dict[str, Any]] = field(default_factory=list)
+    logs: list[dict[str, Any]] = field(default_factory=list)
+    other: list[dict[str, Any]] = field(default_factory=list)  # checkpoints, pool changes, run_*...
+    started_at: float | None = None
+    last_seq: int = -1
+
+    def add(self, event: Mapping[str, Any]) -> str:
+        """Take one event; returns its type. Events already seen (by ``seq``) are skipped."""
+        seq = event.get("seq")
+        if isinstance(seq, int):
+            if seq <= self.last_seq:
+                return "duplicate"
+            self.last_seq = seq
+        kind = str(event.get("type", ""))
+        ts = event.get("ts")
+        if self.started_at is None and isinstance(ts, (int, float)):
+            self.started_at = float(ts)
+        if kind == "metrics":
+            point = flatten(event)
+            if isinstance(ts, (int, float)) and self.started_at is not None:
+                point["wall_time_s"] = float(ts) - self.started_at
+            self.points.append(point)
+        elif kind == "episode":
+            self.episodes.append(dict(event))
+        elif kind == "log":
+            self.logs.append(dict(event))
+        else:
+            self.other.append(dict(event))
+        return kind
+
+    def keys(self) -> list[str]:
+        """Every metric key seen, returns first, then the rest alphabetically."""
+        seen: set[str] = set()
+        for point in self.points:
+            seen.update(point)
+        seen -= set(X_AXES)
+        first = [k for k in ("episode_return_mean", "env_steps_per_s") if k in seen]
+        return first + sorted(seen - set(first))
+
+    def series(self, key: str, x: str = "timesteps_total") -> tuple[list[float], list[float]]:
+        xs, ys = [], []
+        for point in self.points:
+            if key in point and x in point:
+                xs.append(point[x])
+                ys.append(point[key])
+        return xs, ys
+
+
+def ema(values: Sequence[float], weight: float) -> list[float]:
+    """TensorBoard's smoothing: ``weight`` 0 leaves the curve as it is, 0.99 smooths it hard."""
+    if not 0.0 <= weight < 1.0:
+        raise ValueError(f"weight must be in [0, 1), got {weight}")
+    out, last, steps = [], 0.0, 0
+    for value in values:
+        steps += 1
+        last = last * weight + (1 - weight) * value
+        out.append(last / (1 - weight ** steps))  # debiased: the first point is the first value
+    return out
+
+
+def interpolate(xs: Sequence[float], ys: Sequence[float], at: float) -> float:
+    """The curve's value at ``at`` (linear between its points; NaN outside them)."""
+    if not xs or at < xs[0] or at > xs[-1]:
+        return math.nan
+    i = bisect.bisect_left(xs, at)
+    if xs[i] == at:
+        return ys[i]
+    x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+    return y0 + (y1 - y0) * (at - x0) / (x1 - x0)
+
+
+@dataclass
+class Band:
+    x: list[float]
+    mean: list[float]
+    low: list[float]
+    high: list[float]
+    runs: int
+
+
+def mean_band(curves: Iterable[tuple[Sequence[float], Sequence[float]]]) -> Band:
+    """Mean and 95% t-interval of several curves, at the x values inside every curve's range."""
+    curves = [(list(xs), list(ys)) for xs, ys in curves if len(xs)]
+    if not curves:
+        return Band([], [], [], [], 0)
+    lo = max(xs[0] for xs, _ in curves)
+    hi = min(xs[-1] for xs, _ in curves)
+    grid = sorted({x for xs, _ in curves for x in xs if lo <= x <= hi})
+    band = Band([], [], [], [], len(curves))
+    for at in grid:
+        values = [interpolate(xs, ys, at) for xs, ys in curves]
+        mean = statistics.fmean(values)
+        half = t95(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
+        band.x.append(at)
+        band.mean.append(mean)
+        band.low.append(mean - half)
+        band.high.append(mean + half)
+    return band

@@ -1,0 +1,239 @@
+"""The GUI against a real daemon and real runs: catalog, form → run, errors, controls, curves, frames, compare.
+
+One daemon serves the module's MOSAIC_HOME; the window starts it itself, as
+`mosaic gui` does when no daemon serves the home.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import os
+from pathlib import Path
+
+import pytest
+import qasync
+
+from gui_support import run, share_of_colour, stop_daemon, until
+from mosaic.discovery import discover_workers
+from mosaic.gui.main_window import MainWindow
+from mosaic.gui.run_view import PALETTE
+
+TERMINAL = {"COMPLETED", "FAILED", "CANCELLED"}
+
+
+@pytest.fixture(scope="module")
+def loop(qapp):
+    loop = qasync.QEventLoop(qapp, already_running=False)
+    asyncio.set_event_loop(loop)
+    yield loop
+    asyncio.set_event_loop(None)
+
+
+@pytest.fixture(scope="module")
+def gui(loop, tmp_path_factory):
+    home = tmp_path_factory.mktemp("gui-home")
+    old = os.environ.get("MOSAIC_HOME")
+    os.environ["MOSAIC_HOME"] = str(home)
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    window = MainWindow(home)
+    window.resize(1200, 800)
+    window.show()
+    try:
+        run(loop, window.start())
+        yield window
+    finally:
+        run(loop, window.stop())
+        window.close()
+        stop_daemon(home)
+        if old is None:
+            os.environ.pop("MOSAIC_HOME", None)
+        else:
+            os.environ["MOSAIC_HOME"] = old
+
+
+def state(gui, run_id):
+    return gui.runs.state_of(run_id)
+
+
+def fill(gui, loop, worker, **values):
+    """Choose ``worker`` in the New run tab and show its default config with ``values`` (dotted paths) set."""
+    gui.tabs.setCurrentWidget(gui.new_run)
+    gui.new_run.workers.setCurrentText(worker)
+    until(loop, lambda: gui.new_run.document and gui.new_run.document["worker"] == worker, f"the {worker} form")
+    form = gui.new_run.form
+    config = json.loads(json.dumps(gui.new_run.document["default_config"]))  # each test starts from the defaults
+    for path, value in values.items():
+        node = config
+        parts = path.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    form.set_value(config)
+    return form
+
+
+def fill_random(gui, loop, **values):
+    return fill(gui, loop, "random", **values)
+
+
+def submit(gui, loop):
+    before = set(gui.runs.runs)
+    gui.new_run.buttons["Submit"].click()
+    return until(loop, lambda: (set(gui.runs.runs) - before) or gui.new_run.error.text(), "a new run or an error")
+
+
+def test_the_catalog_lists_the_installed_workers(gui):
+    """As discovery sees them in this home: workers needing an environment of their own are broken here."""
+    found = discover_workers()
+    shown = [gui.catalog.table.item(r, 0).text() for r in range(gui.catalog.table.rowCount())]
+    assert shown == [w.name for w in found.workers] + [f"{b.name} (broken)" for b in found.broken]
+    assert {"random", "ray"} <= {w.name for w in found.workers}
+    row = shown.index("ray")
+    assert "PPO" in gui.catalog.table.item(row, 3).text() and gui.catalog.table.item(row, 1).text() == "ray[rllib]" \
+        or gui.catalog.table.item(row, 1).text()
+    for broken in found.broken:
+        reason = gui.catalog.table.item(shown.index(f"{broken.name} (broken)"), 1).text()
+        assert reason == broken.reason and reason
+    assert "started a daemon" in gui.daemon_label.text()
+
+
+def test_a_filled_form_starts_a_run_that_completes(gui, loop):
+    form = fill_random(gui, loop, **{"environment.family": "mpe", "environment.env_id": "simple_spread_v3",
+                                     "environment.api_type": "PARALLEL", "total_timesteps": 400,
+                                     "steps_per_iteration": 100, "seed": 3})
+    assert form.fields["environment.env_id"].value() == "simple_spread_v3"
+    assert "total_timesteps" in form.changed_paths()
+    shot = gui.new_run.grab()
+    assert shot.width() > 100 and share_of_colour(shot.toImage(), "#000000", 60) > 0.001  # the form's text drawn
+    new = submit(gui, loop)
+    assert isinstance(new, set), gui.new_run.error.text()
+    (run_id,) = new
+    until(loop, lambda: state(gui, run_id) in TERMINAL, "the run to end")
+    assert state(gui, run_id) == "COMPLETED"
+    config = json.loads((Path(gui.runs.runs[run_id].run_dir) / "config.json").read_text())
+    assert config["total_timesteps"] == 400 and config["environment"]["env_id"] == "simple_spread_v3"
+    until(loop, lambda: gui.runs.table.cellWidget(gui.runs.row_of(run_id), 5).value() == 1000, "a full progress bar")
+
+
+def test_a_bad_value_shows_its_field_named_error_and_submits_nothing(gui, loop):
+    form = fill_random(gui, loop, **{"environment.family": "mpe", "environment.env_id": "simple_sprod_v3"})
+    before = set(gui.runs.runs)
+    listed = len(run(loop, gui.client.list()))
+    result = submit(gui, loop)
+    assert isinstance(result, str) and "environment.env_id" in result
+    assert "simple_sprod_v3" in form.errors().get("environment.env_id", "") or \
+        "simple_sprod_v3" in gui.new_run.error.text()
+    assert form.fields["environment.env_id"].error.isVisibleTo(form)
+    assert set(gui.runs.runs) == before and len(run(loop, gui.client.list())) == listed
+
+
+def test_advanced_json_edits_the_same_config(gui, loop):
+    form = fill_random(gui, loop)
+    data = json.loads(gui.new_run.json.toPlainText())
+    assert data["worker"] == "random" and data == gui.new_run.config()
+    data["seed"] = 11
+    gui.new_run.json.setPlainText(json.dumps(data))
+    assert gui.new_run.apply_json() and form.value()["seed"] == 11
+    data["seed"] = -1  # the schema's minimum is 0: refused before it reaches the form
+    gui.new_run.json.setPlainText(json.dumps(data))
+    assert not gui.new_run.apply_json()
+    assert gui.new_run.json_error.text().startswith("seed:") and form.value()["seed"] == 11
+
+
+def test_pause_resume_and_cancel_from_the_buttons(gui, loop):
+    fill_random(gui, loop, **{"environment.family": "mpe", "environment.env_id": "simple_spread_v3",
+                              "environment.api_type": "PARALLEL", "total_timesteps": 10_000_000,
+                              "steps_per_iteration": 200, "step_delay_s": 0.002})
+    (run_id,) = submit(gui, loop)
+    until(loop, lambda: state(gui, run_id) == "RUNNING", "RUNNING")
+    gui.runs.select(run_id)
+    for verb, expected in (("pause", "PAUSED"), ("resume", "RUNNING"), ("cancel", "CANCELLED")):
+        until(loop, lambda v=verb: gui.runs.buttons[v].isEnabled(), f"the {verb} button")
+        gui.runs.buttons[verb].click()
+        until(loop, lambda e=expected: state(gui, run_id) == e, expected)
+
+
+def test_the_run_view_curve_gains_points_while_the_run_trains_and_frames_appear(gui, loop):
+    fill_random(gui, loop, **{"environment.family": "butterfly", "environment.env_id": "pistonball_v6",
+                              "environment.api_type": "PARALLEL",
+                              "environment.env_kwargs": {"n_pistons": 3, "max_cycles": 30},
+                              "total_timesteps": 100_000, "steps_per_iteration": 30, "step_delay_s": 0.01,
+                              "fastlane.enabled": True, "fastlane.fps": 30})
+    (run_id,) = submit(gui, loop)
+    view = gui.open_run(run_id)
+    until(loop, lambda: view.curves_panel.points("episode_return_mean") >= 2, "two points on the curve")
+    first = view.curves_panel.points("episode_return_mean")
+    until(loop, lambda: view.curves_panel.points("episode_return_mean") > first + 1, "the curve to grow")
+    view.tabs.setCurrentWidget(view.curves_panel)
+    shot = view.curves_panel.plot.grab().toImage()
+    assert share_of_colour(shot, PALETTE[0], 30) > 0.0005  # the curve is drawn in its colour
+
+    view.tabs.setCurrentWidget(view.frames)
+    until(loop, lambda: view.frames.frames_shown >= 3, "live frames")
+    frame = view.frames.image.grab().toImage()
+    assert share_of_colour(frame, "#000000", 10) < 0.95  # not a blank picture
+    assert "episode" in view.frames.caption.text() and "piston_0" in view.frames.caption.text()
+    run(loop, gui.client.control("cancel", run_id, wait_s=60))
+    until(loop, lambda: state(gui, run_id) in TERMINAL, "the cancel")
+
+
+def test_compare_overlays_two_runs_and_groups_them(gui, loop, tmp_path):
+    ids = []
+    for seed in (1, 2):
+        fill_random(gui, loop, **{"environment.family": "mpe", "environment.env_id": "simple_spread_v3",
+                                  "environment.api_type": "PARALLEL", "total_timesteps": 500,
+                                  "steps_per_iteration": 100, "seed": seed})
+        new = submit(gui, loop)
+        assert len(new) == 1, (new, {r: gui.runs.state_of(r) for r in new})
+        ids.append(new.pop())
+    until(loop, lambda: all(state(gui, r) == "COMPLETED" for r in ids), "both runs")
+    gui.tabs.setCurrentWidget(gui.compare)
+    gui.compare.check(ids)
+    until(loop, lambda: all(r in gui.compare.history for r in ids), "both histories")
+    assert [d["label"].split()[0] for d in gui.compare.drawn] == ids
+    assert all(len(d["x"]) == 5 for d in gui.compare.drawn)
+    gui.compare.group_by.setText("environment.env_id")
+    gui.compare.redraw()
+    (band,) = gui.compare.drawn
+    assert band["label"].endswith("(n=2)") and all(lo <= m <= hi for lo, m, hi in
+                                                   zip(band["low"], band["y"], band["high"]))
+    assert gui.compare.export_png(tmp_path / "c.png") and (tmp_path / "c.png").stat().st_size > 1000
+    gui.compare.export_csv(tmp_path / "c.csv")
+    rows = list(csv.reader((tmp_path / "c.csv").open()))
+    assert rows[0][0] == "series" and len(rows) == 1 + len(band["x"])
+    gui.compare.group_by.setText("")
+    gui.compare.redraw()
+
+
+def test_fork_loads_a_runs_config_and_offers_its_checkpoints(gui, loop):
+    completed = [r for r, info in gui.runs.runs.items() if gui.runs.state_of(r) == "COMPLETED"]
+    assert completed
+    gui.runs.select(completed[0])
+    gui.runs.buttons["fork"].click()
+    until(loop, lambda: gui.new_run.checkpoint.count() > 1, "the checkpoints offered")
+    gui.new_run.checkpoint.setCurrentIndex(gui.new_run.checkpoint.count() - 1)
+    config = gui.new_run.config()
+    assert config["restore_from"] and config["restore_from"].startswith(gui.runs.runs[completed[0]].run_dir)
+    (run_id,) = submit(gui, loop)
+    until(loop, lambda: state(gui, run_id) in TERMINAL, "the forked run")
+    assert state(gui, run_id) == "COMPLETED"
+
+
+
+def test_a_tiny_ray_run_from_the_form(gui, loop):
+    form = fill(gui, loop, "ray", **{"resources.num_workers": 0, "training.algorithm": "PPO",
+                                     "training.total_timesteps": 400,
+                                     "environment.family": "mpe", "environment.env_id": "simple_spread_v3",
+                                     "environment.api_type": "PARALLEL",
+                                     "environment.env_kwargs": {"N": 2, "max_cycles": 25}})
+    params = form._dynamic_forms["training.algo_params"]  # PPO's own parameters, from the worker's schema
+    assert {"train_batch_size_per_learner", "minibatch_size", "num_epochs"} <= set(params.fields)
+    params.set_value({"train_batch_size_per_learner": 200, "minibatch_size": 100, "num_epochs": 1})
+    (run_id,) = submit(gui, loop)
+    view = gui.open_run(run_id)
+    until(loop, lambda: state(gui, run_id) in TERMINAL, "the Ray run")
+    assert state(gui, run_id) == "COMPLETED", gui.runs.runs[run_id].failure_reason
+    until(loop, lambda: view.curves_panel.points("episode_return_mean") >= 2, "the Ray run's curve")
+    assert any(k.startswith("learner.") for k in view.curves.keys())

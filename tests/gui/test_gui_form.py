@@ -1,0 +1,145 @@
+"""The config form generated from JSON Schemas: widgets per type, defaults, changes, errors, dynamic algo_params."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLabel, QLineEdit, QSpinBox
+
+from mosaic.gui.schema_form import (CHANGED_MARK, FieldError, SchemaForm, algorithm_paths, split_error,
+                                    suggestions_from_envs, with_algorithm_choices)
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "run_id": {"type": "string"},
+        "seed": {"type": "integer", "default": 0, "minimum": 0, "description": "seeds everything"},
+        "lr": {"type": "number", "default": 2.5e-4, "minimum": 0.0},
+        "mode": {"type": "string", "enum": ["fast", "slow"], "default": "fast"},
+        "render": {"type": "boolean", "default": False},
+        "cap": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}], "default": None},
+        "name": {"type": "string", "default": "x"},
+        "tags": {"type": "array", "default": ["a"]},
+        "environment": {"type": "object", "properties": {
+            "family": {"type": "string", "enum": ["mpe", "sisl"], "default": "mpe"},
+            "env_id": {"type": "string", "default": "simple_spread_v3"}}},
+        "algorithm": {"type": "string", "default": "ppo"},
+        "algo_params": {"type": "object", "default": {}},
+    },
+}
+PARAMS = {"ppo": {"type": "object", "properties": {"clip": {"type": "number", "default": 0.2},
+                                                   "epochs": {"type": "integer", "default": 4, "minimum": 1}}},
+          "dqn": {"type": "object", "properties": {"epsilon": {"type": "number", "default": 0.1}}}}
+ENVS = {"mpe": ["simple_spread_v3", "simple_tag_v3"], "sisl": ["waterworld_v4"]}
+
+
+def make_form(qtbot, values=None):
+    schema = with_algorithm_choices(SCHEMA, "algorithm", list(PARAMS))
+
+    def params(_path, vals):
+        return PARAMS.get(vals.get("algorithm"))
+
+    form = SchemaForm(schema, values, hidden={"run_id"}, suggest=suggestions_from_envs(ENVS),
+                      dynamic={"algo_params": params})
+    qtbot.addWidget(form)
+    return form
+
+
+def test_each_schema_type_gets_its_widget_and_the_defaults(qtbot):
+    form = make_form(qtbot)
+    f = form.fields
+    assert isinstance(f["seed"].editor, QSpinBox) and f["seed"].editor.minimum() == 0
+    assert isinstance(f["lr"].editor, QDoubleSpinBox) and f["lr"].editor.text() == "0.00025"
+    assert isinstance(f["mode"].editor, QComboBox) and not f["mode"].editor.isEditable()
+    assert isinstance(f["render"].editor, QCheckBox)
+    assert isinstance(f["cap"].toggle, QCheckBox) and not f["cap"].toggle.isChecked()
+    assert isinstance(f["name"].editor, QLineEdit) and isinstance(f["tags"].editor, QLineEdit)
+    assert isinstance(f["environment.env_id"].editor, QComboBox) and f["environment.env_id"].editor.isEditable()
+    assert "run_id" not in f and "environment" in form.groups
+    assert f["seed"].editor.toolTip() == "seeds everything"
+    assert form.value() == {"seed": 0, "lr": 2.5e-4, "mode": "fast", "render": False, "cap": None, "name": "x",
+                            "tags": ["a"], "environment": {"family": "mpe", "env_id": "simple_spread_v3"},
+                            "algorithm": "ppo", "algo_params": {"clip": 0.2, "epochs": 4}}
+    assert form.changed_paths() == []
+
+
+def test_changed_values_are_marked_and_round_trip(qtbot):
+    form = make_form(qtbot)
+    form.fields["seed"].editor.setValue(7)
+    form.fields["cap"].toggle.setChecked(True)
+    form.fields["cap"].editor.setValue(25)
+    form.fields["tags"].editor.setText('["b", 2]')
+    assert form.value()["seed"] == 7 and form.value()["cap"] == 25 and form.value()["tags"] == ["b", 2]
+    assert set(form.changed_paths()) == {"seed", "cap", "tags"}
+    label: QLabel = form.labels["seed"]
+    assert label.text().startswith(CHANGED_MARK) and label.font().bold()
+    assert not form.labels["lr"].text().startswith(CHANGED_MARK)
+
+    other = make_form(qtbot, form.value())
+    assert other.value() == form.value()
+    form.set_value({})  # back to the defaults
+    assert form.changed_paths() == []
+
+
+def test_spin_boxes_respect_bounds_and_bad_json_names_its_field(qtbot):
+    form = make_form(qtbot)
+    form.fields["seed"].editor.setValue(-5)
+    assert form.value()["seed"] == 0  # clamped to the schema's minimum
+    form.fields["tags"].editor.setText("[1, ")
+    with pytest.raises(FieldError, match="^tags: not valid JSON"):
+        form.value()
+
+
+def test_env_ids_follow_the_family_and_algo_params_follow_the_algorithm(qtbot):
+    form = make_form(qtbot)
+    env_box = form.fields["environment.env_id"].editor
+    assert [env_box.itemText(i) for i in range(env_box.count())] == ENVS["mpe"]
+    form.fields["environment.family"].editor.setCurrentText("sisl")
+    assert [env_box.itemText(i) for i in range(env_box.count())] == ENVS["sisl"]
+
+    form._dynamic_forms["algo_params"].fields["epochs"].editor.setValue(9)
+    assert form.value()["algo_params"] == {"clip": 0.2, "epochs": 9}
+    assert "algo_params.epochs" in form.changed_paths()
+    form.fields["algorithm"].editor.setCurrentText("dqn")
+    assert form.value()["algo_params"] == {"epsilon": 0.1}  # the new algorithm's parameters, at their defaults
+    algo_box = form.fields["algorithm"].editor
+    assert [algo_box.itemText(i) for i in range(algo_box.count())] == ["ppo", "dqn"]
+
+
+def test_loaded_params_the_algorithm_does_not_declare_are_kept_for_the_worker_to_refuse(qtbot):
+    form = make_form(qtbot, {"algorithm": "ppo", "algo_params": {"clip": 0.3, "clp": 1}})
+    assert form.value()["algo_params"] == {"clip": 0.3, "epochs": 4, "clp": 1}
+
+
+def test_errors_go_under_the_field_they_name(qtbot):
+    form = make_form(qtbot)
+    assert form.show_error("environment.env_id", "'nope' is not an env id")
+    assert form.errors() == {"environment.env_id": "'nope' is not an env id"}
+    assert form.show_error("algo_params.epochs", "must be >= 1")
+    assert form.errors()["algo_params.epochs"] == "must be >= 1"
+    assert form.fields["environment.env_id"].error.isVisibleTo(form)
+    assert form.show_error("tags.0", "not a string")  # the nearest field above the key named
+    assert not form.show_error("nothing_like_it", "x")
+    form.clear_errors()
+    assert form.errors() == {}
+
+
+def test_error_lines_split_into_field_and_message():
+    assert split_error("training.algorithm: 'PPOO' is not one of PPO, DQN", []) == \
+        ("training.algorithm", "'PPOO' is not one of PPO, DQN")
+    assert split_error("worker 'x' could not check the config: boom", []) == (None, "worker 'x' could not check the config: boom")
+    assert algorithm_paths({"properties": {"training": {"type": "object", "properties": {
+        "algorithm": {"type": "string"}, "algo_params": {"type": "object"}}}}}) == \
+        ("training.algorithm", "training.algo_params")
+
+
+def test_setting_text_does_not_leak_references_to_none(qtbot):
+    """The canary: PySide6 6.12.0 drops a reference to None per void call and CPython 3.11 aborts."""
+    label = QLabel()
+    qtbot.addWidget(label)
+    before = sys.getrefcount(None)
+    for i in range(200):
+        label.setText(str(i))
+        label.resize(100 + i % 3, 20)
+    assert sys.getrefcount(None) >= before - 10
