@@ -13,9 +13,8 @@ import os
 from pathlib import Path
 
 import pytest
-import qasync
 
-from gui_support import run, share_of_colour, stop_daemon, until
+from mosaic.gui.drive import event_loop, fill, run, share_of_colour, stop_daemon, submit, until
 from mosaic.discovery import discover_workers
 from mosaic.gui.main_window import MainWindow
 from mosaic.gui.run_view import PALETTE
@@ -25,9 +24,7 @@ TERMINAL = {"COMPLETED", "FAILED", "CANCELLED"}
 
 @pytest.fixture(scope="module")
 def loop(qapp):
-    loop = qasync.QEventLoop(qapp, already_running=False)
-    asyncio.set_event_loop(loop)
-    yield loop
+    yield event_loop(qapp)
     asyncio.set_event_loop(None)
 
 
@@ -57,31 +54,8 @@ def state(gui, run_id):
     return gui.runs.state_of(run_id)
 
 
-def fill(gui, loop, worker, **values):
-    """Choose ``worker`` in the New run tab and show its default config with ``values`` (dotted paths) set."""
-    gui.tabs.setCurrentWidget(gui.new_run)
-    gui.new_run.workers.setCurrentText(worker)
-    until(loop, lambda: gui.new_run.document and gui.new_run.document["worker"] == worker, f"the {worker} form")
-    form = gui.new_run.form
-    config = json.loads(json.dumps(gui.new_run.document["default_config"]))  # each test starts from the defaults
-    for path, value in values.items():
-        node = config
-        parts = path.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = value
-    form.set_value(config)
-    return form
-
-
 def fill_random(gui, loop, **values):
     return fill(gui, loop, "random", **values)
-
-
-def submit(gui, loop):
-    before = set(gui.runs.runs)
-    gui.new_run.buttons["Submit"].click()
-    return until(loop, lambda: (set(gui.runs.runs) - before) or gui.new_run.error.text(), "a new run or an error")
 
 
 def test_the_catalog_lists_the_installed_workers(gui):
@@ -90,9 +64,11 @@ def test_the_catalog_lists_the_installed_workers(gui):
     shown = [gui.catalog.table.item(r, 0).text() for r in range(gui.catalog.table.rowCount())]
     assert shown == [w.name for w in found.workers] + [f"{b.name} (broken)" for b in found.broken]
     assert {"random", "ray"} <= {w.name for w in found.workers}
-    row = shown.index("ray")
-    assert "PPO" in gui.catalog.table.item(row, 3).text() and gui.catalog.table.item(row, 1).text() == "ray[rllib]" \
-        or gui.catalog.table.item(row, 1).text()
+    for worker in found.workers:
+        row = shown.index(worker.name)
+        assert gui.catalog.table.item(row, 1).text() == worker.metadata.upstream_library
+        assert gui.catalog.table.item(row, 3).text() == ", ".join(worker.capabilities.algorithms)
+    assert "PPO" in gui.catalog.table.item(shown.index("ray"), 3).text()
     for broken in found.broken:
         reason = gui.catalog.table.item(shown.index(f"{broken.name} (broken)"), 1).text()
         assert reason == broken.reason and reason

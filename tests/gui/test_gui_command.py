@@ -7,8 +7,8 @@ import signal
 import subprocess
 import sys
 
-from gui_support import stop_daemon
 from mosaic.daemon.endpoint import find_daemon
+from mosaic.gui.drive import stop_daemon
 from mosaic.testing import wait_until
 
 

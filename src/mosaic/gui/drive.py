@@ -1,0 +1,113 @@
+"""Driving the GUI from code: a qasync loop on a QApplication, waits on conditions, pixel checks.
+
+Used by the GUI's tests, the screenshot script and the responsiveness bench,
+all offscreen (``QT_QPA_PLATFORM=offscreen``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Callable
+
+import numpy as np
+from PySide6.QtGui import QColor, QImage
+
+WAIT_S = 300.0  # generous for a busy machine; every wait ends on its condition
+
+
+def event_loop(app: Any) -> asyncio.AbstractEventLoop:
+    """A qasync loop on ``app``, set as the current asyncio loop."""
+    import qasync
+
+    loop = qasync.QEventLoop(app, already_running=False)
+    asyncio.set_event_loop(loop)
+    return loop
+
+
+def run(loop: asyncio.AbstractEventLoop, coro: Any, timeout: float = WAIT_S) -> Any:
+    return loop.run_until_complete(asyncio.wait_for(coro, timeout))
+
+
+def until(loop: asyncio.AbstractEventLoop, predicate: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
+    """Run the Qt/asyncio loop until ``predicate()`` is truthy; its value is returned."""
+
+    async def poll() -> Any:
+        while True:
+            value = predicate()
+            if value:
+                return value
+            await asyncio.sleep(0.05)
+
+    try:
+        return run(loop, poll(), timeout)
+    except asyncio.TimeoutError:
+        raise AssertionError(f"timed out after {timeout} s waiting for {what}") from None
+
+
+def fill(window: Any, loop: asyncio.AbstractEventLoop, worker: str, **values: Any) -> Any:
+    """Choose ``worker`` in the New run tab and show its default config with ``values`` (dotted paths) set."""
+    view = window.new_run
+    window.tabs.setCurrentWidget(view)
+    view.workers.setCurrentText(worker)
+    until(loop, lambda: view.document and view.document["worker"] == worker, f"the {worker} form")
+    config = json.loads(json.dumps(view.document["default_config"]))
+    for path, value in values.items():
+        node = config
+        parts = path.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    view.form.set_value(config)
+    return view.form
+
+
+def submit(window: Any, loop: asyncio.AbstractEventLoop) -> Any:
+    """Click Submit; the set of new run ids, or the error text shown instead."""
+    before = set(window.runs.runs)
+    window.new_run.buttons["Submit"].click()
+    return until(loop, lambda: (set(window.runs.runs) - before) or window.new_run.error.text(),
+                 "a new run or an error")
+
+
+def pixels(image: QImage) -> np.ndarray:
+    """An (h, w, 3) uint8 array of a widget grab."""
+    image = image.convertToFormat(QImage.Format.Format_RGB888)
+    width, height = image.width(), image.height()
+    data = np.frombuffer(image.constBits(), dtype=np.uint8, count=image.bytesPerLine() * height)
+    return data.reshape(height, image.bytesPerLine())[:, : width * 3].reshape(height, width, 3).copy()
+
+
+def share_of_colour(image: QImage, colour: str, tolerance: int = 40) -> float:
+    """How much of the image is within ``tolerance`` (per channel) of ``colour``."""
+    rgb = pixels(image).astype(int)
+    target = QColor(colour)
+    close = ((np.abs(rgb[:, :, 0] - target.red()) <= tolerance) & (np.abs(rgb[:, :, 1] - target.green()) <= tolerance)
+             & (np.abs(rgb[:, :, 2] - target.blue()) <= tolerance))
+    return float(close.mean())
+
+
+def stop_daemon(home: Any, timeout: float = 60.0) -> None:
+    """Stop the daemon serving ``home`` (one the window started), waiting for it to let go of the home."""
+    import os
+    import signal
+    import time
+
+    import psutil
+
+    from mosaic.daemon.endpoint import find_daemon
+
+    endpoint = find_daemon(home)
+    if endpoint is None:
+        return
+    try:
+        proc = psutil.Process(endpoint.pid)
+        os.kill(endpoint.pid, signal.SIGTERM)
+        proc.wait(timeout)
+    except (psutil.NoSuchProcess, ProcessLookupError):
+        pass
+    except psutil.TimeoutExpired:
+        os.kill(endpoint.pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while find_daemon(home) is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
