@@ -50,6 +50,13 @@ def gui(loop, tmp_path_factory):
             os.environ["MOSAIC_HOME"] = old
 
 
+@pytest.fixture(autouse=True)
+def no_background_errors(gui):
+    """A call the window made in the background (a task) must not have failed unseen."""
+    yield
+    assert gui.errors == [], gui.errors
+
+
 def state(gui, run_id):
     return gui.runs.state_of(run_id)
 

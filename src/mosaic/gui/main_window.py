@@ -10,6 +10,7 @@ them, so replaying a long history never freezes the UI.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from pathlib import Path
 from typing import Any, Awaitable
@@ -107,6 +108,10 @@ class MainWindow(QMainWindow):
             await asyncio.gather(*self.tasks, return_exceptions=True)
         if self.client is not None:
             await self.client.close()
+            # gRPC's asyncio engine shuts down when its last channel is freed: do it now, while the Qt
+            # loop it registered its socket with still exists (at interpreter exit it no longer does)
+            self.client = None
+            gc.collect()
 
     def closeEvent(self, event: Any) -> None:  # noqa: N802  (Qt's name)
         if not self.closed.done():

@@ -146,10 +146,8 @@ class NewRunView(QWidget):
         form = SchemaForm(schema, values, hidden=HIDDEN, suggest=suggestions_from_envs(document.get("envs") or {}),
                           dynamic={params_path: params_schema} if params_path else None)
         form.changed.connect(self._form_changed)
-        old, self.form = self.form, form
-        self.scroll.setWidget(form)
-        if old is not None:
-            old.deleteLater()
+        self.form = form
+        self.scroll.setWidget(form)  # the scroll area deletes the previous form
         if self.workers.currentText() != document["worker"]:
             self.workers.blockSignals(True)
             self.workers.setCurrentText(document["worker"])

@@ -18,7 +18,7 @@ anything else                one line of JSON
 ===========================  =============================================
 
 Descriptions become tooltips, defaults are filled in, and a field whose value
-differs from its default is drawn bold with a marker. Errors are shown under
+differs from its default is marked and its label coloured. Errors are shown under
 the field they name (``show_error("training.algorithm", ...)``). Two fields
 follow the worker contract's conventions: an ``algorithm`` string offers the
 algorithms the worker describes, and a sibling ``algo_params`` object is
@@ -40,7 +40,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout
                                QLabel, QLineEdit, QSpinBox, QVBoxLayout, QWidget)
 
 INT_LIMIT = 2**31 - 1
-CHANGED_MARK = "●"  # drawn before the label of a field that differs from its default
+CHANGED_MARK = "●"  # drawn in front of a field that differs from its default
+CHANGED_STYLE = "color: #0b5394;"  # and its label in this colour (not bold: labels keep their width)
 ERROR_STYLE = "color: #c62828;"
 
 #: Suggestions for a string field: (path, the form's current values) -> choices, or None.
@@ -123,6 +124,11 @@ class Field(QWidget):
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(row)
+        self.mark = QLabel()
+        self.mark.setFixedWidth(self.mark.fontMetrics().horizontalAdvance(CHANGED_MARK) + 4)
+        self.mark.setStyleSheet(CHANGED_STYLE)
+        self.mark.setToolTip("changed from the default")
+        row.addWidget(self.mark)
         self.toggle: QCheckBox | None = None
         if self.nullable:
             self.toggle = QCheckBox("set")
@@ -346,13 +352,9 @@ class SchemaForm(QWidget):
             if path in self.groups:
                 self._rebuild_dynamic(path, schema_for(path, values))
         for path, field in self.fields.items():
-            label = self.labels[path]
             differs = field.differs()
-            label.setText(f"{CHANGED_MARK} {_label(path.rsplit('.', 1)[-1])}" if differs
-                          else _label(path.rsplit(".", 1)[-1]))
-            font = label.font()
-            font.setBold(differs)
-            label.setFont(font)
+            field.mark.setText(CHANGED_MARK if differs else "")
+            self.labels[path].setStyleSheet(CHANGED_STYLE if differs else "")
         self.changed.emit()
 
     def _rebuild_dynamic(self, path: str, schema: dict | None) -> None:
