@@ -10,6 +10,8 @@ import asyncio
 import csv
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -220,3 +222,44 @@ def test_a_tiny_ray_run_from_the_form(gui, loop):
     assert state(gui, run_id) == "COMPLETED", gui.runs.runs[run_id].failure_reason
     until(loop, lambda: view.curves_panel.points("episode_return_mean") >= 2, "the Ray run's curve")
     assert any(k.startswith("learner.") for k in view.curves.keys())
+    until(loop, lambda: view.checkpoints.count() >= 1 and view.episodes.rowCount() >= 1, "checkpoints, episodes")
+
+    # `mosaic eval` (no Ray): its results show in the run view's Evaluations tab
+    played = subprocess.run([sys.executable, "-m", "mosaic", "eval", run_id, "--episodes", "2"],
+                            capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    assert played.returncode == 0, played.stderr[-2000:]
+    view.show_evaluations()
+    text = view.evaluations.toPlainText()
+    assert "2 episodes" in text and "mean" in text and "agent_0" in text
+
+
+def test_save_and_load_a_config_file(gui, loop, tmp_path):
+    form = fill_random(gui, loop, seed=5, total_timesteps=1234)
+    gui.new_run.save_to(tmp_path / "mine.json")
+    saved = json.loads((tmp_path / "mine.json").read_text())
+    assert saved["worker"] == "random" and saved["seed"] == 5 and saved["total_timesteps"] == 1234
+    form.set_value({})
+    assert form.value()["seed"] == 0
+    gui.new_run.load_from(tmp_path / "mine.json")
+    assert gui.new_run.config() == saved
+    (tmp_path / "ray.json").write_text(json.dumps({"worker": "ray", "seed": 9, "training": {"algorithm": "DQN"}}))
+    gui.new_run.load_from(tmp_path / "ray.json")  # another worker: its form comes first, then the values
+    until(loop, lambda: gui.new_run.document["worker"] == "ray" and gui.new_run.config()["seed"] == 9, "the ray form")
+    assert gui.new_run.config()["training"]["algorithm"] == "DQN"
+    (tmp_path / "other.json").write_text(json.dumps({"worker": "no_such_worker"}))
+    gui.new_run.load_from(tmp_path / "other.json")
+    assert gui.new_run.error.text().startswith("worker: 'no_such_worker' is not installed here (installed: ")
+    (tmp_path / "bad.json").write_text("[1, 2")
+    gui.new_run.load_from(tmp_path / "bad.json")
+    assert "cannot load" in gui.new_run.error.text() and gui.new_run.config()["seed"] == 9
+
+
+def test_a_run_submitted_from_the_cli_appears_in_the_table(gui, loop, tmp_path):
+    config = tmp_path / "cli.json"
+    config.write_text(json.dumps({"worker": "random", "seed": 4, "total_timesteps": 200, "steps_per_iteration": 100}))
+    proc = subprocess.run([sys.executable, "-m", "mosaic", "submit", str(config)], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr
+    run_id = proc.stdout.strip()
+    until(loop, lambda: gui.runs.row_of(run_id) is not None, "the CLI's run in the table")
+    until(loop, lambda: state(gui, run_id) == "COMPLETED", "the CLI's run to complete")

@@ -216,9 +216,14 @@ class NewRunView(QWidget):
         if self.document is not None and worker in (None, self.document["worker"]):
             self.form.set_value(data)
             return
+        names = [self.workers.itemText(i) for i in range(self.workers.count())]
+        if worker not in names:
+            self.error.setText(f"worker: {worker!r} is not installed here (installed: {', '.join(names)})")
+            return
         self._pending = data
-        self.workers.setCurrentText(worker)
-        if self.document is None or self.document.get("worker") != worker:
+        if self.workers.currentText() != worker:
+            self.workers.setCurrentText(worker)  # describes it (_choose), then shows the pending values
+        else:
             self.worker_chosen.emit(worker)
 
     def load_from(self, path: Path) -> None:

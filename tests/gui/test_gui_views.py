@@ -1,0 +1,61 @@
+"""Run view pieces fed events shaped as the workers print them (docs/telemetry.md, docs/ray-worker.md)."""
+
+from __future__ import annotations
+
+from mosaic.curves import ema
+from mosaic.gui.run_view import RunView
+
+
+def metrics(seq, steps, ret, **extra):
+    return {"v": 1, "type": "metrics", "run_id": "r", "seq": seq, "ts": 1000.0 + seq, "iteration": seq,
+            "timesteps_total": steps, "episode_return_mean": ret, **extra}
+
+
+def test_smoothing_and_x_axis_change_what_is_drawn(qtbot):
+    view = RunView("r", None)
+    qtbot.addWidget(view)
+    values = [-10.0, -2.0, -8.0, 0.0, -4.0]
+    view.add_events([metrics(i + 1, 100 * (i + 1), v) for i, v in enumerate(values)])
+    view._redraw_if_dirty()
+    panel = view.curves_panel
+    raw, smooth = panel.items["episode_return_mean"]
+    panel.smoothing.setValue(0)
+    assert list(smooth.getData()[1]) == values
+    panel.smoothing.setValue(90)
+    assert list(smooth.getData()[1]) == ema(values, 0.9) and list(raw.getData()[1]) == values
+    assert list(smooth.getData()[0]) == [100.0, 200.0, 300.0, 400.0, 500.0]
+    panel.x_axis.setCurrentText("wall_time_s")
+    assert list(smooth.getData()[0]) == [0.0, 1.0, 2.0, 3.0, 4.0]
+    panel.set_checked(["episode_return_mean", "iteration"])
+    assert set(panel.items) == {"episode_return_mean", "iteration"} or set(panel.items) == {"episode_return_mean"}
+    view.close_view()
+
+
+def test_self_play_pool_snapshots_and_log_levels(qtbot):
+    view = RunView("r", None)
+    qtbot.addWidget(view)
+    view.add_events([
+        metrics(1, 100, 0.0, self_play={"pool": ["main_v1", "main_v2"], "pool_size": 2,
+                                         "win_rate_vs": {"main_v1": 0.75, "main_v2": None}}),
+        {"type": "log", "seq": 2, "level": "info", "message": "added main_v2 (win rate 0.8)",
+         "self_play_event": "snapshot_added"},
+        {"type": "log", "seq": 3, "level": "debug", "message": "quiet detail"},
+        {"type": "log", "seq": 4, "level": "warning", "message": "something odd"},
+        {"type": "checkpoint_saved", "seq": 5, "path": "checkpoints/it1", "iteration": 1, "timesteps_total": 100},
+        {"type": "episode", "seq": 6, "episode": 0, "length": 9, "returns": {"a": 1.0, "b": -1.0}, "winner": "a",
+         "timesteps_total": 9},
+    ])
+    assert [view.pool.item(r, 0).text() for r in range(view.pool.rowCount())] == ["main_v1", "main_v2"]
+    assert view.pool.item(0, 1).text() == "0.75" and view.pool.item(1, 1).text() == "no games yet"
+    assert view.snapshots.item(0).text().startswith("snapshot_added: added main_v2")
+    assert "checkpoints/it1" in view.checkpoints.item(0).text()
+    assert view.episodes.item(0, 3).text() == "a 1.00, b -1.00" and view.episodes.item(0, 4).text() == "a"
+    shown = view.log.toPlainText()
+    assert "something odd" in shown and "added main_v2" in shown and "quiet detail" not in shown
+    view.level.setCurrentText("warning")
+    assert view.log.toPlainText() == "[warning] something odd"
+    view.level.setCurrentText("debug")
+    assert "quiet detail" in view.log.toPlainText()
+    view.add_events([{"type": "log", "seq": 4, "level": "error", "message": "replayed"}])  # seen before: skipped
+    assert "replayed" not in view.log.toPlainText()
+    view.close_view()
