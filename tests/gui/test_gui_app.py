@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import functools
 import json
 import os
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mosaic.gui.drive import event_loop, fill, run, share_of_colour, stop_daemon, submit, until
+from mosaic.gui.drive import event_loop, fill, inside, run, share_of_colour, stop_daemon, submit, wait
 from mosaic.discovery import discover_workers
 from mosaic.gui.main_window import MainWindow
 from mosaic.gui.run_view import PALETTE
@@ -56,15 +57,28 @@ def gui(loop, tmp_path_factory):
 def no_background_errors(gui):
     """A call the window made in the background (a task) must not have failed unseen."""
     yield
-    assert gui.errors == [], gui.errors
+    tracebacks = list(gui.tracebacks)
+    gui.errors.clear()
+    gui.tracebacks.clear()
+    assert tracebacks == []
 
 
 def state(gui, run_id):
     return gui.runs.state_of(run_id)
 
 
-def fill_random(gui, loop, **values):
-    return fill(gui, loop, "random", **values)
+def fill_random(gui, **values):
+    return fill(gui, "random", **values)
+
+
+def in_loop(test):
+    """Run an ``async def`` test with the window's loop running (mosaic.gui.drive.inside)."""
+
+    @functools.wraps(test)
+    def sync(*args, **kwargs):
+        return inside(kwargs["loop"], lambda: test(*args, **kwargs))
+
+    return sync
 
 
 def test_the_catalog_lists_the_installed_workers(gui):
@@ -84,38 +98,41 @@ def test_the_catalog_lists_the_installed_workers(gui):
     assert "started a daemon" in gui.daemon_label.text()
 
 
-def test_a_filled_form_starts_a_run_that_completes(gui, loop):
-    form = fill_random(gui, loop, **{"environment.family": "mpe", "environment.env_id": "simple_spread_v3",
+@in_loop
+async def test_a_filled_form_starts_a_run_that_completes(gui, loop):
+    form = await fill_random(gui, **{"environment.family": "mpe", "environment.env_id": "simple_spread_v3",
                                      "environment.api_type": "PARALLEL", "total_timesteps": 400,
                                      "steps_per_iteration": 100, "seed": 3})
     assert form.fields["environment.env_id"].value() == "simple_spread_v3"
     assert "total_timesteps" in form.changed_paths()
     shot = gui.new_run.grab()
     assert shot.width() > 100 and share_of_colour(shot.toImage(), "#000000", 60) > 0.001  # the form's text drawn
-    new = submit(gui, loop)
+    new = await submit(gui)
     assert isinstance(new, set), gui.new_run.error.text()
     (run_id,) = new
-    until(loop, lambda: state(gui, run_id) in TERMINAL, "the run to end")
+    await wait(lambda: state(gui, run_id) in TERMINAL, "the run to end")
     assert state(gui, run_id) == "COMPLETED"
     config = json.loads((Path(gui.runs.runs[run_id].run_dir) / "config.json").read_text())
     assert config["total_timesteps"] == 400 and config["environment"]["env_id"] == "simple_spread_v3"
-    until(loop, lambda: gui.runs.table.cellWidget(gui.runs.row_of(run_id), 5).value() == 1000, "a full progress bar")
+    await wait(lambda: gui.runs.table.cellWidget(gui.runs.row_of(run_id), 5).value() == 1000, "a full progress bar")
 
 
-def test_a_bad_value_shows_its_field_named_error_and_submits_nothing(gui, loop):
-    form = fill_random(gui, loop, **{"environment.family": "mpe", "environment.env_id": "simple_sprod_v3"})
+@in_loop
+async def test_a_bad_value_shows_its_field_named_error_and_submits_nothing(gui, loop):
+    form = await fill_random(gui, **{"environment.family": "mpe", "environment.env_id": "simple_sprod_v3"})
     before = set(gui.runs.runs)
-    listed = len(run(loop, gui.client.list()))
-    result = submit(gui, loop)
+    listed = len(await gui.client.list())
+    result = await submit(gui)
     assert isinstance(result, str) and "environment.env_id" in result
     assert "simple_sprod_v3" in form.errors().get("environment.env_id", "") or \
         "simple_sprod_v3" in gui.new_run.error.text()
     assert form.fields["environment.env_id"].error.isVisibleTo(form)
-    assert set(gui.runs.runs) == before and len(run(loop, gui.client.list())) == listed
+    assert set(gui.runs.runs) == before and len(await gui.client.list()) == listed
 
 
-def test_advanced_json_edits_the_same_config(gui, loop):
-    form = fill_random(gui, loop)
+@in_loop
+async def test_advanced_json_edits_the_same_config(gui, loop):
+    form = await fill_random(gui)
     data = json.loads(gui.new_run.json.toPlainText())
     assert data["worker"] == "random" and data == gui.new_run.config()
     data["seed"] = 11
@@ -127,56 +144,59 @@ def test_advanced_json_edits_the_same_config(gui, loop):
     assert gui.new_run.json_error.text().startswith("seed:") and form.value()["seed"] == 11
 
 
-def test_pause_resume_and_cancel_from_the_buttons(gui, loop):
-    fill_random(gui, loop, **{"environment.family": "mpe", "environment.env_id": "simple_spread_v3",
+@in_loop
+async def test_pause_resume_and_cancel_from_the_buttons(gui, loop):
+    await fill_random(gui, **{"environment.family": "mpe", "environment.env_id": "simple_spread_v3",
                               "environment.api_type": "PARALLEL", "total_timesteps": 10_000_000,
                               "steps_per_iteration": 200, "step_delay_s": 0.002})
-    (run_id,) = submit(gui, loop)
-    until(loop, lambda: state(gui, run_id) == "RUNNING", "RUNNING")
+    (run_id,) = await submit(gui)
+    await wait(lambda: state(gui, run_id) == "RUNNING", "RUNNING")
     gui.runs.select(run_id)
     for verb, expected in (("pause", "PAUSED"), ("resume", "RUNNING"), ("cancel", "CANCELLED")):
-        until(loop, lambda v=verb: gui.runs.buttons[v].isEnabled(), f"the {verb} button")
+        await wait(lambda v=verb: gui.runs.buttons[v].isEnabled(), f"the {verb} button")
         gui.runs.buttons[verb].click()
-        until(loop, lambda e=expected: state(gui, run_id) == e, expected)
+        await wait(lambda e=expected: state(gui, run_id) == e, expected)
 
 
-def test_the_run_view_curve_gains_points_while_the_run_trains_and_frames_appear(gui, loop):
-    fill_random(gui, loop, **{"environment.family": "butterfly", "environment.env_id": "pistonball_v6",
+@in_loop
+async def test_the_run_view_curve_gains_points_while_the_run_trains_and_frames_appear(gui, loop):
+    await fill_random(gui, **{"environment.family": "butterfly", "environment.env_id": "pistonball_v6",
                               "environment.api_type": "PARALLEL",
                               "environment.env_kwargs": {"n_pistons": 3, "max_cycles": 30},
                               "total_timesteps": 100_000, "steps_per_iteration": 30, "step_delay_s": 0.01,
                               "fastlane.enabled": True, "fastlane.fps": 30})
-    (run_id,) = submit(gui, loop)
+    (run_id,) = await submit(gui)
     view = gui.open_run(run_id)
-    until(loop, lambda: view.curves_panel.points("episode_return_mean") >= 2, "two points on the curve")
+    await wait(lambda: view.curves_panel.points("episode_return_mean") >= 2, "two points on the curve")
     first = view.curves_panel.points("episode_return_mean")
-    until(loop, lambda: view.curves_panel.points("episode_return_mean") > first + 1, "the curve to grow")
+    await wait(lambda: view.curves_panel.points("episode_return_mean") > first + 1, "the curve to grow")
     view.tabs.setCurrentWidget(view.curves_panel)
     shot = view.curves_panel.plot.grab().toImage()
     assert share_of_colour(shot, PALETTE[0], 30) > 0.0005  # the curve is drawn in its colour
 
     view.tabs.setCurrentWidget(view.frames)
-    until(loop, lambda: view.frames.frames_shown >= 3, "live frames")
+    await wait(lambda: view.frames.frames_shown >= 3, "live frames")
     frame = view.frames.image.grab().toImage()
     assert share_of_colour(frame, "#000000", 10) < 0.95  # not a blank picture
     assert "episode" in view.frames.caption.text() and "piston_0" in view.frames.caption.text()
-    run(loop, gui.client.control("cancel", run_id, wait_s=60))
-    until(loop, lambda: state(gui, run_id) in TERMINAL, "the cancel")
+    await gui.client.control("cancel", run_id, wait_s=60)
+    await wait(lambda: state(gui, run_id) in TERMINAL, "the cancel")
 
 
-def test_compare_overlays_two_runs_and_groups_them(gui, loop, tmp_path):
+@in_loop
+async def test_compare_overlays_two_runs_and_groups_them(gui, loop, tmp_path):
     ids = []
     for seed in (1, 2):
-        fill_random(gui, loop, **{"environment.family": "mpe", "environment.env_id": "simple_spread_v3",
+        await fill_random(gui, **{"environment.family": "mpe", "environment.env_id": "simple_spread_v3",
                                   "environment.api_type": "PARALLEL", "total_timesteps": 500,
                                   "steps_per_iteration": 100, "seed": seed})
-        new = submit(gui, loop)
+        new = await submit(gui)
         assert len(new) == 1, (new, {r: gui.runs.state_of(r) for r in new})
         ids.append(new.pop())
-    until(loop, lambda: all(state(gui, r) == "COMPLETED" for r in ids), "both runs")
+    await wait(lambda: all(state(gui, r) == "COMPLETED" for r in ids), "both runs")
     gui.tabs.setCurrentWidget(gui.compare)
     gui.compare.check(ids)
-    until(loop, lambda: all(r in gui.compare.history for r in ids), "both histories")
+    await wait(lambda: all(r in gui.compare.history for r in ids), "both histories")
     assert [d["label"].split()[0] for d in gui.compare.drawn] == ids
     assert all(len(d["x"]) == 5 for d in gui.compare.drawn)
     gui.compare.group_by.setText("environment.env_id")
@@ -192,23 +212,25 @@ def test_compare_overlays_two_runs_and_groups_them(gui, loop, tmp_path):
     gui.compare.redraw()
 
 
-def test_fork_loads_a_runs_config_and_offers_its_checkpoints(gui, loop):
+@in_loop
+async def test_fork_loads_a_runs_config_and_offers_its_checkpoints(gui, loop):
     completed = [r for r, info in gui.runs.runs.items() if gui.runs.state_of(r) == "COMPLETED"]
     assert completed
     gui.runs.select(completed[0])
     gui.runs.buttons["fork"].click()
-    until(loop, lambda: gui.new_run.checkpoint.count() > 1, "the checkpoints offered")
+    await wait(lambda: gui.new_run.checkpoint.count() > 1, "the checkpoints offered")
     gui.new_run.checkpoint.setCurrentIndex(gui.new_run.checkpoint.count() - 1)
     config = gui.new_run.config()
     assert config["restore_from"] and config["restore_from"].startswith(gui.runs.runs[completed[0]].run_dir)
-    (run_id,) = submit(gui, loop)
-    until(loop, lambda: state(gui, run_id) in TERMINAL, "the forked run")
+    (run_id,) = await submit(gui)
+    await wait(lambda: state(gui, run_id) in TERMINAL, "the forked run")
     assert state(gui, run_id) == "COMPLETED"
 
 
 
-def test_a_tiny_ray_run_from_the_form(gui, loop):
-    form = fill(gui, loop, "ray", **{"resources.num_workers": 0, "training.algorithm": "PPO",
+@in_loop
+async def test_a_tiny_ray_run_from_the_form(gui, loop):
+    form = await fill(gui, "ray", **{"resources.num_workers": 0, "training.algorithm": "PPO",
                                      "training.total_timesteps": 400,
                                      "environment.family": "mpe", "environment.env_id": "simple_spread_v3",
                                      "environment.api_type": "PARALLEL",
@@ -216,13 +238,13 @@ def test_a_tiny_ray_run_from_the_form(gui, loop):
     params = form._dynamic_forms["training.algo_params"]  # PPO's own parameters, from the worker's schema
     assert {"train_batch_size_per_learner", "minibatch_size", "num_epochs"} <= set(params.fields)
     params.set_value({"train_batch_size_per_learner": 200, "minibatch_size": 100, "num_epochs": 1})
-    (run_id,) = submit(gui, loop)
+    (run_id,) = await submit(gui)
     view = gui.open_run(run_id)
-    until(loop, lambda: state(gui, run_id) in TERMINAL, "the Ray run")
+    await wait(lambda: state(gui, run_id) in TERMINAL, "the Ray run")
     assert state(gui, run_id) == "COMPLETED", gui.runs.runs[run_id].failure_reason
-    until(loop, lambda: view.curves_panel.points("episode_return_mean") >= 2, "the Ray run's curve")
+    await wait(lambda: view.curves_panel.points("episode_return_mean") >= 2, "the Ray run's curve")
     assert any(k.startswith("learner.") for k in view.curves.keys())
-    until(loop, lambda: view.checkpoints.count() >= 1 and view.episodes.rowCount() >= 1, "checkpoints, episodes")
+    await wait(lambda: view.checkpoints.count() >= 1 and view.episodes.rowCount() >= 1, "checkpoints, episodes")
 
     # `mosaic eval` (no Ray): its results show in the run view's Evaluations tab
     played = subprocess.run([sys.executable, "-m", "mosaic", "eval", run_id, "--episodes", "2"],
@@ -233,8 +255,9 @@ def test_a_tiny_ray_run_from_the_form(gui, loop):
     assert "2 episodes" in text and "mean" in text and "agent_0" in text
 
 
-def test_save_and_load_a_config_file(gui, loop, tmp_path):
-    form = fill_random(gui, loop, seed=5, total_timesteps=1234)
+@in_loop
+async def test_save_and_load_a_config_file(gui, loop, tmp_path):
+    form = await fill_random(gui, seed=5, total_timesteps=1234)
     gui.new_run.save_to(tmp_path / "mine.json")
     saved = json.loads((tmp_path / "mine.json").read_text())
     assert saved["worker"] == "random" and saved["seed"] == 5 and saved["total_timesteps"] == 1234
@@ -244,7 +267,7 @@ def test_save_and_load_a_config_file(gui, loop, tmp_path):
     assert gui.new_run.config() == saved
     (tmp_path / "ray.json").write_text(json.dumps({"worker": "ray", "seed": 9, "training": {"algorithm": "DQN"}}))
     gui.new_run.load_from(tmp_path / "ray.json")  # another worker: its form comes first, then the values
-    until(loop, lambda: gui.new_run.document["worker"] == "ray" and gui.new_run.config()["seed"] == 9, "the ray form")
+    await wait(lambda: gui.new_run.document["worker"] == "ray" and gui.new_run.config()["seed"] == 9, "the ray form")
     assert gui.new_run.config()["training"]["algorithm"] == "DQN"
     (tmp_path / "other.json").write_text(json.dumps({"worker": "no_such_worker"}))
     gui.new_run.load_from(tmp_path / "other.json")
@@ -254,12 +277,13 @@ def test_save_and_load_a_config_file(gui, loop, tmp_path):
     assert "cannot load" in gui.new_run.error.text() and gui.new_run.config()["seed"] == 9
 
 
-def test_a_run_submitted_from_the_cli_appears_in_the_table(gui, loop, tmp_path):
+@in_loop
+async def test_a_run_submitted_from_the_cli_appears_in_the_table(gui, loop, tmp_path):
     config = tmp_path / "cli.json"
     config.write_text(json.dumps({"worker": "random", "seed": 4, "total_timesteps": 200, "steps_per_iteration": 100}))
     proc = subprocess.run([sys.executable, "-m", "mosaic", "submit", str(config)], capture_output=True, text=True,
                           timeout=300, env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr
     run_id = proc.stdout.strip()
-    until(loop, lambda: gui.runs.row_of(run_id) is not None, "the CLI's run in the table")
-    until(loop, lambda: state(gui, run_id) == "COMPLETED", "the CLI's run to complete")
+    await wait(lambda: gui.runs.row_of(run_id) is not None, "the CLI's run in the table")
+    await wait(lambda: state(gui, run_id) == "COMPLETED", "the CLI's run to complete")

@@ -15,8 +15,8 @@ def test_smoothing_and_x_axis_change_what_is_drawn(qtbot):
     view = RunView("r", None)
     qtbot.addWidget(view)
     values = [-10.0, -2.0, -8.0, 0.0, -4.0]
-    view.add_events([metrics(i + 1, 100 * (i + 1), v) for i, v in enumerate(values)])
-    view._redraw_if_dirty()
+    view.add_events([metrics(i + 1, 100 * (i + 1), v, learner={"shared": {"loss": -v}}) for i, v in enumerate(values)])
+    view.redraw()
     panel = view.curves_panel
     raw, smooth = panel.items["episode_return_mean"]
     panel.smoothing.setValue(0)
@@ -26,8 +26,12 @@ def test_smoothing_and_x_axis_change_what_is_drawn(qtbot):
     assert list(smooth.getData()[0]) == [100.0, 200.0, 300.0, 400.0, 500.0]
     panel.x_axis.setCurrentText("wall_time_s")
     assert list(smooth.getData()[0]) == [0.0, 1.0, 2.0, 3.0, 4.0]
-    panel.set_checked(["episode_return_mean", "iteration"])
-    assert set(panel.items) == {"episode_return_mean", "iteration"} or set(panel.items) == {"episode_return_mean"}
+    assert panel.checked() == ["episode_return_mean"]  # what is drawn first
+    panel.set_checked(["episode_return_mean", "learner.shared.loss"])
+    assert set(panel.items) == {"episode_return_mean", "learner.shared.loss"}
+    assert list(panel.items["learner.shared.loss"][0].getData()[1]) == [-v for v in values]
+    panel.set_checked([])
+    assert panel.items == {}
     view.close_view()
 
 

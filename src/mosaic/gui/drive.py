@@ -29,28 +29,36 @@ def run(loop: asyncio.AbstractEventLoop, coro: Any, timeout: float = WAIT_S) -> 
     return loop.run_until_complete(asyncio.wait_for(coro, timeout))
 
 
-def until(loop: asyncio.AbstractEventLoop, predicate: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
-    """Run the Qt/asyncio loop until ``predicate()`` is truthy; its value is returned."""
+def inside(loop: asyncio.AbstractEventLoop, scenario: Callable[[], Any]) -> Any:
+    """Run ``scenario()`` (a coroutine function) with the loop running, and return its result.
 
-    async def poll() -> Any:
-        while True:
-            value = predicate()
-            if value:
-                return value
-            await asyncio.sleep(0.05)
-
-    try:
-        return run(loop, poll(), timeout)
-    except asyncio.TimeoutError:
-        raise AssertionError(f"timed out after {timeout} s waiting for {what}") from None
+    Code that drives the GUI from outside (tests, the screenshot script, the
+    bench) does all of it in here. With the loop stopped, a Qt call that
+    delivers posted events (a grab, a show, a layout) could run asyncio
+    callbacks, and their tasks would fail with "no running event loop"; in the
+    app the loop always runs.
+    """
+    return run(loop, scenario())
 
 
-def fill(window: Any, loop: asyncio.AbstractEventLoop, worker: str, **values: Any) -> Any:
+async def wait(predicate: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
+    """Let the loop run until ``predicate()`` is truthy; its value is returned."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def fill(window: Any, worker: str, **values: Any) -> Any:
     """Choose ``worker`` in the New run tab and show its default config with ``values`` (dotted paths) set."""
     view = window.new_run
     window.tabs.setCurrentWidget(view)
     view.workers.setCurrentText(worker)
-    until(loop, lambda: view.document and view.document["worker"] == worker, f"the {worker} form")
+    await wait(lambda: view.document and view.document["worker"] == worker, f"the {worker} form")
     config = json.loads(json.dumps(view.document["default_config"]))
     for path, value in values.items():
         node = config
@@ -62,12 +70,12 @@ def fill(window: Any, loop: asyncio.AbstractEventLoop, worker: str, **values: An
     return view.form
 
 
-def submit(window: Any, loop: asyncio.AbstractEventLoop) -> Any:
+async def submit(window: Any) -> Any:
     """Click Submit; the set of new run ids, or the error text shown instead."""
     before = set(window.runs.runs)
     window.new_run.buttons["Submit"].click()
-    return until(loop, lambda: (set(window.runs.runs) - before) or window.new_run.error.text(),
-                 "a new run or an error")
+    return await wait(lambda: (set(window.runs.runs) - before) or window.new_run.error.text(),
+                      "a new run or an error")
 
 
 def pixels(image: QImage) -> np.ndarray:

@@ -125,6 +125,8 @@ class FramesView(QWidget):
         self.frames_shown += 1
 
     def tick(self) -> None:
+        if not self.isVisible():  # frames nobody sees are not read
+            return
         self._ticks += 1
         if self._ticks % MAX_FPS == 1:  # about once a second: new streams, ended ones
             self.refresh_streams()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import traceback
 from pathlib import Path
 from typing import Any, Awaitable
 
@@ -42,6 +43,7 @@ class MainWindow(QMainWindow):
         self.streams: dict[str, asyncio.Task] = {}
         self.describe_cache: dict[str, dict[str, Any]] = {}
         self.errors: list[str] = []
+        self.tracebacks: list[str] = []
         self.closed = asyncio.get_event_loop().create_future()
 
         self.tabs = QTabWidget()
@@ -82,6 +84,7 @@ class MainWindow(QMainWindow):
         if exc is not None:
             message = str(exc) if isinstance(exc, DaemonError) else f"{type(exc).__name__}: {exc}"
             self.errors.append(message)
+            self.tracebacks.append("".join(traceback.format_exception(exc)))
             self.statusBar().showMessage(message, 15000)
 
     async def start(self) -> None:

@@ -3,7 +3,8 @@
 The main window streams the run's telemetry (history first, then live) into
 :meth:`RunView.add_events`; everything here is drawn from those events, the
 run folder (evaluations, checkpoints) and FastLane. Redraws are throttled to
-ten a second, so a fast run cannot flood the UI thread.
+ten a second and happen only while the curves are on screen, and frames are
+read only while they are shown, so many open runs cannot flood the UI thread.
 """
 
 from __future__ import annotations
@@ -229,10 +230,13 @@ class RunView(QWidget):
         self._dirty = True
 
     def _redraw_if_dirty(self) -> None:
-        if self._dirty:
-            self._dirty = False
-            self.curves_panel.sync_keys()
-            self.curves_panel.redraw()
+        if self._dirty and self.curves_panel.isVisible():  # a hidden view catches up when it is shown
+            self.redraw()
+
+    def redraw(self) -> None:
+        self._dirty = False
+        self.curves_panel.sync_keys()
+        self.curves_panel.redraw()
 
     def _add_episode(self, event: dict[str, Any]) -> None:
         if self.episodes.rowCount() >= MAX_EPISODE_ROWS:
