@@ -52,6 +52,8 @@ class CompareView(QWidget):
         self.runs.itemChanged.connect(self._run_toggled)
         self.metric = QComboBox()
         self.metric.setEditable(True)
+        self.metric.setMinimumContentsLength(28)
+        self.metric.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.metric.setCurrentText("episode_return_mean")
         self.metric.currentTextChanged.connect(lambda _t: self.redraw())
         self.x_axis = QComboBox()

@@ -184,7 +184,9 @@ class MainWindow(QMainWindow):
             info = self.runs.runs.get(run_id)
             view = RunView(run_id, info.run_dir if info else None)
             self.run_views[run_id] = view
-            self.tabs.addTab(view, run_id[-18:])
+            title = f"{info.worker} {info.algorithm} …{run_id[-6:]}" if info else run_id[-18:]
+            self.tabs.addTab(view, title)
+            self.tabs.setTabToolTip(self.tabs.count() - 1, run_id)
             self.streams[run_id] = self.spawn(self._stream(run_id, view))
         self.tabs.setCurrentWidget(view)
         return view
