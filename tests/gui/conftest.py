@@ -1,10 +1,11 @@
 """GUI tests: real Qt widgets, offscreen (no display needed), a real daemon where the GUI needs one.
 
-pytest-qt calls ``QApplication.processEvents()`` around every test. With the
-GUI's asyncio loop (qasync) on the same QApplication, that would run asyncio
-callbacks (gRPC stream replies) while the loop is not running, and their tasks
-would fail with "no running event loop". So while a qasync loop is the current
-one, those calls process events through it instead.
+The window's asyncio loop (qasync) shares the QApplication. Qt events processed
+while that loop is stopped would run asyncio callbacks (a background task
+waking from a sleep) with no running loop, and the task would fail. Tests drive
+the window with the loop running (``mosaic.gui.drive``), and pytest-qt's
+``processEvents()`` around each test goes through the loop while a qasync loop
+is the current one.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import os
 
-import pytestqt.plugin
-
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytestqt.plugin  # noqa: E402
+
+from mosaic.gui.drive import run  # noqa: E402
 
 _process_events = pytestqt.plugin._process_events
 
@@ -26,7 +29,7 @@ def _process_events_in_the_loop() -> None:
         loop = None
     if loop is not None and type(loop).__module__.startswith("qasync") and not loop.is_running() \
             and not loop.is_closed():
-        loop.run_until_complete(asyncio.sleep(0))
+        run(loop, asyncio.sleep(0))
     else:
         _process_events()
 

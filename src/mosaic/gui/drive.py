@@ -26,7 +26,18 @@ def event_loop(app: Any) -> asyncio.AbstractEventLoop:
 
 
 def run(loop: asyncio.AbstractEventLoop, coro: Any, timeout: float = WAIT_S) -> Any:
-    return loop.run_until_complete(asyncio.wait_for(coro, timeout))
+    """Run the loop until ``coro`` is done (at most ``timeout`` s) and return its result.
+
+    Not ``loop.run_until_complete``: qasync's processes Qt events once more
+    after the loop has stopped, and an asyncio callback due then (a background
+    task waking from a sleep) runs with no running loop and fails.
+    """
+    future = asyncio.ensure_future(asyncio.wait_for(coro, timeout), loop=loop)
+    future.add_done_callback(lambda _f: loop.stop())
+    loop.run_forever()
+    if not future.done():
+        raise RuntimeError("the event loop stopped before the scenario finished")
+    return future.result()
 
 
 def inside(loop: asyncio.AbstractEventLoop, scenario: Callable[[], Any]) -> Any:
