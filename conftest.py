@@ -3,17 +3,20 @@
 ``bash scripts/test`` runs the suite on two pytest processes (pytest-xdist,
 ``--dist loadgroup``). Every test file is kept whole on one process, so its
 module- and session-scoped fixtures (a Ray session, trained checkpoints, a
-daemon) are built once. The files of a folder that reads machine-wide state
-(FastLane's tests look at every segment in ``/dev/shm`` and collect the
-garbage of any run) form one group and run one after another.
+daemon) are built once. The few files of long, independent tests are split
+test by test, so neither process is left with all of them at the end. The
+files of a folder that reads machine-wide state (FastLane's tests look at every
+segment in ``/dev/shm`` and collect the garbage of any run) form one group and
+run one after another.
 """
-
 from __future__ import annotations
 
 import pytest
 
 #: Folders whose files run one after another, on one process.
 SERIAL_FOLDERS = {"tests/fastlane/": "fastlane"}
+#: Files of long, independent tests (no module-scoped fixtures): each test may go to either process.
+SPLIT_FILES = {"workers/xuance_worker/tests/test_xc_training.py", "workers/cleanrl_worker/tests/test_crl_training.py"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -21,5 +24,6 @@ def pytest_collection_modifyitems(config, items):
         if item.get_closest_marker("xdist_group") is not None:
             continue
         path = item.nodeid.split("::")[0]
-        group = next((g for folder, g in SERIAL_FOLDERS.items() if path.startswith(folder)), path)
+        group = next((g for folder, g in SERIAL_FOLDERS.items() if path.startswith(folder)),
+                     item.nodeid if path in SPLIT_FILES else path)
         item.add_marker(pytest.mark.xdist_group(group))
