@@ -9,6 +9,7 @@ files of a folder that reads machine-wide state (FastLane's tests look at every
 segment in ``/dev/shm`` and collect the garbage of any run) form one group and
 run one after another.
 """
+
 from __future__ import annotations
 
 import pytest
