@@ -52,17 +52,9 @@ def main() -> int:
     os.environ["MOSAIC_HOME"] = str(home)
 
     from PySide6.QtCore import QTimer
-    from PySide6.QtWidgets import QApplication
+    from mosaic.gui.drive import close_window, fill, inside, open_window, submit, wait
 
-    from mosaic.gui.drive import event_loop, fill, inside, run, stop_daemon, submit, wait
-    from mosaic.gui.main_window import MainWindow
-
-    app = QApplication(sys.argv[:1])
-    app.setQuitOnLastWindowClosed(False)
-    loop = event_loop(app)
-    window = MainWindow(home)
-    window.resize(1280, 900)
-    window.show()
+    _app, loop, window = open_window(home, 1280, 900)
     run_ids: list[str] = []
     # the daemon queues what does not fit its CPU budget: this one lets every run start at once
     import subprocess
@@ -121,9 +113,7 @@ def main() -> int:
     try:
         inside(loop, scenario)
     finally:
-        run(loop, window.stop())
-        window.close()
-        stop_daemon(home)
+        close_window(loop, window, home)
     elapsed, fps, events, states = result["elapsed"], result["fps"], result["events"], result["states"]
 
     p50, p99, worst = percentile(gaps, 0.5), percentile(gaps, 0.99), max(gaps)

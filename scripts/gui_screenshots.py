@@ -42,17 +42,9 @@ def main() -> int:
     os.environ["MOSAIC_HOME"] = str(home)
     args.out.mkdir(parents=True, exist_ok=True)
 
-    from PySide6.QtWidgets import QApplication
+    from mosaic.gui.drive import close_window, fill, inside, open_window, submit, wait
 
-    from mosaic.gui.drive import event_loop, fill, inside, run, stop_daemon, submit, wait
-    from mosaic.gui.main_window import MainWindow
-
-    app = QApplication(sys.argv[:1])
-    app.setQuitOnLastWindowClosed(False)
-    loop = event_loop(app)
-    window = MainWindow(home)
-    window.resize(1280, 820)
-    window.show()
+    _app, loop, window = open_window(home, 1280, 820)
     shots: list[Path] = []
 
     async def shot(name: str, widget=None) -> None:
@@ -107,9 +99,7 @@ def main() -> int:
     try:
         inside(loop, scenario)
     finally:
-        run(loop, window.stop())
-        window.close()
-        stop_daemon(home)
+        close_window(loop, window, home)
     print(f"{len(shots)} screenshots in {args.out}")
     return 0
 

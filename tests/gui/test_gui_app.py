@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mosaic.gui.drive import event_loop, fill, inside, run, share_of_colour, stop_daemon, submit, wait
+from mosaic.gui.drive import close_window, event_loop, fill, inside, run, share_of_colour, submit, wait
 from mosaic.discovery import discover_workers
 from mosaic.gui.main_window import MainWindow
 from mosaic.gui.run_view import PALETTE
@@ -44,9 +44,7 @@ def gui(loop, tmp_path_factory):
         run(loop, window.start())
         yield window
     finally:
-        run(loop, window.stop())
-        window.close()
-        stop_daemon(home)
+        close_window(loop, window, home)
         if old is None:
             os.environ.pop("MOSAIC_HOME", None)
         else:

@@ -87,23 +87,22 @@ class AsyncDaemonClient:
 
     # -- streams --------------------------------------------------------------------
     async def watch(self, include_current: bool = True) -> AsyncIterator[pb.RunStateChange]:
+        """Run state changes: each run's current state first (``include_current``), then every change."""
         call = self.stub.WatchRuns(pb.WatchRunsRequest(include_current=include_current), metadata=self._metadata)
-        try:
-            async for change in call:
-                yield change
-        except grpc.RpcError as exc:
-            if exc.code() != grpc.StatusCode.CANCELLED:
-                raise _translate(exc, self.address) from None
-        finally:
-            call.cancel()
+        async for change in self._stream(call):
+            yield change
 
     async def telemetry(self, run: str, from_seq: int = 0, follow: bool = True) -> AsyncIterator[pb.TelemetryBatch]:
         """Batches of a run's events: the stored history first, then live ones until the run ends."""
         call = self.stub.StreamTelemetry(pb.StreamTelemetryRequest(run=run, from_seq=from_seq, follow=follow),
                                          metadata=self._metadata)
+        async for batch in self._stream(call):
+            yield batch
+
+    async def _stream(self, call: Any) -> AsyncIterator[Any]:
         try:
-            async for batch in call:
-                yield batch
+            async for message in call:
+                yield message
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
                 raise _translate(exc, self.address) from None

@@ -18,10 +18,10 @@ from typing import Any
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem,
-                               QPushButton, QSplitter, QVBoxLayout, QWidget)
+                               QPushButton, QWidget)
 
 from mosaic.curves import X_AXES, RunCurves, mean_band
-from mosaic.gui.run_view import PALETTE
+from mosaic.gui.run_view import PALETTE, list_beside_plot
 
 
 def config_value(run_dir: str | None, path: str) -> Any:
@@ -78,21 +78,7 @@ class CompareView(QWidget):
         buttons.addWidget(export_csv)
         buttons.addStretch(1)
         buttons.addWidget(self.status)
-        right = QWidget()
-        right_box = QVBoxLayout(right)
-        right_box.addLayout(controls)
-        right_box.addWidget(self.plot, 1)
-        right_box.addLayout(buttons)
-        left = QWidget()
-        left_box = QVBoxLayout(left)
-        left_box.addWidget(QLabel("runs (check to compare)"))
-        left_box.addWidget(self.runs, 1)
-        split = QSplitter()
-        split.addWidget(left)
-        split.addWidget(right)
-        split.setStretchFactor(1, 4)
-        layout = QVBoxLayout(self)
-        layout.addWidget(split)
+        list_beside_plot(self, "runs (check to compare)", self.runs, controls, self.plot, buttons)
 
     # -- runs ----------------------------------------------------------------------------
     def add_run(self, run_id: str, run_dir: str, label: str) -> None:

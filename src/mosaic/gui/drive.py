@@ -25,6 +25,32 @@ def event_loop(app: Any) -> asyncio.AbstractEventLoop:
     return loop
 
 
+def open_window(home: Any, width: int = 1280, height: int = 820) -> tuple[Any, asyncio.AbstractEventLoop, Any]:
+    """(QApplication, its qasync loop, a shown MainWindow for ``home``): what a script driving the GUI needs."""
+    import sys
+
+    from PySide6.QtWidgets import QApplication
+
+    from mosaic.gui.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setQuitOnLastWindowClosed(False)
+    loop = event_loop(app)
+    window = MainWindow(home)
+    window.resize(width, height)
+    window.show()
+    return app, loop, window
+
+
+def close_window(loop: asyncio.AbstractEventLoop, window: Any, home: Any) -> None:
+    """Stop the window's streams, close it, and stop the daemon serving ``home``."""
+    try:
+        run(loop, window.stop())
+    finally:
+        window.close()
+        stop_daemon(home)
+
+
 def run(loop: asyncio.AbstractEventLoop, coro: Any, timeout: float = WAIT_S) -> Any:
     """Run the loop until ``coro`` is done (at most ``timeout`` s) and return its result.
 

@@ -29,6 +29,26 @@ MAX_EPISODE_ROWS = 500
 REDRAW_MS = 100
 
 
+def list_beside_plot(owner: QWidget, title: str, items: QWidget, controls: QHBoxLayout, plot: QWidget,
+                     below: QHBoxLayout | None = None) -> None:
+    """``owner``'s layout: a titled list on the left; controls, the plot (and ``below``) on the right."""
+    left = QWidget()
+    left_box = QVBoxLayout(left)
+    left_box.addWidget(QLabel(title))
+    left_box.addWidget(items, 1)
+    right = QWidget()
+    right_box = QVBoxLayout(right)
+    right_box.addLayout(controls)
+    right_box.addWidget(plot, 1)
+    if below is not None:
+        right_box.addLayout(below)
+    split = QSplitter()
+    split.addWidget(left)
+    split.addWidget(right)
+    split.setStretchFactor(1, 4)
+    QVBoxLayout(owner).addWidget(split)
+
+
 class CurvesPanel(QWidget):
     """Checked metric keys drawn against the chosen x axis, EMA-smoothed as TensorBoard does."""
 
@@ -54,20 +74,7 @@ class CurvesPanel(QWidget):
         controls.addWidget(QLabel("smoothing"))
         controls.addWidget(self.smoothing, 1)
         controls.addWidget(self.smoothing_label)
-        left = QWidget()
-        left_box = QVBoxLayout(left)
-        left_box.addWidget(QLabel("metrics"))
-        left_box.addWidget(self.keys, 1)
-        right = QWidget()
-        right_box = QVBoxLayout(right)
-        right_box.addLayout(controls)
-        right_box.addWidget(self.plot, 1)
-        split = QSplitter()
-        split.addWidget(left)
-        split.addWidget(right)
-        split.setStretchFactor(1, 4)
-        layout = QVBoxLayout(self)
-        layout.addWidget(split)
+        list_beside_plot(self, "metrics", self.keys, controls, self.plot)
         self.items: dict[str, Any] = {}
 
     def sync_keys(self) -> None:
