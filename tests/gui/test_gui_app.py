@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mosaic.gui.drive import close_window, event_loop, fill, inside, run, share_of_colour, submit, wait
+from mosaic.gui.drive import close_window, event_loop, fill, inside, run, share_of_colour, stop_daemon, submit, wait
 from mosaic.discovery import discover_workers
 from mosaic.gui.main_window import MainWindow
 from mosaic.gui.run_view import PALETTE
@@ -285,3 +285,18 @@ async def test_a_run_submitted_from_the_cli_appears_in_the_table(gui, loop, tmp_
     run_id = proc.stdout.strip()
     await wait(lambda: gui.runs.row_of(run_id) is not None, "the CLI's run in the table")
     await wait(lambda: state(gui, run_id) == "COMPLETED", "the CLI's run to complete")
+
+
+@in_loop
+async def test_a_restarted_daemon_is_found_again(gui, loop):
+    """The daemon goes away and comes back on another port: the window follows it without a restart."""
+    before = gui.reconnects
+    stop_daemon(gui.home)
+    await wait(lambda: gui.connection_lost and "unreachable" in gui.daemon_label.text(), "the loss noticed")
+    subprocess.Popen([sys.executable, "-m", "mosaic", "daemon", "--port", "0"], env=dict(os.environ),
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    await wait(lambda: gui.reconnects > before, "the reconnect")
+    assert gui.daemon_label.text().startswith("reconnected to the daemon at ")
+    await fill_random(gui, total_timesteps=200, steps_per_iteration=100)
+    (run_id,) = await submit(gui)
+    await wait(lambda: state(gui, run_id) == "COMPLETED", "a run on the new daemon")

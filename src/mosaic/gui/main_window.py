@@ -16,10 +16,12 @@ import traceback
 from pathlib import Path
 from typing import Any, Awaitable
 
+import grpc
 from PySide6.QtWidgets import QLabel, QMainWindow, QTabWidget
 
 from mosaic.daemon.aio_client import AsyncDaemonClient, ensure_daemon
 from mosaic.daemon.client import DaemonError
+from mosaic.daemon.endpoint import find_daemon
 from mosaic.gui.catalog import CatalogView
 from mosaic.gui.compare import CompareView
 from mosaic.gui.new_run import NewRunView
@@ -43,6 +45,8 @@ class MainWindow(QMainWindow):
         self.streams: dict[str, asyncio.Task] = {}
         self.describe_cache: dict[str, dict[str, Any]] = {}
         self.errors: list[str] = []
+        self.connection_lost = False
+        self.reconnects = 0
         self.tracebacks: list[str] = []
         self.closed = asyncio.get_event_loop().create_future()
 
@@ -127,14 +131,46 @@ class MainWindow(QMainWindow):
         self.compare.add_run(info.run_id, info.run_dir, f"{info.worker} {info.algorithm} {info.env_id}".strip())
 
     async def _watch(self) -> None:
-        async for change in self.client.watch(include_current=True):
-            self._take(change.run)
+        try:
+            async for change in self.client.watch(include_current=True):
+                self._take(change.run)
+        except DaemonError as exc:
+            if exc.code != grpc.StatusCode.UNAVAILABLE:
+                raise
+            self.connection_lost = True  # _poll reconnects and follows again
 
     async def _poll(self) -> None:
+        """The runs' newest metrics every couple of seconds; a lost daemon is looked for again, and followed."""
         while True:
             await asyncio.sleep(LIST_EVERY_S)
-            for info in await self.client.list():
+            try:
+                runs = await self.client.list()
+            except DaemonError as exc:
+                if exc.code != grpc.StatusCode.UNAVAILABLE:
+                    raise
+                self.connection_lost = True
+                self.daemon_label.setText(f"the daemon is unreachable ({exc}); looking for it again")
+                await self._reconnect()
+                continue
+            for info in runs:
                 self._take(info)
+            if self.connection_lost:
+                self.connection_lost = False
+                self.reconnects += 1
+                self.daemon_label.setText(f"reconnected to the daemon at {self.client.address}")
+                self.spawn(self._watch())
+                for run_id, view in self.run_views.items():  # live views go on from what they have
+                    if run_id not in self.streams or self.streams[run_id].done():
+                        self.streams[run_id] = self.spawn(self._stream(run_id, view))
+
+    async def _reconnect(self) -> None:
+        """A client for the daemon now serving the home (a restarted one listens elsewhere)."""
+        endpoint = find_daemon(self.home)
+        if endpoint is None or endpoint.address == self.client.address:
+            return
+        old = self.client
+        self.client = AsyncDaemonClient.for_endpoint(endpoint, self.home)
+        await old.close()
 
     async def _describe(self, name: str) -> None:
         document = self.describe_cache.get(name)
@@ -171,7 +207,15 @@ class MainWindow(QMainWindow):
         self.compare.set_history(run_id, events)
 
     async def _stream(self, run_id: str, view: RunView) -> None:
-        async for batch in self.client.telemetry(run_id, follow=True):
+        try:
+            await self._follow(run_id, view)
+        except DaemonError as exc:
+            if exc.code != grpc.StatusCode.UNAVAILABLE:
+                raise
+            self.connection_lost = True  # _poll follows it again from the last event the view has
+
+    async def _follow(self, run_id: str, view: RunView) -> None:
+        async for batch in self.client.telemetry(run_id, from_seq=view.curves.last_seq + 1, follow=True):
             events = [json.loads(e.json) for e in batch.events]
             for start in range(0, len(events), CHUNK):
                 view.add_events(events[start:start + CHUNK])
