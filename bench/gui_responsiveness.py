@@ -12,7 +12,9 @@ The frames of one run are on screen, and the bench measures it for ``--seconds``
 - **timer gap**: the UI thread runs a 10 ms QTimer; the gap is the time between two
   timeouts. Target: p99 under 50 ms.
 - **frames shown per second** on the visible run view. Target: 25 fps or more.
-- how many telemetry events reached the views.
+- how many telemetry events reached the views;
+- how busy the UI thread was (its CPU time over the window) and the machine's load, to tell
+  the GUI's own cost from a machine too busy to schedule it.
 
     .venv/bin/python bench/gui_responsiveness.py [--runs 8] [--seconds 20]
 
@@ -97,10 +99,12 @@ def main() -> int:
         frames_before = shown.frames.frames_shown
         events_before = sum(v.curves.last_seq for v in views)
         started = last[0] = time.perf_counter()
+        busy_before = time.thread_time()  # CPU time of this thread: the UI thread
         timer.start()
         await asyncio.sleep(args.seconds)  # the measuring window
         timer.stop()
         elapsed = time.perf_counter() - started
+        result.update(ui_busy=(time.thread_time() - busy_before) / elapsed, load=os.getloadavg()[0])
         result.update(elapsed=elapsed, fps=(shown.frames.frames_shown - frames_before) / elapsed,
                       events=sum(v.curves.last_seq for v in views) - events_before,
                       states={r: window.runs.state_of(r) for r in run_ids})
@@ -124,6 +128,9 @@ def main() -> int:
     print(f"frames shown: {fps:.1f} fps of 700x700 on the visible run view  [target >= 25 fps: "
           f"{'met' if fps >= 25 else 'NOT met'}]")
     print(f"telemetry events into the views: {events / elapsed:.0f} events/s")
+    print(f"UI thread busy {100 * result['ui_busy']:.0f}% of the window (its own CPU time); machine load "
+          f"average {result['load']:.1f} on {os.cpu_count()} cores: gaps far above the busy share point at a "
+          "machine too busy to schedule the UI thread, not at the GUI's own work")
     return 0
 
 
