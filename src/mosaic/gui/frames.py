@@ -108,10 +108,10 @@ class FramesView(QWidget):
         if not path.exists():
             return False
         pixels, meta = read_png(path)
-        self.show(pixels, f"last frame of {stream} (the stream has ended)", meta)
+        self.display(pixels, f"last frame of {stream} (the stream has ended)", meta)
         return True
 
-    def show(self, pixels: np.ndarray, title: str, meta: dict | None = None) -> None:  # noqa: A003
+    def display(self, pixels: np.ndarray, title: str, meta: dict | None = None) -> None:
         image = to_qimage(pixels)
         target = self.image.size()
         pixmap = QPixmap.fromImage(image)
@@ -136,7 +136,7 @@ class FramesView(QWidget):
             return
         frame = self.follower.poll()
         if frame is not None:
-            self.show(frame.pixels, f"{self.streams.currentText()} · episode {frame.episode} step {frame.step}",
+            self.display(frame.pixels, f"{self.streams.currentText()} · episode {frame.episode} step {frame.step}",
                       frame.meta)
         elif not self.follower.attached and self.run_dir is not None:
             stream = self.streams.currentText()
