@@ -52,12 +52,12 @@ def main() -> int:
     args = parser.parse_args()
 
     from mosaic import worker_envs
+    from mosaic.testing import WorkerHome
 
-    home = Path(tempfile.mkdtemp(prefix="mosaic-bench-cleanrl-"))
-    (home / "envs").mkdir()
-    env = worker_envs.build("cleanrl").path  # the checkout's environment (a no-op when up to date)
-    (home / "envs" / "cleanrl").symlink_to(env, target_is_directory=True)
-    python = str(worker_envs.python_in(env))
+    # a fresh home whose envs/cleanrl is the checkout's environment (built first: a no-op when up to date)
+    bench_home = WorkerHome.create(Path(tempfile.mkdtemp(prefix="mosaic-bench-cleanrl-")), "cleanrl",
+                                   worker_envs.build("cleanrl").path)
+    home, python = bench_home.root, bench_home.python
     config = home / "bench.json"
     threads = {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)} if args.threads else {}
     config.write_text(json.dumps({"worker": "cleanrl", "algorithm": args.algorithm, "seed": 1,

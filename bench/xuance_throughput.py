@@ -45,12 +45,12 @@ def main() -> int:
     args = parser.parse_args()
 
     from mosaic import worker_envs
+    from mosaic.testing import WorkerHome
 
-    home = Path(tempfile.mkdtemp(prefix="mosaic-bench-xuance-"))
-    (home / "envs").mkdir()
-    env = worker_envs.build("xuance").path  # the checkout's environment (a no-op when up to date)
-    (home / "envs" / "xuance").symlink_to(env, target_is_directory=True)
-    python = str(worker_envs.python_in(env))
+    # a fresh home whose envs/xuance is the checkout's environment (built first: a no-op when up to date)
+    bench_home = WorkerHome.create(Path(tempfile.mkdtemp(prefix="mosaic-bench-xuance-")), "xuance",
+                                   worker_envs.build("xuance").path)
+    home, python = bench_home.root, bench_home.python
     config = home / "bench.json"
     config.write_text(json.dumps({"worker": "xuance", "algorithm": args.algorithm, "seed": 1,
                                   "total_timesteps": args.timesteps, "checkpoint_at_end": True}))
