@@ -63,3 +63,41 @@ def test_self_play_pool_snapshots_and_log_levels(qtbot):
     view.add_events([{"type": "log", "seq": 4, "level": "error", "message": "replayed"}])  # seen before: skipped
     assert "replayed" not in view.log.toPlainText()
     view.close_view()
+
+
+def test_frame_canvas_fits_the_frame_and_a_new_frame_repaints_only_the_canvas(qtbot):
+    import numpy as np
+    from PySide6.QtGui import QColor
+    from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+    from mosaic.gui.frames import FramesView
+
+    host = QWidget()
+    qtbot.addWidget(host)
+    painted = []  # the host's own paint events: a frame should never cause one
+    host.paintEvent = lambda event: painted.append(event)
+    frames = FramesView("r", None)
+    QVBoxLayout(host).addWidget(frames)
+    host.resize(420, 520)
+    host.show()
+    qtbot.waitExposed(host)
+    canvas = frames.image
+    wide = np.zeros((100, 200, 3), dtype=np.uint8)
+    wide[:, :, 0] = 255  # a red frame twice as wide as high
+    frames.display(wide, "a stream · episode 3 step 7", {"returns": {"a": 1.5}}, caption_now=True)
+    assert "returns this episode: a 1.50" in frames.caption.text()
+    shot = canvas.grab().toImage()
+    width, height = shot.width(), shot.height()
+    assert QColor(shot.pixel(width // 2, height // 2)).red() > 200  # the frame, in the middle
+    target = canvas.target()
+    assert abs(target.width() - width) <= 1 and abs(target.height() - width // 2) <= 1  # aspect kept
+    assert QColor(shot.pixel(width // 2, 2)).red() < 30  # black above it
+    qtbot.wait(50)  # paints still pending from showing the window
+    painted.clear()
+    caption = frames.caption.text()
+    for step in range(5):  # frames in quick succession: the caption waits, only the canvas repaints
+        frames.display(wide, f"a stream · episode 3 step {8 + step}")
+        qtbot.wait(1)
+    assert frames.caption.text() == caption and frames.frames_shown == 6
+    assert painted == []
+    frames.stop()

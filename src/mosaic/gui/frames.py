@@ -2,9 +2,15 @@
 
 A run's streams are found by name in ``/dev/shm`` (and its registry in the
 run folder); each is followed with :class:`~mosaic.fastlane.follow.StreamFollower`
-on a timer (30 fps at most). Reading and showing a 700×700 frame costs well
-under a millisecond, so no thread is needed. When a stream's segment is gone
-(the run ended), its last frame kept in the run folder is shown.
+on a timer (30 fps at most). When a stream's segment is gone (the run ended),
+its last frame kept in the run folder is shown.
+
+Frames are painted by :class:`FrameCanvas`, an opaque widget that draws the
+image scaled straight into its own rectangle: a new frame repaints that
+rectangle and nothing around it (a ``QLabel`` pixmap repainted the tab pages
+behind it and converted every frame to a pixmap first). The caption under it
+changes a few times a second at most and has a fixed height, so it never asks
+the window for a new layout.
 """
 
 from __future__ import annotations
@@ -12,9 +18,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QImage, QPixmap
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+import time
+
+from PySide6.QtCore import QRect, QSize, Qt, QTimer
+from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from mosaic.fastlane.follow import StreamFollower
 from mosaic.fastlane.png import read_png
@@ -22,10 +30,15 @@ from mosaic.fastlane.registry import last_frame_path, read_registry
 from mosaic.fastlane.shm import list_segments, parse_segment_name, segment_name
 
 MAX_FPS = 30
+CAPTION_EVERY_S = 0.25  # the caption's text changes at most this often
 
 
-def to_qimage(pixels: np.ndarray) -> QImage:
-    """An RGB (or grey, or RGBA) uint8 array as a QImage that owns a copy of the pixels."""
+def to_qimage(pixels: np.ndarray, copy: bool = True) -> QImage:
+    """An RGB (or grey, or RGBA) uint8 array as a QImage.
+
+    With ``copy`` the image owns a copy of the pixels; without, it reads the array's
+    memory, which the caller keeps alive (and unchanged) as long as the image is used.
+    """
     pixels = np.ascontiguousarray(pixels)
     if pixels.dtype != np.uint8:
         pixels = np.clip(pixels, 0, 255).astype(np.uint8)
@@ -36,7 +49,48 @@ def to_qimage(pixels: np.ndarray) -> QImage:
     if fmt is None:
         pixels = np.ascontiguousarray(np.repeat(pixels[:, :, :1], 3, axis=2))
         channels, fmt = 3, QImage.Format.Format_RGB888
-    return QImage(pixels.data, width, height, width * channels, fmt).copy()
+    image = QImage(pixels.data, width, height, width * channels, fmt)
+    return image.copy() if copy else image
+
+
+class FrameCanvas(QWidget):
+    """One frame, scaled to fit (aspect kept) on black, or a line of text when there is none."""
+
+    def __init__(self, placeholder: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)  # paints every pixel itself
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.setMinimumSize(200, 200)
+        self.placeholder = placeholder
+        self._image: QImage | None = None
+        self._pixels: np.ndarray | None = None  # the memory _image reads
+
+    def sizeHint(self) -> QSize:  # noqa: N802  (Qt's name)
+        return QSize(600, 600)
+
+    def set_frame(self, pixels: np.ndarray) -> None:
+        pixels = np.ascontiguousarray(pixels)
+        self._image = to_qimage(pixels, copy=False)
+        self._pixels = pixels
+        self.update()
+
+    def target(self) -> QRect:
+        """Where the frame goes: as large as fits, centred, aspect kept."""
+        if self._image is None:
+            return QRect()
+        size = self._image.size().scaled(self.size(), Qt.AspectRatioMode.KeepAspectRatio)
+        return QRect((self.width() - size.width()) // 2, (self.height() - size.height()) // 2,
+                     size.width(), size.height())
+
+    def paintEvent(self, _event: object) -> None:  # noqa: N802  (Qt's name)
+        painter = QPainter(self)
+        painter.fillRect(self.rect(), QColor("black"))
+        if self._image is None:
+            painter.setPen(QColor("lightgray"))
+            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, self.placeholder)
+        else:
+            painter.drawImage(self.target(), self._image)
+        painter.end()
 
 
 class FramesView(QWidget):
@@ -50,11 +104,13 @@ class FramesView(QWidget):
         self.frames_shown = 0
         self.streams = QComboBox()
         self.streams.currentTextChanged.connect(self._switch)
-        self.image = QLabel("no frames yet: runs stream frames with fastlane.enabled")
-        self.image.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.image.setMinimumSize(200, 200)
+        self.image = FrameCanvas("no frames yet: runs stream frames with fastlane.enabled")
         self.caption = QLabel()
+        self.caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.caption.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.caption.setFixedHeight(self.caption.fontMetrics().height() * 2 + 4)
         self.caption.setWordWrap(True)
+        self._caption_at = 0.0
         top = QHBoxLayout()
         top.addWidget(QLabel("stream"))
         top.addWidget(self.streams, 1)
@@ -108,21 +164,18 @@ class FramesView(QWidget):
         if not path.exists():
             return False
         pixels, meta = read_png(path)
-        self.display(pixels, f"last frame of {stream} (the stream has ended)", meta)
+        self.display(pixels, f"last frame of {stream} (the stream has ended)", meta, caption_now=True)
         return True
 
-    def display(self, pixels: np.ndarray, title: str, meta: dict | None = None) -> None:
-        image = to_qimage(pixels)
-        target = self.image.size()
-        pixmap = QPixmap.fromImage(image)
-        if target.width() > 50 and target.height() > 50:
-            pixmap = pixmap.scaled(target, Qt.AspectRatioMode.KeepAspectRatio,
-                                   Qt.TransformationMode.FastTransformation)
-        self.image.setPixmap(pixmap)
-        returns = (meta or {}).get("returns") or {}
-        shown = ", ".join(f"{agent} {value:.2f}" for agent, value in list(returns.items())[:8])
-        self.caption.setText(f"{title}" + (f" · returns this episode: {shown}" if shown else ""))
+    def display(self, pixels: np.ndarray, title: str, meta: dict | None = None, caption_now: bool = False) -> None:
+        self.image.set_frame(pixels)
         self.frames_shown += 1
+        now = time.monotonic()
+        if caption_now or now - self._caption_at >= CAPTION_EVERY_S:
+            self._caption_at = now
+            returns = (meta or {}).get("returns") or {}
+            shown = ", ".join(f"{agent} {value:.2f}" for agent, value in list(returns.items())[:8])
+            self.caption.setText(f"{title}" + (f" · returns this episode: {shown}" if shown else ""))
 
     def tick(self) -> None:
         if not self.isVisible():  # frames nobody sees are not read

@@ -10,6 +10,7 @@ read only while they are shown, so many open runs cannot flood the UI thread.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -27,6 +28,7 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F
 LEVELS = ("debug", "info", "warning", "error")
 MAX_EPISODE_ROWS = 500
 REDRAW_MS = 100
+FIT_COLUMNS_EVERY_S = 1.0  # a shown table's columns follow its new rows this often
 
 
 def list_beside_plot(owner: QWidget, title: str, items: QWidget, controls: QHBoxLayout, plot: QWidget,
@@ -153,7 +155,11 @@ class RunView(QWidget):
         self.episodes = QTableWidget(0, 5)
         self.episodes.setHorizontalHeaderLabels(("episode", "env steps", "length", "returns", "winner"))
         self.episodes.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.episodes.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # columns fit their contents when the table is shown (see _fit_episode_columns), not on every
+        # new row: ResizeToContents measures every row's text each time, hidden or not
+        self.episodes.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self._episodes_fitted_at = 0.0
+        self._episode_rows_new = False
         self.episodes.horizontalHeader().setStretchLastSection(True)
         self.tabs.addTab(self.episodes, "Episodes")
 
@@ -239,6 +245,15 @@ class RunView(QWidget):
     def _redraw_if_dirty(self) -> None:
         if self._dirty and self.curves_panel.isVisible():  # a hidden view catches up when it is shown
             self.redraw()
+        if self._episode_rows_new and self.episodes.isVisible():
+            self._fit_episode_columns()
+
+    def _fit_episode_columns(self) -> None:
+        now = time.monotonic()
+        if now - self._episodes_fitted_at >= FIT_COLUMNS_EVERY_S:
+            self._episodes_fitted_at = now
+            self._episode_rows_new = False
+            self.episodes.resizeColumnsToContents()
 
     def redraw(self) -> None:
         self._dirty = False
@@ -254,6 +269,7 @@ class RunView(QWidget):
                   ", ".join(f"{a} {r:.2f}" for a, r in returns.items()), str(event.get("winner") or ""))
         for col, value in enumerate(values):
             self.episodes.setItem(0, col, QTableWidgetItem(value))
+        self._episode_rows_new = True
 
     def _show_pool(self, self_play: dict[str, Any]) -> None:
         rates = self_play.get("win_rate_vs") or {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
 from mosaic.daemon.proto import mosaic_daemon_pb2 as pb
 
 COLUMNS = ("run", "state", "worker", "algorithm", "env", "progress", "env steps/s", "last return", "ETA")
+FIT_COLUMNS_EVERY_S = 1.0
 ACTIVE = {"QUEUED", "STARTING", "RUNNING", "PAUSED"}
 
 
@@ -88,7 +90,10 @@ class RunsView(QWidget):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # columns fit their contents at most once a second while shown, not on every update:
+        # ResizeToContents measures every cell's text each time a cell changes
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self._fitted_at = 0.0
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.itemSelectionChanged.connect(self._update_buttons)
         self.table.cellDoubleClicked.connect(lambda row, _col: self._emit(self.open_run))
@@ -144,6 +149,19 @@ class RunsView(QWidget):
         bar.setFormat(f"{int(done):,} / {int(total):,}" if isinstance(done, (int, float)) and total else
                       ("done" if fraction == 1.0 else ""))
         self._update_buttons()
+        self.fit_columns()
+
+    def fit_columns(self, now: bool = False) -> None:
+        if not self.isVisible():
+            return
+        moment = time.monotonic()
+        if now or moment - self._fitted_at >= FIT_COLUMNS_EVERY_S:
+            self._fitted_at = moment
+            self.table.resizeColumnsToContents()
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802  (Qt's name)
+        super().showEvent(event)
+        self.fit_columns(now=True)
 
     def row_of(self, run_id: str) -> int | None:
         for row in range(self.table.rowCount()):
