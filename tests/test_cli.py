@@ -16,6 +16,7 @@ import pytest
 
 from cli_support import EXAMPLES, run_cli, write_config
 from mosaic.telemetry_schema import TELEMETRY_SCHEMA
+from mosaic.testing import check_pause_resume
 
 VALIDATOR = jsonschema.Draft202012Validator(TELEMETRY_SCHEMA)
 
@@ -183,30 +184,7 @@ def test_ctrl_c_cancels_the_worker_cleanly(home, tmp_path):
 
 def test_pause_and_resume_by_signal(home, tmp_path):
     proc, run = start_slow_run(home, tmp_path)
-    pid = worker_pid(run)
-    telemetry = run / "telemetry.jsonl"
-
-    def wait_for(kind: str) -> None:
-        deadline = time.time() + 20
-        while f'"type":"{kind}"' not in telemetry.read_text():
-            assert time.time() < deadline, f"no {kind} event"
-            time.sleep(0.05)
-
-    os.kill(pid, signal.SIGUSR1)
-    wait_for("paused")
-
-    def after_pause() -> list[str]:
-        types = [json.loads(line)["type"] for line in telemetry.read_text().splitlines()]
-        return types[types.index("paused") + 1:]
-
-    # Two heartbeats after `paused` prove time passed with the worker alive; it played nothing meanwhile.
-    deadline = time.time() + 20
-    while after_pause().count("heartbeat") < 2:
-        assert time.time() < deadline, "no heartbeats while paused"
-        time.sleep(0.05)
-    assert not {"episode", "metrics"} & set(after_pause()), "worker kept playing while paused"
-    os.kill(pid, signal.SIGUSR2)
-    wait_for("resumed")
+    check_pause_resume(run, proc, heartbeats=2, timeout=60)
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=30)
     assert proc.returncode == 3

@@ -338,9 +338,62 @@ class WorkerHome:
 
 
 def run_events(run: Path, kind: str | None = None) -> list[dict[str, Any]]:
-    """A run folder's telemetry events (of one ``kind``), in order."""
-    out = [json.loads(line) for line in (Path(run) / "telemetry.jsonl").read_text().splitlines() if line.strip()]
+    """A run folder's telemetry events (of one ``kind``), in order.
+
+    A run still writing may have a last line without its newline yet: that one is left out.
+    """
+    path = Path(run) / "telemetry.jsonl"
+    text = path.read_text() if path.exists() else ""
+    lines = text.split("\n")[:-1]  # complete lines only
+    out = [json.loads(line) for line in lines if line.strip()]
     return [e for e in out if kind is None or e["type"] == kind]
+
+
+#: Events that show a run is training (or playing): none may come while it is paused.
+PROGRESS_TYPES = ("episode", "metrics", "checkpoint_saved")
+
+
+def check_pause_resume(run: Path, proc: "subprocess.Popen | None" = None, heartbeats: int = 2,
+                       timeout: float = 120.0) -> list[dict[str, Any]]:
+    """Pause a training run by signal, see it hold still, resume it and see it train again.
+
+    ``run`` is the folder of a run that is training (its worker's pid is in
+    ``analytics.json``); ``proc`` the process that started it (``mosaic run``), so a
+    run that dies fails at once. SIGUSR1 must bring a ``paused`` event; ``heartbeats``
+    heartbeats after it prove time passed with the worker alive, and no event of
+    :data:`PROGRESS_TYPES` may come before ``resumed``; SIGUSR2 must bring ``resumed``
+    and then new progress. The run keeps going: the caller ends it. Returns the
+    events up to that new progress.
+    """
+    import signal
+
+    pid = json.loads((Path(run) / "analytics.json").read_text())["pid"]
+    wait_until(lambda: any(e["type"] in PROGRESS_TYPES for e in run_events(run)), timeout,
+               "the run to make progress before it is paused", proc=proc)
+    os.kill(pid, signal.SIGUSR1)
+    paused_at = wait_until(lambda: _index_of(run_events(run), "paused"), timeout, "a paused event", proc=proc)
+
+    def since_paused() -> list[str]:
+        return [e["type"] for e in run_events(run)[paused_at + 1:]]
+
+    wait_until(lambda: since_paused().count("heartbeat") >= heartbeats, timeout,
+               f"{heartbeats} heartbeats while paused", proc=proc)
+    moved = set(since_paused()) & set(PROGRESS_TYPES)
+    assert not moved, f"the run made progress while paused: {sorted(moved)}"
+    os.kill(pid, signal.SIGUSR2)
+    resumed_at = wait_until(lambda: _index_of(run_events(run), "resumed"), timeout, "a resumed event", proc=proc)
+    assert not set(e["type"] for e in run_events(run)[paused_at + 1:resumed_at]) & set(PROGRESS_TYPES)
+    wait_until(lambda: any(e["type"] in PROGRESS_TYPES for e in run_events(run)[resumed_at + 1:]), timeout,
+               "progress after resuming", proc=proc)
+    return run_events(run)
+
+
+def _index_of(events: list[dict[str, Any]], kind: str) -> int | None:
+    """Position of the first event of ``kind`` (None when there is none; 0 is never one here)."""
+    for position, event in enumerate(events):
+        if event["type"] == kind:
+            return position
+    return None
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.02,

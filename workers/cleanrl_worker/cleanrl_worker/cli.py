@@ -61,7 +61,8 @@ PROGRAM = WorkerProgram(name="cleanrl", config_from_dict=CleanRLConfig.from_dict
                         default_config=default_config, deep_validate=deep_validate,
                         describe=get_worker_metadata, config_class=CleanRLConfig,
                         packages=("mosaic-cleanrl-worker", "cleanrl", "torch", "gym", "gymnasium", "numpy"),
-                        algo_params_schema=params_schema, envs=envs, dry_run=dry_run, evaluate=evaluate)
+                        algo_params_schema=params_schema, envs=envs, dry_run=dry_run, evaluate=evaluate,
+                        heartbeat_interval_s=lambda config: config.heartbeat_interval_s)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -170,6 +170,7 @@ class CleanRLConfig:
     torch_num_threads: int | None = option(None, min=1, help="OMP_NUM_THREADS / MKL_NUM_THREADS of the script: "
                                            "1 makes these small networks many times faster on a busy "
                                            "machine; default: torch's own choice, as when run directly")
+    heartbeat_interval_s: float = option(5.0, min=0.1, help="seconds between heartbeats")
     checkpoint_every_timesteps: int = option(0, min=0, help="also checkpoint every N env steps; "
                                                            "0 = only when the script finishes")
     fastlane: FastLaneConfig = option(default_factory=FastLaneConfig,

@@ -1,4 +1,4 @@
-"""A live CleanRL run: frames on FastLane, video capture on, cancelled with Ctrl-C.
+"""A live CleanRL run: frames on FastLane, video capture on, paused and resumed, cancelled with Ctrl-C.
 
 pygame's SDL installs a C-level SIGTERM handler that swallows the signal when
 no handler is set; the runtime starts the script with
@@ -19,14 +19,15 @@ import numpy as np
 from crl_support import events
 from mosaic.fastlane.png import read_png
 from mosaic.fastlane.shm import list_segments
-from mosaic.testing import wait_until
+from mosaic.testing import check_pause_resume, wait_until
 
 WAIT_S = 600  # for the first frame and video on a busy machine; a condition ends the wait
 
 
 def test_cancel_a_run_capturing_video_while_watching_it(home, tmp_path):
     config = home.config("live", algorithm="dqn", seed=2, total_timesteps=200_000, capture_video=True,
-                         algo_params={"learning_starts": 1000}, fastlane={"enabled": True})
+                         algo_params={"learning_starts": 1000}, fastlane={"enabled": True},
+                         heartbeat_interval_s=0.5)
     run_id = "cleanrl-live-1"
     proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config), "--run-id", run_id],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -42,6 +43,8 @@ def test_cancel_a_run_capturing_video_while_watching_it(home, tmp_path):
         pixels, _ = read_png(tmp_path / "live.png")
         assert pixels.ndim == 3 and len(np.unique(pixels.reshape(-1, pixels.shape[2]), axis=0)) > 3
         assert events(run, "episode"), "no episode relayed yet"
+        # pause stops the script's process group (SIGSTOP), resume continues it (SIGCONT)
+        check_pause_resume(run, proc, heartbeats=2, timeout=WAIT_S)
     finally:
         proc.send_signal(signal.SIGINT)  # Ctrl-C
         code = proc.wait(120)

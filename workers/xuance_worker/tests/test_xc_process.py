@@ -1,4 +1,4 @@
-"""A XuanCe run as a process: the conformance kit; frames watched live, then Ctrl-C mid-training."""
+"""A XuanCe run as a process: the conformance kit; frames watched live, paused and resumed, then Ctrl-C."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from xc_support import TINY
 from mosaic.fastlane.png import read_png
 from mosaic.fastlane.shm import list_segments
-from mosaic.testing import check_worker, run_events, wait_until
+from mosaic.testing import check_pause_resume, check_worker, run_events, wait_until
 
 
 @pytest.mark.slow
@@ -28,10 +28,10 @@ def test_conformance(home):
 
 
 @pytest.mark.slow
-def test_a_watched_run_streams_env_0_and_ctrl_c_cancels_it_with_a_checkpoint(home, tmp_path):
+def test_a_watched_run_streams_env_0_pauses_and_ctrl_c_cancels_it_with_a_checkpoint(home, tmp_path):
     config = home.config("long", algorithm="qmix", total_timesteps=2_000_000, num_envs=2,
                          report_every_timesteps=200, algo_params={"start_training": 100, "buffer_size": 5000},
-                         fastlane={"enabled": True})
+                         fastlane={"enabled": True}, heartbeat_interval_s=0.5)
     run_id = "xuance-cancel-1"
     proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config), "--run-id", run_id],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -46,6 +46,7 @@ def test_a_watched_run_streams_env_0_and_ctrl_c_cancels_it_with_a_checkpoint(hom
         assert watched.returncode == 0, watched.stderr
         pixels, _ = read_png(tmp_path / "live.png")
         assert pixels.ndim == 3 and len(np.unique(pixels.reshape(-1, pixels.shape[2]), axis=0)) > 3
+        check_pause_resume(run, proc, heartbeats=2, timeout=600)  # held at the step callback
     finally:
         proc.send_signal(signal.SIGINT)
         code = proc.wait(120)
