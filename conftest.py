@@ -17,7 +17,8 @@ import pytest
 #: Folders whose files run one after another, on one process.
 SERIAL_FOLDERS = {"tests/fastlane/": "fastlane"}
 #: Files of long, independent tests (no module-scoped fixtures): each test may go to either process.
-SPLIT_FILES = {"workers/xuance_worker/tests/test_xc_training.py", "workers/cleanrl_worker/tests/test_crl_training.py"}
+SPLIT_FILES = {"workers/xuance_worker/tests/test_xc_training.py", "workers/cleanrl_worker/tests/test_crl_training.py",
+               "workers/balrog_worker/tests/test_bl_evaluation.py"}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -349,6 +349,50 @@ def run_events(run: Path, kind: str | None = None) -> list[dict[str, Any]]:
     return [e for e in out if kind is None or e["type"] == kind]
 
 
+def run_under_daemon(home: str | Path, config: Mapping[str, Any], timeout: float = 600.0,
+                     env: Mapping[str, str] | None = None) -> tuple[Any, list[dict[str, Any]]]:
+    """Start a real daemon for ``home``, validate and submit ``config`` through it, wait for the run's end.
+
+    Returns the daemon's last ``RunInfo`` of the run and the run's telemetry events;
+    the daemon is stopped (SIGTERM) before returning, whatever happened.
+    """
+    import signal
+    import sys
+
+    from mosaic.daemon.client import DaemonClient, state_name
+    from mosaic.daemon.endpoint import read_endpoint_file
+
+    home = Path(home)
+    log = home / f"daemon-{time.monotonic_ns()}.log"
+    home.mkdir(parents=True, exist_ok=True)
+    full_env = {**os.environ, "MOSAIC_HOME": str(home), **(env or {})}
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "mosaic", "daemon", "--port", "0"], stdout=out,
+                                stderr=subprocess.STDOUT, env=full_env)
+    client = None
+    try:
+        endpoint_file = home / "trainer" / "daemon" / "daemon.json"
+        endpoint = wait_until(lambda: (e := read_endpoint_file(endpoint_file)) and e.pid == proc.pid and e, 60,
+                              "the daemon to listen", proc=proc)
+        client = DaemonClient(endpoint.address, full_env.get("MOSAIC_TOKEN"))
+        ok, _normalised, error = client.validate_config(dict(config))
+        assert ok, f"the daemon refused the config: {error}"
+        run_id = client.submit(dict(config)).run_id
+        terminal = {"COMPLETED", "FAILED", "CANCELLED"}
+        info = wait_until(lambda: (i := client.get(run_id)) and state_name(i.state) in terminal and i, timeout,
+                          f"run {run_id} to end under the daemon", interval=0.2, proc=proc)
+        return info, run_events(home / "trainer" / "runs" / run_id)
+    finally:
+        if client is not None:
+            client.close()
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 #: Events that show a run is training (or playing): none may come while it is paused.
 PROGRESS_TYPES = ("episode", "metrics", "checkpoint_saved")
 

@@ -24,6 +24,7 @@ POLICY_CONFIGURATIONS = (
     "SHARED_VALUE_FUNCTION",  # decentralised actors, one central critic (MAPPO)
     "VALUE_DECOMPOSITION",  # per-agent utilities mixed into a joint value (VDN, QMIX)
     "RANDOM",
+    "LANGUAGE_MODEL",  # a language model prompted with a text description of each observation
 )
 SPACE_KINDS = ("discrete", "multi_discrete", "box", "dict", "image", "masked_discrete")
 

@@ -1,0 +1,199 @@
+"""Evaluations through `mosaic run`, in the worker's environment, against OpenAI-protocol servers on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bl_support import goal_seeker
+from mosaic.fastlane.png import read_png
+from mosaic.fastlane.shm import list_segments
+from mosaic.llm.stub_server import StubServer
+from mosaic.testing import check_pause_resume, check_worker, run_events, run_under_daemon, wait_until
+
+GOTO = "BabyAI-GoToRedBallNoDists-v0"
+EMPTY = "MiniGrid-Empty-5x5-v0"
+
+
+def transcript(run, task):
+    return [json.loads(line) for line in (run / "transcripts" / f"{task}.jsonl").read_text().splitlines()]
+
+
+def test_twenty_babyai_episodes_scored_with_results_and_transcripts(home):
+    with StubServer(goal_seeker) as server:
+        proc = home.cli("run", str(home.evaluation("goto", server, tasks=[GOTO], episodes_per_task=20, seed=3,
+                                                   max_steps=40, model={"price_input_per_mtok": 1.0})))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = home.runs()
+    results = json.loads((run / "results.json").read_text())
+    task = results["tasks"][GOTO]
+    assert task["episodes"] == 20 and results["overall"]["episodes"] == 20
+    # the rules only read the worker's text: they win when the text places things truthfully
+    assert task["success"]["rate"] >= 0.8, task
+    assert task["progression"]["mean"] == task["success"]["rate"]  # BabyAI's progression is 0 or 1
+    assert task["success"]["ci95_low"] < task["success"]["rate"] <= task["success"]["ci95_high"] <= 1.0
+    assert task["invalid_actions"]["rate"] == 0.0
+    steps = transcript(run, GOTO)
+    assert len(steps) == task["steps"] == results["llm"]["replies"] == results["llm"]["requests"]
+    assert {s["seed"] for s in steps} == set(range(3, 23))  # episode i of the task: seed + i
+    assert all(s["valid"] and s["replies"] and s["calls"][0]["cost"] > 0 for s in steps)
+    assert sum(s["tokens"] for s in steps) == pytest.approx(task["tokens_per_episode"]["mean"] * 20)
+    episodes = run_events(run, "episode")
+    assert [e["success"] for e in episodes] == [e["success"] for e in results["episodes"]]
+    assert all(e["returns"]["agent"] > 0 for e in episodes if e["success"])
+    (metrics,) = run_events(run, "metrics")
+    assert metrics["success_rate"] == task["success"]["rate"] and metrics["llm"]["requests"] == len(steps)
+
+    # the same task with a model that only turns: nothing is won
+    with StubServer(["ACTION: turn left"]) as server:
+        proc = home.cli("run", str(home.evaluation("turner", server, tasks=[GOTO], episodes_per_task=3,
+                                                   seed=3, max_steps=8)))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    turner = json.loads((home.runs()[-1] / "results.json").read_text())["tasks"][GOTO]
+    assert turner["success"]["rate"] == 0.0 and turner["steps"] == 24
+
+
+def test_replies_naming_no_action_are_asked_again_then_replaced_and_counted(home):
+    script = ["hmm, let me think", "ACTION: go forward",  # step 1: asked again, then valid
+              "I like turtles", "ACTION: fly",  # step 2: nothing legal twice: a random action, invalid
+              {"status": 500, "error": "overloaded"}, "ACTION: turn left"]  # step 3: retried; then repeats
+    with StubServer(script) as server:
+        proc = home.cli("run", str(home.evaluation("invalid", server, tasks=[EMPTY], episodes_per_task=1,
+                                                   max_steps=4, retries_per_action=1)))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = home.runs()
+    one, two, three, four = transcript(run, EMPTY)
+    assert one["valid"] and one["action"] == "go forward" and one["replies"] == script[:2]
+    assert not two["valid"] and two["replies"] == script[2:4] and two["action"] in (
+        "turn left", "turn right", "go forward", "pick up", "drop", "toggle", "done")
+    assert three["valid"] and three["calls"][0]["attempts"] == 2  # the 500, then the reply
+    assert four["valid"] and four["action"] == "turn left"
+    (episode,) = run_events(run, "episode")
+    assert episode["invalid_actions"] == 1 and episode["length"] == 4
+    results = json.loads((run / "results.json").read_text())
+    assert results["overall"]["invalid_actions"]["rate"] == 0.25
+    assert results["llm"]["requests"] == 7 and results["llm"]["replies"] == 6
+
+
+def test_a_spent_budget_fails_the_run_naming_it_and_leaves_no_results(home):
+    with StubServer(["ACTION: turn left"]) as server:
+        proc = home.cli("run", str(home.evaluation("budget", server, tasks=[EMPTY], episodes_per_task=3,
+                                                   max_steps=4, model={"max_requests": 6})))
+    assert proc.returncode == 1
+    (run,) = home.runs()
+    failed = run_events(run)[-1]
+    assert failed["type"] == "run_failed" and "budget of 6 requests" in failed["message"]
+    assert "model.max_requests" in failed["message"]
+    assert not (run / "results.json").exists()  # a partial evaluation is not written up as one
+    assert len(transcript(run, EMPTY)) == 6  # what was played stays auditable
+    assert json.loads((run / "analytics.json").read_text())["status"] == "failed"
+    assert len(server.requests) == 6
+
+
+def test_an_endpoint_failing_mid_run_fails_the_run_with_its_cause(home):
+    replies = ["ACTION: turn left"] * 3 + [{"status": 401, "error": "key revoked"}]
+    with StubServer(replies) as server:
+        proc = home.cli("run", str(home.evaluation("revoked", server, tasks=[EMPTY], episodes_per_task=2,
+                                                   max_steps=4)))
+    assert proc.returncode == 1
+    failed = run_events(home.runs()[-1])[-1]
+    assert failed["type"] == "run_failed" and "HTTP 401: key revoked" in failed["message"]
+    assert "model.api_key_env" in failed["message"]
+
+
+@pytest.mark.parametrize("fields, named", [
+    ({"tasks": ["BabyAI-GoToRedBall-v9"]}, "tasks[0]: 'BabyAI-GoToRedBall-v9' is not a MiniGrid or BabyAI id; "
+                                           "did you mean BabyAI-GoToRedBall-v0"),
+    ({"tasks": []}, "tasks: name at least one"),
+    ({"model": {"api_key_env": "MOSAIC_NO_SUCH_KEY"}}, "model.api_key_env: the environment variable "
+                                                       "'MOSAIC_NO_SUCH_KEY' is not set"),
+    ({"model": {"base_url": "http://127.0.0.1:9/v1"}}, "model.base_url: nothing answers at 127.0.0.1:9"),
+    ({"model": {"temperature": 5}}, "model.temperature"),
+    ({"episodes_per_task": 0}, "episodes_per_task"),
+])
+def test_bad_input_is_refused_naming_the_field_before_any_run_exists(home, fields, named):
+    with StubServer(["ACTION: done"]) as server:
+        config = home.evaluation("bad", server, tasks=[EMPTY])
+        data = json.loads(config.read_text())
+        for key, value in fields.items():
+            data[key] = {**data[key], **value} if isinstance(value, dict) else value
+        config.write_text(json.dumps(data))
+        proc = home.cli("run", str(config))
+    assert proc.returncode == 2, proc.stderr
+    assert named in proc.stderr and "Traceback" not in proc.stderr
+    assert home.runs() == [] and server.requests == []
+
+
+def test_conformance(home):
+    with StubServer(goal_seeker) as server:
+        report = check_worker("balrog", json.loads(home.evaluation(
+            "conformance", server, tasks=[EMPTY], episodes_per_task=2, max_steps=6).read_text()), home=home.root,
+            bad_config={"tasks": [EMPTY], "history": -1})
+    assert report.of_type("episode") and report.of_type("metrics")[-1]["num_episodes_lifetime"] == 2
+    assert (report.run.root / "results.json").exists()
+
+
+def test_an_evaluation_submitted_to_the_daemon(home):
+    with StubServer(goal_seeker) as server:
+        config = json.loads(home.evaluation("daemon", server, tasks=[EMPTY], episodes_per_task=3,
+                                            max_steps=10).read_text())
+        info, events = run_under_daemon(home.root, config, timeout=300)
+    assert info.state_reason == "completed", info.failure_reason
+    assert [e["type"] for e in events if e["type"] == "episode"] == ["episode"] * 3
+    results = json.loads((Path(info.run_dir) / "results.json").read_text())
+    assert results["overall"]["episodes"] == 3 and (Path(info.run_dir) / "transcripts" / f"{EMPTY}.jsonl").exists()
+
+
+def test_frames_pause_resume_and_ctrl_c_of_a_live_evaluation(home, tmp_path):
+    slow = lambda body: {"text": goal_seeker(body), "delay_s": 0.02}  # noqa: E731
+    with StubServer(slow) as server:
+        config = home.evaluation("live", server, tasks=[GOTO], episodes_per_task=500, max_steps=30,
+                                 heartbeat_interval_s=0.5, fastlane={"enabled": True})
+        run_id = "balrog-live-1"
+        proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config), "--run-id", run_id],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "MOSAIC_HOME": str(home.root)})
+        run = home.root / "trainer" / "runs" / run_id
+        try:
+            wait_until(lambda: list_segments(run_id), 300, "the FastLane stream", interval=0.1, proc=proc)
+            watched = home.cli("watch", run_id, "--snapshot", str(tmp_path / "live.png"), timeout=120)
+            assert watched.returncode == 0, watched.stderr
+            pixels, meta = read_png(tmp_path / "live.png")
+            assert pixels.ndim == 3 and len(np.unique(pixels.reshape(-1, pixels.shape[2]), axis=0)) > 3
+            check_pause_resume(run, proc, heartbeats=2, timeout=300)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait(120)
+    assert code == 3, proc.stderr.read()[-2000:]
+    assert run_events(run)[-1]["type"] == "run_cancelled"
+    assert not (run / "results.json").exists() and not list_segments(run_id)
+
+
+def test_every_installed_task_is_played_or_refused_with_its_reason(home):
+    """Each MiniGrid-* and BabyAI-* id minigrid registers: built, described and three steps played, or refused."""
+    listed = subprocess.run([str(home.python), "-c", "import json; from balrog_worker.cli import task_ids, "
+                             "unavailable; print(json.dumps([task_ids(), unavailable()]))"],
+                            capture_output=True, text=True, timeout=300)
+    everything, gone = json.loads(listed.stdout)
+    assert len(everything) > 150 and any(t.startswith("BabyAI-") for t in everything)
+    assert gone and all(t.startswith("MiniGrid-WFC-") for t in gone)  # minigrid's wheel lacks their images
+    tasks = [t for t in everything if t not in gone]
+    with StubServer(["ACTION: turn left"]) as server:
+        for task, reason in gone.items():
+            refused = home.cli("run", str(home.evaluation("gone", server, tasks=[EMPTY, task])))
+            assert refused.returncode == 2 and f"tasks[1]: {task} cannot be played here: {reason}" in refused.stderr
+        proc = home.cli("run", str(home.evaluation("all", server, tasks=tasks, episodes_per_task=1, max_steps=3)))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = home.runs()
+    results = json.loads((run / "results.json").read_text())
+    assert set(results["tasks"]) == set(tasks) and all(r["steps"] == 3 for r in results["tasks"].values())
+    for task in tasks:
+        first = transcript(run, task)[0]["observation"]
+        assert first.startswith("Mission: ") and "You see:" in first and "\nYou carry " in first
