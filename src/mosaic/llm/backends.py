@@ -18,6 +18,8 @@ backend with what every run needs:
 ``openai`` package, so one config reaches OpenAI, vLLM, llama.cpp's server, Ollama
 and most hosted models: ``base_url``, ``model``, and the *name* of the environment
 variable that holds the key (the key itself never enters a config or a run folder).
+:class:`TransformersBackend` loads a local model directory with ``transformers``
+(in a worker's environment that has it) and generates on CPU.
 """
 
 from __future__ import annotations
@@ -26,13 +28,14 @@ import os
 import socket
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Protocol
 from urllib.parse import urlsplit
 
 from mosaic.configkit import option
 from mosaic.errors import ConfigError
 
-BACKENDS = ("openai",)
+BACKENDS = ("openai", "transformers")
 
 
 @dataclass
@@ -40,12 +43,16 @@ class ModelConfig:
     """Which model answers, how long to wait for it, and how much a run may spend."""
 
     backend: str = option("openai", choices=BACKENDS,
-                          help="openai: any OpenAI-compatible HTTP endpoint (OpenAI, vLLM, llama.cpp, Ollama)")
-    base_url: str = option("https://api.openai.com/v1", help="the endpoint's base URL, up to and including /v1")
-    model: str = option("gpt-4o-mini", help="the model's name as the endpoint knows it")
+                          help="openai: any OpenAI-compatible HTTP endpoint (OpenAI, vLLM, llama.cpp, Ollama); "
+                               "transformers: a model directory loaded in the worker's process (CPU)")
+    base_url: str = option("https://api.openai.com/v1", help="the endpoint's base URL, up to and including /v1 "
+                                                             "(openai backend)")
+    model: str = option("gpt-4o-mini", help="the model's name as the endpoint knows it; for the transformers "
+                                            "backend, the model directory (config, weights, tokenizer)")
     api_key_env: str = option("OPENAI_API_KEY", help="name of the environment variable holding the API key "
                                                      "(a local server takes any non-empty value)")
-    timeout_s: float = option(60.0, min=0.1, help="seconds to wait for one reply")
+    timeout_s: float = option(60.0, min=0.1, help="seconds to wait for one reply (transformers: generation "
+                                                  "stops there, and the reply is what was generated)")
     max_retries: int = option(3, min=0, help="tries after the first for timeouts, refused connections, 429 and 5xx")
     backoff_s: float = option(1.0, min=0.0, help="wait before the first retry; doubles with each retry")
     backoff_max_s: float = option(30.0, min=0.0, help="longest wait between two tries")
@@ -216,6 +223,60 @@ class OpenAIBackend:
         return text, prompt_tokens, completion_tokens
 
 
+# -- a local model directory ------------------------------------------------------------------
+class TransformersBackend:
+    """A causal language model loaded from a local directory with ``transformers``, generating on CPU.
+
+    The prompt is the tokenizer's chat template when it has one, else the messages as
+    ``role: content`` lines; temperature 0 decodes greedily (the same prompt gives
+    the same reply). ``timeout_s`` becomes ``generate``'s ``max_time``. Nothing is
+    downloaded: the directory must hold the model and its tokenizer.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        check_model_dir(config)
+        import torch
+        import transformers
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        transformers.utils.logging.set_verbosity_error()  # no progress bars on the worker's stderr
+        transformers.utils.logging.disable_progress_bar()
+        self._torch = torch
+        self.model = config.model
+        self.timeout_s = config.timeout_s
+        self.tokenizer = AutoTokenizer.from_pretrained(config.model, local_files_only=True)
+        self.network = AutoModelForCausalLM.from_pretrained(config.model, local_files_only=True)
+        self.network.eval()
+
+    def prompt(self, messages: list[dict[str, str]]) -> str:
+        if getattr(self.tokenizer, "chat_template", None):
+            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:"
+
+    def complete(self, messages: list[dict[str, str]], max_tokens: int, temperature: float) -> tuple[str, int, int]:
+        inputs = self.tokenizer(self.prompt(messages), return_tensors="pt")
+        prompt_tokens = int(inputs["input_ids"].shape[1])
+        limit = getattr(self.network.config, "max_position_embeddings", None) or getattr(
+            self.network.config, "n_positions", None)
+        if limit is not None and prompt_tokens + max_tokens > limit:
+            raise EndpointError(f"{self.model}: a prompt of {prompt_tokens} tokens plus {max_tokens} to generate "
+                                f"exceeds the model's {limit} positions (fewer `history` turns, or model.max_tokens)")
+        sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        with self._torch.no_grad():
+            output = self.network.generate(**inputs, max_new_tokens=max_tokens, max_time=self.timeout_s,
+                                           pad_token_id=pad, **sampling)
+        new = output[0, prompt_tokens:]
+        return self.tokenizer.decode(new, skip_special_tokens=True), prompt_tokens, int(new.shape[0])
+
+
+def check_model_dir(config: ModelConfig, path: str = "model") -> None:
+    folder = Path(config.model).expanduser()
+    if not (folder / "config.json").is_file():
+        raise ConfigError(f"{path}.model", f"{config.model!r} is not a model directory (no config.json in it): the "
+                                           "transformers backend loads a local directory, nothing is downloaded")
+
+
 def _message(exc: Any) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
@@ -236,11 +297,15 @@ def api_key(config: ModelConfig, field_path: str = "model.api_key_env") -> str:
 
 
 def check_endpoint(config: ModelConfig, path: str = "model", connect_timeout_s: float = 5.0) -> None:
-    """Refuse, before a run starts, a config whose key is missing or whose endpoint nobody answers at.
+    """Refuse, before a run starts, a config whose key is missing or whose endpoint nobody answers at
+    (for the transformers backend: whose model directory is not one).
 
     Only a TCP connection is tried (every OpenAI-compatible server accepts one; not all
     of them list their models), so this costs no request and no token.
     """
+    if config.backend == "transformers":
+        check_model_dir(config, path)
+        return
     api_key(config, f"{path}.api_key_env")
     parts = urlsplit(config.base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -259,4 +324,6 @@ def make_client(config: ModelConfig, **kwargs: Any) -> LLMClient:
     """The client for ``config.backend``."""
     if config.backend == "openai":
         return LLMClient(OpenAIBackend(config), config, **kwargs)
+    if config.backend == "transformers":
+        return LLMClient(TransformersBackend(config), config, **kwargs)
     raise ConfigError("model.backend", f"{config.backend!r} is not one of {', '.join(BACKENDS)}")

@@ -43,7 +43,8 @@ from mosaic.worker_cli import WorkerContext
 from balrog_worker.config import BalrogConfig
 from balrog_worker.text import ACTION_INDEX, ACTION_NAMES, build_messages, describe, observation_prompt
 
-PACKAGES = ("mosaic-marl", "mosaic-balrog-worker", "minigrid", "gymnasium", "numpy", "openai")
+PACKAGES = ("mosaic-marl", "mosaic-balrog-worker", "minigrid", "gymnasium", "numpy", "openai", "transformers",
+            "torch")
 AGENT = "agent"
 
 

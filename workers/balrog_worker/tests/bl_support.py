@@ -43,7 +43,7 @@ def goal_seeker(body: dict) -> str:
 
 class Home(WorkerHome):
     def evaluation(self, name: str, server: Any, **fields: Any) -> Path:
-        """A config file for an evaluation against ``server``."""
-        model = {"base_url": server.base_url, "model": server.model, "api_key_env": KEY_ENV, "backoff_s": 0.01,
-                 **fields.pop("model", {})}
+        """A config file for an evaluation against ``server`` (None: the model section says it all)."""
+        endpoint = {"base_url": server.base_url, "model": server.model} if server is not None else {}
+        model = {**endpoint, "api_key_env": KEY_ENV, "backoff_s": 0.01, **fields.pop("model", {})}
         return self.config(name, model=model, **fields)

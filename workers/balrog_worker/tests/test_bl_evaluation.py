@@ -131,6 +131,38 @@ def test_bad_input_is_refused_naming_the_field_before_any_run_exists(home, field
     assert home.runs() == [] and server.requests == []
 
 
+def test_the_transformers_backend_plays_from_a_local_model_directory(home, tmp_path):
+    """A tiny random GPT-2 made here: real tokenising and generation on CPU; its babble is parsed or replaced."""
+    made = subprocess.run([home.python, str(Path(__file__).with_name("tiny_model.py")), str(tmp_path / "tiny")],
+                          capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr[-2000:]
+    model = {"backend": "transformers", "model": str(tmp_path / "tiny"), "max_tokens": 6}
+
+    def evaluate(name):
+        proc = home.cli("run", str(home.evaluation(name, None, tasks=[EMPTY], episodes_per_task=2, max_steps=3,
+                                                   history=0, model=model)))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return home.runs()[-1]
+
+    first, second = evaluate("local-1"), evaluate("local-2")
+    steps = transcript(first, EMPTY)
+    assert len(steps) == 6
+    for step in steps:
+        assert all(c["prompt_tokens"] > 50 and 0 < c["completion_tokens"] <= 6 for c in step["calls"])
+        assert len(step["replies"]) == len(step["calls"]) == (1 if step["valid"] else 2)
+    results = json.loads((first / "results.json").read_text())
+    assert results["llm"]["replies"] == sum(len(s["calls"]) for s in steps)
+    assert results["overall"]["invalid_actions"]["rate"] == sum(not s["valid"] for s in steps) / 6
+    started = run_events(first, "run_started")[0]
+    assert started["versions"]["transformers"] == "5.23.0" and started["versions"]["torch"].startswith("2.13.0")
+    # greedy decoding and the seeded fallback: the same evaluation again is the same, reply for reply
+    assert [(s["replies"], s["action"]) for s in transcript(second, EMPTY)] == [(s["replies"], s["action"])
+                                                                                 for s in steps]
+    wrong = home.cli("run", str(home.evaluation("nodir", None, tasks=[EMPTY], model={
+        **model, "model": str(tmp_path / "nothing-here")})))
+    assert wrong.returncode == 2 and "model.model: " in wrong.stderr and "not a model directory" in wrong.stderr
+
+
 def test_conformance(home):
     with StubServer(goal_seeker) as server:
         report = check_worker("balrog", json.loads(home.evaluation(
