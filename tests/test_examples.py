@@ -43,4 +43,5 @@ def test_examples_cover_the_documented_set():
             "cleanrl_dqn_cartpole", "cleanrl_c51_cartpole", "cleanrl_sac_pendulum", "cleanrl_td3_pendulum",
             "cleanrl_ddpg_pendulum", "xuance_mappo_spread", "xuance_ippo_spread", "xuance_qmix_spread",
             "xuance_vdn_spread", "xuance_iql_spread", "xuance_maddpg_spread", "xuance_mappo_waterworld",
-            "balrog_babyai"} <= names
+            "balrog_babyai", "tianshou_dqn_cartpole", "tianshou_ppo_cartpole", "tianshou_sac_pendulum",
+            "tianshou_cql_cartpole"} <= names

@@ -1,0 +1,85 @@
+"""Env steps per second of Tianshou's DQN training through MOSAIC against Tianshou used directly.
+
+Both sides run in the tianshou worker's environment with the same env, seed and
+settings (CartPole-v1, one env, a random warm-up, then Tianshou's off-policy
+trainer with 10 env steps per collection and 0.1 gradient steps per env step):
+
+* direct: ``workers/tianshou_worker/tests/tianshou_direct.py``, Tianshou's
+  algorithm API as its users write it (no logger, nothing observing);
+* mosaic: ``mosaic run CONFIG``, with the wrapped collector, the logger, the
+  safe point before every training step, telemetry and the final checkpoint.
+
+The rate is env steps over the seconds the warm-up and ``run_training`` took on
+each side (MOSAIC's ``run_completed`` reports ``train_seconds``; the direct script
+prints its own), so process start-up is left out. Pairs alternate (mosaic, direct,
+...) so drift hits both alike; the ratio is the median MOSAIC rate over the median
+direct rate.
+
+    python bench/tianshou_throughput.py [--timesteps 20000] [--pairs 3]
+
+Target: mosaic / direct >= 0.97. Needs the worker's environment (`mosaic envs build tianshou`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+TARGET = 0.97
+REPO = Path(__file__).resolve().parents[1]
+DIRECT = REPO / "workers" / "tianshou_worker" / "tests" / "tianshou_direct.py"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--timesteps", type=int, default=20_000)
+    parser.add_argument("--pairs", type=int, default=3)
+    args = parser.parse_args()
+
+    from mosaic import worker_envs
+    from mosaic.testing import WorkerHome
+
+    bench_home = WorkerHome.create(Path(tempfile.mkdtemp(prefix="mosaic-bench-tianshou-")), "tianshou",
+                                   worker_envs.build("tianshou").path)
+    home, python = bench_home.root, bench_home.python
+    settings = {"env_id": "CartPole-v1", "seed": 1, "num_envs": 1, "hidden_sizes": [64, 64], "learning_rate": 0.001,
+                "buffer_size": args.timesteps, "batch_size": 64, "learning_starts": 100, "collect_steps": 10,
+                "update_per_step": 0.1, "total_timesteps": args.timesteps}
+    config = home / "bench.json"
+    config.write_text(json.dumps({"worker": "tianshou", "algorithm": "dqn", "checkpoint_at_end": True,
+                                  "report_every_timesteps": 1000, "algo_params": {"eps_training": 0.1},
+                                  **settings}))
+    options = {**settings, "eps_training": 0.1}
+    environ = {**os.environ, "MOSAIC_HOME": str(home)}
+    direct_rates, mosaic_rates = [], []
+    for pair in range(args.pairs):
+        proc = subprocess.run([sys.executable, "-m", "mosaic", "run", str(config)], capture_output=True,
+                              text=True, env=environ)
+        if proc.returncode != 0:
+            raise SystemExit(proc.stderr[-3000:])
+        run = max((home / "trainer" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
+        events = [json.loads(line) for line in (run / "telemetry.jsonl").read_text().splitlines()]
+        summary = next(e for e in events if e["type"] == "run_completed")["summary"]
+        mosaic_rates.append(summary["timesteps_total"] / summary["train_seconds"])
+        direct = subprocess.run([python, str(DIRECT), json.dumps(options), "--timing"], capture_output=True,
+                                text=True, cwd=home)
+        if direct.returncode != 0:
+            raise SystemExit(direct.stderr[-3000:])
+        timing = json.loads(direct.stdout.strip().splitlines()[-2])
+        direct_rates.append(timing["timesteps"] / timing["train_seconds"])
+        print(f"pair {pair + 1}: direct {direct_rates[-1]:.0f} env steps/s, mosaic {mosaic_rates[-1]:.0f}",
+              flush=True)
+    ratio = statistics.median(mosaic_rates) / statistics.median(direct_rates)
+    print(f"dqn, CartPole-v1, {args.timesteps} env steps: direct median {statistics.median(direct_rates):.0f} "
+          f"env steps/s, mosaic median {statistics.median(mosaic_rates):.0f}, ratio {ratio:.3f} (target >= {TARGET})")
+    return 0 if ratio >= TARGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

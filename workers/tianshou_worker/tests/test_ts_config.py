@@ -1,0 +1,76 @@
+"""The Tianshou worker's config: Tianshou's own signatures as the schema, clear errors for what cannot work."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+SIGNATURES = """
+import inspect, json
+from tianshou_worker import algorithms
+from tianshou_worker.config import tianshou_params
+import importlib
+out = {}
+for name, algo in algorithms.ALGORITHMS.items():
+    merged = {}
+    for path in (algo.policy_class, algo.tianshou_class):
+        module, _, cls = path.rpartition(".")
+        klass = getattr(importlib.import_module("tianshou.algorithm." + module), cls)
+        for p in inspect.signature(klass.__init__).parameters.values():
+            if p.default is not inspect.Parameter.empty:
+                merged[p.name] = p.default
+    out[name] = {k: [merged[k], p.default] for k, p in tianshou_params(name).items()}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("fields,field,words", [
+    ({"algorithm": "dqnn"}, "algorithm", "'dqnn' is not one of"),
+    ({"algo_params": {"gama": 0.9}}, "algo_params.gama", "did you mean 'gamma'?"),
+    ({"algo_params": {"gamma": "high"}}, "algo_params.gamma", "'high' is not a number (Tianshou's default is 0.99)"),
+    ({"algo_params": {"model": 1}}, "algo_params.model", "is built by the worker"),
+    ({"algorithm": "ppo", "algo_params": {"action_scaling": True}}, "algo_params.action_scaling",
+     "is set by the worker for ppo: discrete actions are not scaled"),
+    ({"algorithm": "sac", "env_id": "CartPole-v1"}, "env_id", "sac acts in box action spaces; CartPole-v1 has discrete"),
+    ({"env_id": "CartPol-v1"}, "env_id", "did you mean 'CartPole-v1'?"),
+    ({"total_timesteps": 50, "learning_starts": 64}, "learning_starts", "nothing would be learned"),
+    ({"algorithm": "ppo", "total_timesteps": 100}, "total_timesteps", "less than one rollout"),
+    ({"hidden_sizes": []}, "hidden_sizes", "one or more positive layer sizes"),
+    ({"algorithm": "discrete_cql", "offline_data": {"policy": "/nowhere"}}, "offline_data.policy", "does not exist"),
+])
+def test_bad_configs_are_one_line_errors_naming_the_field(home, fields, field, words):
+    proc = home.cli("run", str(home.config("bad", **fields)))
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"mosaic: error: {field}: "), proc.stderr
+    assert words in lines[0]
+    assert "Traceback" not in proc.stderr and home.runs() == []
+
+
+def test_algo_params_are_tianshous_signatures_read_without_importing_it(home):
+    """The schema is read from Tianshou's source (fast); Python's own view of the classes agrees."""
+    checked = subprocess.run([home.python, "-c", SIGNATURES], capture_output=True, text=True, timeout=600, check=True)
+    for name, params in json.loads(checked.stdout.strip().splitlines()[-1]).items():
+        assert params, name
+        assert all(python == ours for python, ours in params.values()), (name, params)
+    schema = json.loads(subprocess.run([home.python, "-m", "tianshou_worker.cli", "--schema", "dqn"],
+                                       capture_output=True, text=True, timeout=300, check=True).stdout)
+    props = schema["properties"]
+    assert props["gamma"]["default"] == 0.99 and props["is_double"]["type"] == "boolean"
+    assert props["huber_loss_delta"]["type"] == ["number", "null"] and "model" not in props
+
+
+@pytest.mark.parametrize("algorithm,policy,kind", [
+    ("dqn", "DiscreteQLearningPolicy", "off_policy"), ("ppo", "ProbabilisticActorPolicy", "on_policy"),
+    ("sac", "SACPolicy", "off_policy"), ("discrete_cql", "QRDQNPolicy", "offline"),
+])
+def test_dry_run_shows_tianshous_classes_and_arguments(home, algorithm, policy, kind):
+    extra = {"total_timesteps": 5000} if algorithm == "ppo" else {}
+    proc = home.cli("run", "--dry-run", str(home.config("dry", algorithm=algorithm, algo_params={"gamma": 0.9},
+                                                        **extra)))
+    assert proc.returncode == 0, proc.stderr
+    shown = json.loads(proc.stdout)
+    assert shown["tianshou_policy"] == policy and shown["kind"] == kind
+    assert shown["algorithm_kwargs"] == {"gamma": 0.9} and home.runs() == []

@@ -1,0 +1,59 @@
+"""A Tianshou run as a process: the conformance kit; frames watched live, paused and resumed, then Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+
+from ts_support import TINY
+from mosaic.fastlane.png import read_png
+from mosaic.fastlane.shm import list_segments
+from mosaic.testing import check_pause_resume, check_worker, run_events, wait_until
+
+
+def test_conformance(home):
+    """The run, its own stdout, bad input and every shared flag, in the worker's environment (offline CQL on
+    a data set collected by uniform random actions, the quickest run)."""
+    report = check_worker("tianshou", {"algorithm": "discrete_cql", "seed": 3, **TINY["discrete_cql"]},
+                          home=home.root, bad_config={"algorithm": "dqn", "algo_params": {"gamma": "high"}})
+    assert report.of_type("metrics")[-1]["timesteps_total"] == TINY["discrete_cql"]["total_timesteps"]
+    assert report.of_type("checkpoint_saved")
+    (note,) = [e for e in report.of_type("log") if "offline data set" in e["message"]]
+    assert "1000 transitions from the random policy" in note["message"]
+
+
+def test_a_watched_run_streams_env_0_pauses_and_ctrl_c_cancels_it_with_a_checkpoint(home, tmp_path):
+    config = home.config("long", algorithm="dqn", total_timesteps=2_000_000, learning_starts=100,
+                         report_every_timesteps=200, fastlane={"enabled": True}, heartbeat_interval_s=0.5)
+    run_id = "tianshou-cancel-1"
+    proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config), "--run-id", run_id],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "MOSAIC_HOME": str(home.root)})
+    run = home.root / "trainer" / "runs" / run_id
+    try:
+        wait_until(lambda: (run / "telemetry.jsonl").exists() and run_events(run, "metrics"), 600,
+                   "the first metrics", interval=0.2, proc=proc)
+        (stream,) = wait_until(lambda: list_segments(run_id), 600, "the FastLane stream", proc=proc)
+        assert stream.endswith(".main")
+        watched = home.cli("watch", run_id, "--snapshot", str(tmp_path / "live.png"), timeout=120)
+        assert watched.returncode == 0, watched.stderr
+        pixels, _ = read_png(tmp_path / "live.png")
+        assert pixels.ndim == 3 and len(np.unique(pixels.reshape(-1, pixels.shape[2]), axis=0)) > 1
+        check_pause_resume(run, proc, heartbeats=2, timeout=600)  # held at the trainer's training_fn
+    finally:
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(120)
+    assert code == 3, proc.stderr.read()[-2000:]
+    events = run_events(run)
+    assert events[-1]["type"] == "run_cancelled"
+    (saved,) = [e for e in events if e["type"] == "checkpoint_saved"]
+    assert 0 < saved["timesteps_total"] < 2_000_000
+    state = json.loads((run / "checkpoints" / os.path.basename(saved["path"]) / "mosaic_state.json").read_text())
+    assert state["timesteps_total"] == saved["timesteps_total"] and state["algorithm"] == "dqn"
+    assert json.loads((run / "analytics.json").read_text())["status"] == "cancelled"
+    assert not list_segments(run_id)

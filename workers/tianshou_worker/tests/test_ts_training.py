@@ -1,0 +1,117 @@
+"""Real Tianshou training through MOSAIC: every algorithm the worker lists, tiny budgets."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ts_support import TINY
+
+AGENT = "agent_0"
+
+
+@pytest.fixture(scope="module")
+def dqn_run(module_home):
+    """One tiny DQN run that several tests read: its telemetry, checkpoint and episodes."""
+    proc, run = module_home.run("dqn")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return run
+
+
+def test_dqn_trains_reports_checkpoints_and_evaluates(module_home, dqn_run):
+    home, run = module_home, dqn_run
+    (started,) = home.events(run, "run_started")
+    assert started["versions"]["tianshou"] == "2.0.1" and started["versions"]["torch"] == "2.13.0+cpu"
+    assert started["tianshou_algorithm"] == "DQN" and started["resources"]["torch_threads"] == 1
+    metrics = home.events(run, "metrics")
+    assert [m["timesteps_total"] for m in metrics] == [500, 1000, 1100]
+    assert {"loss", "total_loss"} <= set(metrics[-1]["learner"]["policy"])
+    episodes = home.events(run, "episode")
+    assert len(episodes) == metrics[-1]["num_episodes_lifetime"] > 10
+    assert all(set(e["returns"]) == {AGENT} and e["returns"][AGENT] == e["length"] for e in episodes)  # CartPole: +1 a step
+    (saved,) = home.events(run, "checkpoint_saved")
+    folder = Path(saved["path"])
+    assert (folder / "tianshou_algorithm.pt").stat().st_size > 0 and saved["timesteps_total"] == 1100
+    assert list((run / "tensorboard").rglob("events.out.tfevents.*")), "Tianshou's TensorBoard files"
+
+    evaluated = home.cli("eval", run.name, "--episodes", "3", "--seed", "5", "--json")
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    results = json.loads(evaluated.stdout)
+    assert results["num_episodes"] == 3 and results["checkpoint"] == saved["path"]
+    assert [e["seed"] for e in results["episodes"]] == [5, 6, 7]
+    again = json.loads(home.cli("eval", run.name, "--episodes", "3", "--seed", "5", "--json").stdout)
+    assert [e["returns"] for e in again["episodes"]] == [e["returns"] for e in results["episodes"]]
+
+
+def test_dqn_resumes_from_its_checkpoint_and_goes_on_learning(module_home, dqn_run):
+    import torch
+
+    (saved,) = module_home.events(dqn_run, "checkpoint_saved")
+    proc, resumed = module_home.run("dqn", restore_from=saved["path"], total_timesteps=1600, learning_starts=100)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = module_home.events(resumed, "metrics")
+    assert [(m["iteration"], m["timesteps_total"]) for m in metrics] == [(4, 1600)]
+    (first,) = [e for e in module_home.events(resumed, "episode")][:1]
+    assert first["episode"] == module_home.events(dqn_run, "metrics")[-1]["num_episodes_lifetime"]
+    before = torch.load(Path(saved["path"]) / "tianshou_algorithm.pt", weights_only=False)
+    (after,) = module_home.events(resumed, "checkpoint_saved")
+    after = torch.load(Path(after["path"]) / "tianshou_algorithm.pt", weights_only=False)
+    weights = [k for k in before if k.startswith("policy.")]
+    assert weights and any(not torch.equal(before[k], after[k]) for k in weights), "the resumed run did not train"
+
+
+def test_same_seed_same_episodes_as_tianshou_run_directly(module_home, dqn_run):
+    """The shim observes and never changes what is learned: Tianshou's algorithm API used directly with
+    the same settings (tianshou_direct.py) gives the same episodes, return for return."""
+    through_mosaic = [e["returns"][AGENT] for e in module_home.events(dqn_run, "episode")]
+    tiny = TINY["dqn"]
+    options = {"env_id": "CartPole-v1", "seed": 1, "num_envs": 1, "hidden_sizes": [64, 64], "learning_rate": 0.001,
+               "buffer_size": 20000, "batch_size": 64, "eps_training": tiny["algo_params"]["eps_training"],
+               **{k: tiny[k] for k in ("total_timesteps", "learning_starts", "collect_steps", "update_per_step")}}
+    script = Path(__file__).with_name("tianshou_direct.py")
+    direct = subprocess.run([module_home.python, str(script), json.dumps(options)], capture_output=True, text=True,
+                            timeout=900, cwd=module_home.root)
+    assert direct.returncode == 0, direct.stderr[-3000:]
+    upstream = json.loads(direct.stdout.strip().splitlines()[-1])
+    assert len(upstream) == len(through_mosaic) > 10
+    assert upstream == through_mosaic
+
+
+@pytest.mark.parametrize("algorithm,losses", [
+    ("ppo", {"policy_loss", "vf_loss", "entropy", "total_loss"}),
+    ("sac", {"actor_loss", "policy_loss", "critic1_loss", "critic2_loss", "alpha"}),
+])
+def test_online_algorithm_trains(home, algorithm, losses):
+    proc, run = home.run(algorithm)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = home.events(run, "metrics")
+    total, every = TINY[algorithm]["total_timesteps"], TINY[algorithm]["report_every_timesteps"]
+    assert [m["timesteps_total"] for m in metrics] == list(range(every, total + 1, every))
+    assert losses <= set(metrics[-1]["learner"]["policy"]), metrics[-1]["learner"]
+    assert home.events(run, "episode") and home.events(run, "checkpoint_saved")
+
+
+def test_discrete_cql_learns_offline_from_data_collected_by_a_trained_policy(module_home, dqn_run):
+    """The data set is built at run time: here by the DQN run's checkpoint, played on the same env."""
+    proc, run = module_home.run("discrete_cql", offline_data={"transitions": 1000, "policy": str(dqn_run)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (note,) = [e for e in module_home.events(run, "log") if "offline data set" in e["message"]]
+    assert "1000 transitions from the checkpoint policy" in note["message"]
+    metrics = module_home.events(run, "metrics")
+    assert [m["timesteps_total"] for m in metrics] == [100, 200]
+    assert {"cql_loss", "qr_loss", "total_loss"} <= set(metrics[-1]["learner"]["policy"])
+    assert not module_home.events(run, "episode")  # offline: no env episodes while learning
+    evaluated = module_home.cli("eval", run.name, "--episodes", "2", "--json")
+    assert evaluated.returncode == 0 and json.loads(evaluated.stdout)["num_episodes"] == 2
+
+
+def test_a_mismatched_checkpoint_is_refused_before_any_run(module_home, dqn_run):
+    runs = len(module_home.runs())
+    proc = module_home.cli("run", str(module_home.config("mismatch", algorithm="ppo", restore_from=str(dqn_run),
+                                                         **TINY["ppo"])))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == "mosaic: error: restore_from: is a dqn checkpoint; this run trains ppo"
+    assert len(module_home.runs()) == runs

@@ -1,0 +1,32 @@
+"""Helpers for the Tianshou worker's tests: tiny budgets, the real CLI, the real environment."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from mosaic.testing import WorkerHome
+
+REPO = Path(__file__).resolve().parents[3]
+
+#: Budgets small enough for tests and large enough for several updates of each algorithm.
+TINY: dict[str, dict[str, Any]] = {
+    "dqn": {"total_timesteps": 1100, "learning_starts": 100, "collect_steps": 10, "update_per_step": 0.1,
+            "report_every_timesteps": 500, "algo_params": {"eps_training": 0.1}},
+    "ppo": {"total_timesteps": 1024, "collect_steps": 512, "repeat_per_collect": 2, "report_every_timesteps": 512},
+    "sac": {"total_timesteps": 600, "learning_starts": 100, "collect_steps": 10, "report_every_timesteps": 300},
+    "discrete_cql": {"total_timesteps": 200, "batch_size": 32, "report_every_timesteps": 100,
+                     "offline_data": {"transitions": 1000}, "algo_params": {"num_quantiles": 20}},
+}
+
+
+class Home(WorkerHome):
+    """The tianshou worker's test home, with its tiny runs."""
+
+    def run(self, algorithm: str, *args: str, **fields: Any) -> tuple[subprocess.CompletedProcess, Path]:
+        """``mosaic run`` a tiny budget of ``algorithm``; (process, run folder)."""
+        cfg = {"algorithm": algorithm, "seed": 1, **TINY[algorithm], **fields}
+        name = f"{algorithm}-{len(list(self.root.glob('*.json')))}"
+        proc = self.cli("run", str(self.config(name, **cfg)), *args)
+        return proc, self.runs()[-1]

@@ -1,0 +1,34 @@
+"""MOSAIC worker for Tianshou: its single-agent algorithms, called in-process.
+
+Tianshou is imported and driven in the worker's process (its own environment):
+the config becomes Tianshou's parameter objects (``algorithms.py``), Gymnasium
+envs come from Gymnasium's registry, a Tianshou logger and a wrapped collector
+feed MOSAIC telemetry (``telemetry.py``), and ``runtime.py`` runs it.
+
+This module imports nothing but MOSAIC: describing the worker must stay cheap
+and work from MOSAIC's own environment, where Tianshou is not installed.
+"""
+
+from __future__ import annotations
+
+from mosaic.provenance import installed_version
+from mosaic.worker import ResourceEstimate, WorkerCapabilities, WorkerMetadata
+
+__version__ = "0.1.0"
+
+#: What a config may name (traits: algorithms.py).
+ALGORITHMS = ("dqn", "ppo", "sac", "discrete_cql")
+
+
+def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
+    meta = WorkerMetadata(
+        name="Tianshou", version=__version__,
+        description="Tianshou's single-agent algorithms (DQN, PPO, SAC, offline discrete CQL) on "
+                    "Gymnasium envs, called in-process in its own environment.",
+        upstream_library="tianshou", upstream_version=installed_version("tianshou"), license="MIT")
+    caps = WorkerCapabilities(
+        worker_type="tianshou", paradigms=("single_agent",), policy_configurations=("INDEPENDENT",),
+        env_families=("gymnasium",), algorithms=ALGORITHMS, action_spaces=("discrete", "box"),
+        observation_spaces=("box",), max_agents=1, supports_checkpointing=True, supports_pause_resume=True,
+        resources=ResourceEstimate(cpus=1.0, memory_mb=2000))
+    return meta, caps

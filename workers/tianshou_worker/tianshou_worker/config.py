@@ -1,0 +1,253 @@
+"""A MOSAIC config for a Tianshou run, and Tianshou's own keyword arguments from it.
+
+MOSAIC's fields cover what every algorithm has (env, seed, budget, network
+sizes, learning rate, batch, buffer, collection and update sizes).
+``algo_params`` are the rest: any keyword argument of the algorithm's Tianshou
+policy class and algorithm class whose default is a plain number, string or
+boolean, read from their signatures in the installed Tianshou (so names, types
+and defaults follow Tianshou), checked with errors naming
+``algo_params.<name>`` and the allowed names. Reading them needs Tianshou, so
+validation runs in this worker's own environment.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import functools
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from mosaic import configkit
+from mosaic.configkit import option
+from mosaic.errors import ConfigError, UserError
+from mosaic.fastlane.config import FastLaneConfig
+
+from tianshou_worker import algorithms
+from tianshou_worker.algorithms import BUILT, Algorithm, class_name
+
+
+@dataclass(frozen=True)
+class Param:
+    """One keyword argument of a Tianshou class, with its default."""
+
+    name: str
+    default: Any
+    owner: str  # "policy" or "algorithm": which Tianshou class takes it
+
+    @property
+    def type(self) -> str:
+        d = self.default
+        if isinstance(d, bool):
+            return "boolean"
+        if isinstance(d, int):
+            return "integer"
+        if isinstance(d, float):
+            return "number"
+        if isinstance(d, str):
+            return "string"
+        return "number_or_null"  # a None default: Tianshou's optional numbers (huber_loss_delta, ...)
+
+    def schema(self) -> dict[str, Any]:
+        kind = {"number_or_null": ["number", "null"]}.get(self.type, self.type)
+        return {"default": self.default, "type": kind, "description": f"keyword argument of Tianshou's {self.owner}"}
+
+    def check(self, value: Any, field: str) -> Any:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = {"integer": isinstance(value, int) and not isinstance(value, bool), "number": number,
+              "string": isinstance(value, str), "boolean": isinstance(value, bool),
+              "number_or_null": value is None or number}[self.type]
+        if not ok:
+            shown = self.type.replace("_", " ")
+            raise ConfigError(field, f"{value!r} is not a{'n' if shown[0] in 'aeiou' else ''} {shown} "
+                                     f"(Tianshou's default is {self.default!r})")
+        return float(value) if self.type == "number" else value
+
+
+def tianshou_folder() -> Path:
+    """Where Tianshou is installed, found without importing it (importing it takes seconds)."""
+    spec = importlib.util.find_spec("tianshou")
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError("tianshou: Tianshou is not installed here; the tianshou worker runs in its own "
+                        "environment: `mosaic envs build tianshou`, then run it through `mosaic`")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def keyword_defaults(path: str) -> dict[str, Any]:
+    """A Tianshou class's ``__init__`` keyword arguments with literal defaults, read from its source.
+
+    ``path`` is ``module.Class`` under ``tianshou.algorithm``. The source is parsed, not imported: the
+    same names and defaults Python would see, without the seconds torch and Tianshou take to import.
+    """
+    module, _, cls = path.rpartition(".")
+    source = tianshou_folder() / "algorithm" / (module.replace(".", "/") + ".py")
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
+    init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    if init is None:  # inherited: the first base class's, where this module imports it from
+        base = next(b.id for b in node.bases if isinstance(b, ast.Name))
+        origin = next(n.module for n in tree.body if isinstance(n, ast.ImportFrom)
+                      and any(a.name == base for a in n.names))
+        return keyword_defaults(f"{origin.removeprefix('tianshou.algorithm.')}.{base}")
+    args = init.args
+    pairs = list(zip(args.args[len(args.args) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    out = {}
+    for arg, default in pairs:
+        try:
+            out[arg.arg] = ast.literal_eval(default)
+        except ValueError:
+            continue  # a default that is an expression (a class, a call): not a plain value
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def tianshou_params(name: str) -> dict[str, Param]:
+    """The tunable keyword arguments of the algorithm's policy and algorithm classes, with their defaults."""
+    algo = algorithms.get(name)
+    fixed = {f[0] for f in algo.fixed}
+    out: dict[str, Param] = {}
+    for path in (algo.policy_class, algo.tianshou_class):
+        for key, default in keyword_defaults(path).items():
+            if key not in BUILT and key not in fixed and (default is None or isinstance(default, (bool, int, float, str))):
+                out[key] = Param(key, default, class_name(path))
+    return out
+
+
+def params_schema(name: str) -> dict[str, Any]:
+    """JSON Schema of ``algo_params`` for one algorithm (``--schema ALGO``)."""
+    algo = algorithms.get(name)
+    params = tianshou_params(algo.name)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": f"algo_params of tianshou {algo.name} (keyword arguments of Tianshou's "
+                     f"{class_name(algo.policy_class)} and {class_name(algo.tianshou_class)}, with their defaults)",
+            "type": "object", "additionalProperties": False,
+            "properties": {n: p.schema() for n, p in sorted(params.items())}}
+
+
+@dataclass
+class OfflineData:
+    """Where an offline algorithm's data set comes from: collected at run time, never downloaded."""
+
+    transitions: int = option(5000, min=1, help="env steps collected into the data set before training")
+    policy: str = option("random", help="'random' (uniform actions), or a checkpoint (or run folder) of a "
+                                        "tianshou run on the same env whose policy collects the data")
+
+
+@dataclass
+class TianshouConfig:
+    """A Tianshou run: one algorithm, one Gymnasium env."""
+
+    run_id: str = option(help="run id (set by MOSAIC)")
+    algorithm: str = option("dqn", choices=tuple(algorithms.ALGORITHMS),
+                            help="Tianshou algorithm (traits: tianshou_worker/algorithms.py)")
+    env_id: str | None = option(None, help="Gymnasium id; default: CartPole-v1 (discrete), Pendulum-v1 (box)")
+    seed: int = option(1, min=0, help="torch's and numpy's seed; env i of the vector is seeded seed + i")
+    total_timesteps: int = option(50_000, min=1, help="online: env steps; offline: gradient steps")
+    num_envs: int = option(1, min=1, max=256, help="training envs stepped together (Tianshou's DummyVectorEnv)")
+    hidden_sizes: list[int] = option(default_factory=lambda: [64, 64], help="hidden layers of every network")
+    learning_rate: float = option(1e-3, min=0.0, help="Adam's learning rate, for every optimiser")
+    batch_size: int | None = option(64, min=1, help="transitions per gradient step (on-policy: minibatch; "
+                                                    "null = the whole rollout)")
+    buffer_size: int = option(20_000, min=1, help="replay buffer size (off-policy), summed over the envs")
+    collect_steps: int | None = option(None, min=1, help="env steps per collection step; default: 10 "
+                                                         "off-policy, 2048 on-policy")
+    update_per_step: float = option(0.1, min=0.0, help="off-policy: gradient steps per collected env step")
+    repeat_per_collect: int = option(10, min=1, help="on-policy: passes over each rollout")
+    learning_starts: int | None = option(None, min=0, help="off-policy: env steps collected with uniform random "
+                                                           "actions before training; default: batch_size")
+    offline_data: OfflineData = option(default_factory=OfflineData, help="offline algorithms: the data set")
+    algo_params: dict[str, Any] = option(default_factory=dict,
+                                         help="any other keyword argument of Tianshou's policy or algorithm "
+                                              "class: `--schema ALGO` lists them with defaults")
+    report_every_timesteps: int = option(1000, min=1, help="a metrics event (an 'iteration') every N env "
+                                                           "steps (offline: gradient steps)")
+    checkpoint_every_timesteps: int = option(0, min=0, help="also checkpoint every N env steps; 0 = at the end only")
+    checkpoint_at_end: bool = option(True, help="save when the run ends (completed or cancelled)")
+    restore_from: str | None = option(None, help="a checkpoint (or run folder) of a tianshou run to continue")
+    torch_num_threads: int | None = option(1, min=1, help="torch threads of the worker (mosaic/threads.py); "
+                                                          "null = torch's default")
+    heartbeat_interval_s: float = option(5.0, min=0.1, help="seconds between heartbeats")
+    fastlane: FastLaneConfig = option(default_factory=FastLaneConfig, help="live frames of env 0")
+
+    @property
+    def algo(self) -> Algorithm:
+        return algorithms.get(self.algorithm)
+
+    @property
+    def resolved_env_id(self) -> str:
+        return self.env_id or self.algo.default_env
+
+    @property
+    def resolved_collect_steps(self) -> int:
+        if self.collect_steps is not None:
+            return self.collect_steps
+        return 2048 if self.algo.kind == "on_policy" else 10
+
+    @property
+    def resolved_learning_starts(self) -> int:
+        if self.algo.kind != "off_policy":
+            return 0
+        return self.batch_size or 64 if self.learning_starts is None else self.learning_starts
+
+    def to_dict(self) -> dict[str, Any]:
+        return configkit.to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "TianshouConfig":
+        config = configkit.from_dict(cls, data)
+        config.algorithm = config.algo.name
+        if not config.hidden_sizes or any(h < 1 for h in config.hidden_sizes):
+            raise ConfigError("hidden_sizes", f"{config.hidden_sizes!r}: one or more positive layer sizes")
+        if config.batch_size is None and config.algo.kind != "on_policy":
+            raise ConfigError("batch_size", f"null (the whole rollout) is for on-policy algorithms; "
+                                            f"{config.algorithm} samples batches from a buffer")
+        config.algo_params = check_params(config)
+        check_budget(config)
+        return config
+
+    def split_params(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``algo_params`` as (policy keyword arguments, algorithm keyword arguments)."""
+        params = tianshou_params(self.algo.name)
+        policy_cls = class_name(self.algo.policy_class)
+        policy = {k: v for k, v in self.algo_params.items() if params[k].owner == policy_cls}
+        return policy, {k: v for k, v in self.algo_params.items() if k not in policy}
+
+
+def check_params(config: TianshouConfig) -> dict[str, Any]:
+    params = tianshou_params(config.algorithm)
+    checked = {}
+    for name, value in config.algo_params.items():
+        field = f"algo_params.{name}"
+        if name in BUILT:
+            raise ConfigError(field, "is built by the worker (networks, spaces and optimisers: hidden_sizes, "
+                                     "learning_rate and the env set them)")
+        reason = next((why for fixed, _, why in config.algo.fixed if fixed == name), None)
+        if reason:
+            raise ConfigError(field, f"is set by the worker for {config.algorithm}: {reason}")
+        if name not in params:
+            close = difflib.get_close_matches(name, list(params), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(field, f"{config.algorithm} has no option {name!r}{hint}; allowed: "
+                                     f"{', '.join(sorted(params))}")
+        checked[name] = params[name].check(value, field)
+    return checked
+
+
+def check_budget(config: TianshouConfig) -> None:
+    """Budgets Tianshou would accept and then not learn on."""
+    total, kind = config.total_timesteps, config.algo.kind
+    if kind == "on_policy" and total < config.resolved_collect_steps:
+        raise ConfigError("total_timesteps", f"{total} is less than one rollout ({config.resolved_collect_steps} "
+                                             f"env steps, collect_steps): {config.algorithm} would not update once")
+    if kind == "off_policy" and config.resolved_learning_starts >= total:
+        raise ConfigError("learning_starts", f"{config.resolved_learning_starts} env steps is not below "
+                                             f"total_timesteps ({total}): nothing would be learned")
+    if kind == "off_policy" and config.resolved_learning_starts < (config.batch_size or 0):
+        raise ConfigError("learning_starts", f"{config.resolved_learning_starts} env steps cannot fill one batch "
+                                             f"of {config.batch_size} (batch_size)")
+    if config.num_envs > config.resolved_collect_steps:
+        raise ConfigError("num_envs", f"{config.num_envs} envs take more than one collection step of "
+                                      f"{config.resolved_collect_steps} env steps (collect_steps)")

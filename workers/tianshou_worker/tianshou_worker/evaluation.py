@@ -1,0 +1,71 @@
+"""``mosaic eval`` of a Tianshou checkpoint: the algorithm rebuilt, its weights loaded, test-mode play.
+
+The algorithm is rebuilt from the run's config and loaded from the checkpoint's
+``state_dict``; its policy acts in Tianshou's evaluation mode (``policy.eval()``:
+greedy Q-values without epsilon, the most likely action or the mean action where
+the policy has a deterministic evaluation) through ``Policy.compute_action``.
+Episode *i* is seeded ``seed + i``. Results, confidence intervals, CSV and GIF
+videos are written by :mod:`mosaic.evaluation`, as for every worker.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from mosaic.errors import UserError
+from mosaic.evaluation import EpisodeMetrics, EvaluationResults, print_results, save_results
+
+from tianshou_worker.telemetry import AGENT, MODULE
+
+
+def play(policy: Any, env: Any, seed: int, frames: list | None) -> tuple[float, int]:
+    import torch
+
+    obs, info = env.reset(seed=seed)
+    total, length = 0.0, 0
+    while True:
+        if frames is not None:
+            frames.append(env.render())
+        with torch.no_grad():
+            action = policy.compute_action(obs)
+        obs, reward, terminated, truncated, info = env.step(action)
+        total += float(reward)
+        length += 1
+        if terminated or truncated:
+            return total, length
+
+
+def evaluate(request: Any) -> int:
+    from mosaic.threads import limit_torch_threads
+
+    from tianshou_worker.envs import make_env
+    from tianshou_worker.runtime import load_checkpoint, quiet
+
+    if request.opponent:
+        raise UserError("--opponent: Tianshou runs here are single-agent; there is no other seat")
+    if request.fastlane:
+        raise UserError("--fastlane: evaluation frames of the tianshou worker are not streamed yet; use --video N")
+    quiet()
+    limit_torch_threads(1)
+    folder, state, config, algo = load_checkpoint(request.target, "--evaluate")
+    algo.eval()
+    policy = algo.policy
+    env = make_env(config.resolved_env_id, render_mode="rgb_array" if request.video else None)
+    episodes, videos = [], []
+    try:
+        for i in range(request.episodes):
+            frames: list | None = [] if i < request.video else None
+            start = time.perf_counter()
+            total, length = play(policy, env, request.seed + i, frames)
+            episodes.append(EpisodeMetrics(i, request.seed + i, {AGENT: total}, length,
+                                           time.perf_counter() - start, {AGENT: MODULE}))
+            if frames is not None:
+                videos.append(frames)
+    finally:
+        env.close()
+    results = EvaluationResults(episodes, {"family": "gymnasium", "env_id": config.resolved_env_id,
+                                           "algorithm": state.algorithm}, str(folder))
+    save_results(results, folder, None, videos)
+    print_results(results, request.json)
+    return 0

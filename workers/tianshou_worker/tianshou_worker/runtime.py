@@ -1,0 +1,279 @@
+"""``TianshouRuntime``: one Tianshou training run, in this process, start to finish.
+
+The steps a Tianshou user writes with its algorithm API, with MOSAIC around them:
+
+1. the envs: ``gymnasium.make`` behind Tianshou's ``DummyVectorEnv``, seeded with
+   ``envs.seed(seed)`` (env *i* gets ``seed + i``, its action space too);
+2. the algorithm: networks, policy and algorithm classes (``algorithms.py``);
+3. a collector and replay buffer (online), or a data set collected now (offline:
+   ``offline_data``), then ``algorithm.run_training(<Trainer>Params(...))`` for
+   the whole budget as one Tianshou epoch;
+4. observation: the wrapped ``collect`` and a Tianshou logger (``telemetry.py``);
+5. the safe point (pause, cancel, progress ticks, periodic checkpoints): the
+   trainer's ``training_fn``, which Tianshou calls before every training step
+   (online), or the logger's update hook after every gradient step (offline);
+6. checkpoints: the algorithm's ``state_dict`` (networks and optimisers) plus
+   MOSAIC's state file; ``restore_from`` continues from one.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from mosaic.checkpoints import CheckpointState, checkpoint_folder, resolve
+from mosaic.errors import ConfigError
+from mosaic.lifecycle import RunCancelled
+from mosaic.provenance import config_digest, package_versions
+from mosaic.threads import limit_torch_threads
+from mosaic.worker_cli import WorkerContext
+
+from tianshou_worker import algorithms
+from tianshou_worker.config import TianshouConfig
+from tianshou_worker.envs import make_env, make_vector_env, probe_env
+from tianshou_worker.telemetry import Reporter, make_logger, observe_collector
+
+PACKAGES = ("mosaic-marl", "mosaic-tianshou-worker", "tianshou", "torch", "numpy", "gymnasium")
+WEIGHTS_FILE = "tianshou_algorithm.pt"
+
+
+@dataclass
+class TianshouCheckpointState(CheckpointState):
+    """MOSAIC's counters next to the algorithm's weights, and what is needed to rebuild it."""
+
+    FORMAT: ClassVar[str] = "mosaic-tianshou-worker/1"
+
+    algorithm: str = ""
+    env_id: str = ""
+    weights_file: str = WEIGHTS_FILE
+    config: dict[str, Any] = field(default_factory=dict)  # the MOSAIC config of the run that saved it
+
+
+def quiet() -> None:
+    """Before pygame could be imported: SIGTERM must still reach MOSAIC's handler."""
+    os.environ.setdefault("SDL_NO_SIGNAL_HANDLERS", "1")
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+
+
+def seed_everything(seed: int) -> None:
+    import numpy as np
+    import torch
+
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def build_algorithm(config: TianshouConfig, spaces: algorithms.Spaces) -> Any:
+    policy_kw, algo_kw = config.split_params()
+    return algorithms.BUILDERS[config.algorithm](spaces, list(config.hidden_sizes), config.learning_rate,
+                                                 policy_kw, algo_kw)
+
+
+def load_checkpoint(path: str | Path, field: str) -> tuple[Path, TianshouCheckpointState, TianshouConfig, Any]:
+    """(folder, state, config, algorithm with the checkpoint's weights) of a tianshou checkpoint or run."""
+    import torch
+
+    folder = resolve(path, field, "the tianshou worker")
+    state = TianshouCheckpointState.read(folder, field, "the tianshou worker")
+    data = {k: v for k, v in state.config.items() if k != "run_id"}
+    data.update(run_id=state.run_id or "restored", restore_from=None, fastlane={"enabled": False})
+    config = TianshouConfig.from_dict(data)
+    env = make_env(config.resolved_env_id)
+    try:
+        algo = build_algorithm(config, algorithms.Spaces(env.observation_space, env.action_space))
+    finally:
+        env.close()
+    algo.load_state_dict(torch.load(folder / state.weights_file, map_location="cpu", weights_only=False))
+    return folder, state, config, algo
+
+
+def check_restore(config: TianshouConfig) -> tuple[Path, TianshouCheckpointState]:
+    """``restore_from``'s folder and state, when it is a checkpoint of the same algorithm and env."""
+    assert config.restore_from
+    folder = resolve(config.restore_from, "restore_from", "the tianshou worker")
+    state = TianshouCheckpointState.read(folder, "restore_from", "the tianshou worker")
+    if state.algorithm != config.algorithm:
+        raise ConfigError("restore_from", f"is a {state.algorithm} checkpoint; this run trains {config.algorithm}")
+    if state.env_id != config.resolved_env_id:
+        raise ConfigError("restore_from", f"was trained on {state.env_id}; this run uses {config.resolved_env_id}")
+    return folder, state
+
+
+def check_offline_source(config: TianshouConfig) -> None:
+    """``offline_data.policy``: 'random', or a checkpoint of a tianshou run on the same env."""
+    source = config.offline_data.policy
+    if config.algo.online or source == "random":
+        return
+    state = TianshouCheckpointState.read(resolve(source, "offline_data.policy", "the tianshou worker"),
+                                         "offline_data.policy", "the tianshou worker")
+    if state.env_id != config.resolved_env_id:
+        raise ConfigError("offline_data.policy", f"was trained on {state.env_id}; this run uses "
+                                                 f"{config.resolved_env_id}")
+
+
+class TianshouRuntime:
+    def __init__(self, config: TianshouConfig, context: WorkerContext) -> None:
+        self.config = config
+        self.ctx = context
+        self.algo: Any = None
+        self.reporter: Reporter | None = None
+        self.logger: Any = None
+        self.last_saved = -1
+
+    # -- checkpoints -----------------------------------------------------------
+    def save_checkpoint(self) -> Path:
+        import torch
+
+        rep = self.reporter
+        assert rep is not None and self.algo is not None
+        folder = checkpoint_folder(self.ctx.run_dir.root, rep.iteration)
+        folder.mkdir(parents=True, exist_ok=True)
+        torch.save(self.algo.state_dict(), folder / WEIGHTS_FILE)
+        TianshouCheckpointState(iteration=rep.iteration, timesteps_total=rep.timesteps, episodes=rep.episodes,
+                                run_id=self.config.run_id, algorithm=self.config.algorithm,
+                                env_id=self.config.resolved_env_id, config=self.config.to_dict()).write(folder)
+        self.ctx.emitter.checkpoint_saved(path=str(folder), iteration=rep.iteration, timesteps_total=rep.timesteps)
+        self.last_saved = rep.timesteps
+        return folder
+
+    def restore(self, path: str) -> TianshouCheckpointState:
+        import torch
+
+        folder, state = check_restore(self.config)
+        self.algo.load_state_dict(torch.load(folder / state.weights_file, map_location="cpu", weights_only=False))
+        return state
+
+    # -- the safe point --------------------------------------------------------
+    def safe_point(self, *_: Any) -> None:
+        rep = self.reporter
+        assert rep is not None
+        if rep.due():
+            rep.report()
+            self.ctx.progress.tick(rep.iteration)
+            every = self.config.checkpoint_every_timesteps
+            if every and rep.timesteps // every > max(self.last_saved, 0) // every:
+                self.save_checkpoint()
+        self.ctx.control.checkpoint()
+
+    def offline_update(self) -> None:
+        assert self.reporter is not None
+        self.reporter.gradient_step()
+        self.safe_point()
+
+    # -- the run -----------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        cfg, emit = self.config, self.ctx.emitter
+        root = self.ctx.run_dir.root
+        quiet()
+        limit_torch_threads(cfg.torch_num_threads)
+        spaces = probe_env(cfg)
+        check_offline_source(cfg)
+        import torch
+
+        seed_everything(cfg.seed)
+        fastlane = ({"run_id": cfg.run_id, "run_dir": str(root), "config": dict(cfg.fastlane.__dict__)}
+                    if cfg.fastlane.enabled else None)
+        envs = make_vector_env(cfg.resolved_env_id, cfg.num_envs, cfg.seed, fastlane)
+        try:
+            self.algo = build_algorithm(cfg, spaces)
+            self.reporter = rep = Reporter(emit, total_timesteps=cfg.total_timesteps,
+                                           report_every=cfg.report_every_timesteps)
+            restored = None
+            if cfg.restore_from:
+                restored = self.restore(cfg.restore_from)
+                rep.resume_at(restored.iteration, restored.episodes, restored.timesteps_total)
+                self.last_saved = restored.timesteps_total
+                emit.log(f"restored from {cfg.restore_from} at {restored.timesteps_total} "
+                         f"{'gradient' if not cfg.algo.online else 'env'} steps")
+            self.logger = logger = make_logger(str(root / "tensorboard"), rep,
+                                 self.offline_update if not cfg.algo.online else lambda: None)
+            emit.run_started(
+                worker="tianshou", config_digest=config_digest(cfg.to_dict()), versions=package_versions(PACKAGES),
+                resources={"cpus": 1, "gpus": 0, "num_envs": cfg.num_envs, "torch_threads": torch.get_num_threads()},
+                algorithm=cfg.algorithm, tianshou_algorithm=type(self.algo).__name__,
+                tianshou_policy=type(self.algo.policy).__name__,
+                env={"family": "gymnasium", "env_id": cfg.resolved_env_id, "api_type": "GYMNASIUM", "env_kwargs": {}},
+                policy_configuration="INDEPENDENT", seed=cfg.seed, total_timesteps=cfg.total_timesteps,
+                agents=["agent_0"], restored_from=cfg.restore_from)
+            # A training step takes milliseconds to seconds; an iteration that takes minutes is stuck.
+            self.ctx.progress.start(max(300.0, cfg.report_every_timesteps * 0.5), "report_every_timesteps × 0.5 s")
+            t0 = time.perf_counter()
+            try:
+                if cfg.algo.online:
+                    self.train_online(envs)
+                else:
+                    self.train_offline(envs)
+            except RunCancelled:
+                if cfg.checkpoint_at_end and self.last_saved != rep.timesteps:
+                    self.save_checkpoint()
+                raise
+            rep.flush()
+            if cfg.checkpoint_at_end and self.last_saved != rep.timesteps:
+                self.save_checkpoint()
+            logger.finalize()
+        finally:
+            envs.close()
+        return {"timesteps_total": rep.timesteps, "episodes": rep.episodes, "iterations": rep.iteration,
+                "train_seconds": round(time.perf_counter() - t0, 3)}
+
+    def train_online(self, envs: Any) -> None:
+        from tianshou.data import Collector, VectorReplayBuffer
+        from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
+
+        cfg, rep = self.config, self.reporter
+        assert rep is not None
+        on_policy = cfg.algo.kind == "on_policy"
+        size = cfg.resolved_collect_steps if on_policy else cfg.buffer_size
+        collector = Collector(self.algo, envs, VectorReplayBuffer(max(size, cfg.num_envs), cfg.num_envs),
+                              exploration_noise=not on_policy)
+        collector.reset()
+        observe_collector(collector, rep)
+        rep.start_clock()
+        if cfg.resolved_learning_starts:
+            collector.collect(n_step=cfg.resolved_learning_starts, random=True)
+        remaining = cfg.total_timesteps - rep.timesteps
+        if remaining <= 0:
+            return
+        common = dict(training_collector=collector, max_epochs=1, epoch_num_steps=remaining,
+                      collection_step_num_env_steps=cfg.resolved_collect_steps, test_collector=None,
+                      logger=self.logger, training_fn=self.safe_point, verbose=False, show_progress=False)
+        if on_policy:
+            params = OnPolicyTrainerParams(batch_size=cfg.batch_size, update_step_num_repetitions=cfg.repeat_per_collect,
+                                           **common)
+        else:
+            params = OffPolicyTrainerParams(batch_size=cfg.batch_size,
+                                            update_step_num_gradient_steps_per_sample=cfg.update_per_step, **common)
+        self.algo.run_training(params)
+
+    def train_offline(self, envs: Any) -> None:
+        from tianshou.data import Collector, VectorReplayBuffer
+        from tianshou.trainer import OfflineTrainerParams
+
+        cfg, rep = self.config, self.reporter
+        assert rep is not None
+        data = cfg.offline_data
+        buffer = VectorReplayBuffer(data.transitions, cfg.num_envs)
+        random = data.policy == "random"
+        if random:
+            behaviour = self.algo
+        else:
+            check_offline_source(cfg)
+            behaviour = load_checkpoint(data.policy, "offline_data.policy")[3]
+        behaviour.eval()
+        stats = Collector(behaviour, envs, buffer).collect(n_step=data.transitions, random=random, reset_before_collect=True)
+        returns = [float(r) for r in stats.returns]
+        self.ctx.emitter.log(f"offline data set: {len(buffer)} transitions from the "
+                             f"{'random' if random else 'checkpoint'} policy, {len(returns)} episodes, mean return "
+                             f"{sum(returns) / max(len(returns), 1):.2f}")
+        rep.start_clock()
+        remaining = cfg.total_timesteps - rep.timesteps
+        if remaining <= 0:
+            return
+        self.algo.train()
+        self.algo.run_training(OfflineTrainerParams(buffer=buffer, max_epochs=1, epoch_num_steps=remaining,
+                                                    batch_size=cfg.batch_size, test_collector=None,
+                                                    logger=self.logger, verbose=False, show_progress=False))

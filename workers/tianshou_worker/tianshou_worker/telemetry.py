@@ -1,0 +1,147 @@
+"""What Tianshou reports, as MOSAIC telemetry with the shared metric names.
+
+Two observation points, neither an edit of Tianshou:
+
+* the training collector's ``collect``, wrapped on the instance: each call's
+  ``CollectStats`` carries the env steps taken and the return and length of
+  every episode that ended, in order: ``episode`` events;
+* a Tianshou logger (a ``TensorboardLogger`` subclass, so Tianshou's own
+  TensorBoard files are still written): the trainer hands it every update's
+  training statistics (losses, ...) before its own interval filter: learner
+  scalars under the module ``policy``.
+
+An "iteration" is ``report_every_timesteps`` env steps (offline: gradient
+steps): one ``metrics`` event with the episodes that ended in it
+(``mosaic.episode_stats``) and the mean of each learner scalar over its updates.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from typing import Any, Callable
+
+from mosaic.episode_stats import episode_statistics
+
+AGENT = "agent_0"
+MODULE = "policy"
+#: Tianshou's learner scalars that have a MOSAIC name (docs/telemetry.md, the Ray worker's).
+NAMES = {"loss": "total_loss", "actor_loss": "policy_loss", "ent_loss": "entropy"}
+
+
+class Reporter:
+    """Collects episodes and learner scalars; emits a ``metrics`` event per iteration."""
+
+    def __init__(self, emitter: Any, *, total_timesteps: int, report_every: int) -> None:
+        self.emitter = emitter
+        self.total, self.every = total_timesteps, report_every
+        self.iteration = self.episodes = self.timesteps = self.updates = 0
+        self.window: list[dict[str, Any]] = []
+        self.learner: dict[str, list[float]] = defaultdict(list)
+        self.next_report = report_every
+        self._t, self._steps_at = time.perf_counter(), 0
+
+    def resume_at(self, iteration: int, episodes: int, timesteps: int) -> None:
+        self.iteration, self.episodes, self.timesteps = iteration, episodes, timesteps
+        self.next_report = timesteps + self.every
+        self._steps_at = timesteps
+
+    def start_clock(self) -> None:
+        """Training starts now: the first iteration's env steps/s counts from here."""
+        self._t, self._steps_at = time.perf_counter(), self.timesteps
+
+    # -- from Tianshou -------------------------------------------------------
+    def collected(self, stats: Any) -> None:
+        """One ``collect`` call's ``CollectStats``: its env steps, and its episodes in the order they ended."""
+        self.timesteps += int(stats.n_collected_steps)
+        for ret, length in zip(stats.returns, stats.lens):
+            self.episode(float(ret), int(length))
+
+    def episode(self, ret: float, length: int) -> None:
+        self.emitter.episode(episode=self.episodes, length=length, returns={AGENT: ret},
+                             timesteps_total=self.timesteps)
+        self.window.append({"returns": {AGENT: ret}, "length": length, "modules": {AGENT: MODULE}})
+        self.episodes += 1
+
+    def learner_values(self, data: dict[str, Any]) -> None:
+        """A ``TrainingStats`` as a dict (``asdict``): its numbers under Tianshou's names, and MOSAIC's.
+
+        Statistics over an update's minibatches (PPO's ``loss/mean``, ``loss/std``, ...) count by their
+        mean; where MOSAIC has a name for a scalar (:data:`NAMES`) it is reported under both.
+        """
+        self.updates += 1
+        for key, value in _flatten(data):
+            base, _, stat = key.rpartition("/")
+            if stat in ("std", "max", "min"):
+                continue
+            key = base if stat == "mean" else key
+            if key in ("train_time", "smoothed_loss") or key.startswith("smoothed_loss/"):
+                continue
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                self.learner[key].append(float(value))
+                if key in NAMES:
+                    self.learner[NAMES[key]].append(float(value))
+
+    def gradient_step(self) -> None:
+        """Offline: each update is one 'timestep' of the budget."""
+        self.timesteps += 1
+
+    # -- to MOSAIC -----------------------------------------------------------
+    def due(self) -> bool:
+        return self.timesteps >= self.next_report or self.timesteps >= self.total
+
+    def flush(self) -> None:
+        """Report what the last, partial iteration saw, if anything."""
+        if self.window or self.timesteps > self._steps_at:
+            self.report()
+
+    def report(self) -> dict[str, Any] | None:
+        self.iteration += 1
+        elapsed = time.perf_counter() - self._t
+        learner = {k: sum(v) / len(v) for k, v in self.learner.items()}
+        event = self.emitter.metrics(
+            iteration=self.iteration, timesteps_total=self.timesteps, total_timesteps=self.total,
+            env_steps_per_s=(self.timesteps - self._steps_at) / max(elapsed, 1e-9),
+            num_episodes_lifetime=self.episodes, learner={MODULE: learner} if learner else {},
+            **episode_statistics(self.window))
+        self.window.clear()
+        self.learner.clear()
+        self._t, self._steps_at = time.perf_counter(), self.timesteps
+        self.next_report = self.timesteps + self.every
+        return event
+
+
+def _flatten(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    if isinstance(data, dict):
+        out = []
+        for k, v in data.items():
+            out += _flatten(v, f"{prefix}{k}/" if isinstance(v, dict) else f"{prefix}{k}")
+        return out
+    return [(prefix, data)]
+
+
+def observe_collector(collector: Any, reporter: Reporter) -> None:
+    """Wrap ``collector.collect`` on the instance: every call's stats go to ``reporter``."""
+    collect = collector.collect
+
+    def observed(*args: Any, **kwargs: Any) -> Any:
+        stats = collect(*args, **kwargs)
+        reporter.collected(stats)
+        return stats
+
+    collector.collect = observed
+
+
+def make_logger(tensorboard_dir: str, reporter: Reporter, on_update: Callable[[], None]) -> Any:
+    """A Tianshou logger that also feeds ``reporter``; ``on_update()`` runs after every update step."""
+    from torch.utils.tensorboard import SummaryWriter
+    from tianshou.utils.logger.tensorboard import TensorboardLogger
+
+    class MosaicLogger(TensorboardLogger):
+        def log_update_data(self, log_data: dict, step: int) -> None:
+            reporter.learner_values(log_data)
+            super().log_update_data(log_data, step)
+            on_update()
+
+    return MosaicLogger(SummaryWriter(tensorboard_dir))
