@@ -153,19 +153,6 @@ def family_of(task: str) -> str:
     return "babyai" if task.startswith("BabyAI-") else "minigrid"
 
 
-def block_metrics(episodes: list[dict[str, Any]]) -> dict[str, Any]:
-    """What a block of episodes scored, in the shared metric names plus the evaluator's own."""
-    n = len(episodes)
-    steps = sum(e["length"] for e in episodes)
-    success = scores.rate(sum(e["success"] for e in episodes), n)
-    return {"episode_return_mean": sum(e["return"] for e in episodes) / n,
-            "episode_len_mean": steps / n,
-            "success_rate": success["rate"], "success_ci95": [success["ci95_low"], success["ci95_high"]],
-            "progression_mean": sum(e["progression"] for e in episodes) / n,
-            "invalid_action_rate": sum(e["invalid_actions"] for e in episodes) / max(steps, 1),
-            "tokens_per_episode": sum(e["tokens"] for e in episodes) / n}
-
-
 def scored(episodes: list[dict[str, Any]]) -> dict[str, Any]:
     steps = sum(e["length"] for e in episodes)
     return {"episodes": len(episodes), "steps": steps,
@@ -176,6 +163,17 @@ def scored(episodes: list[dict[str, Any]]) -> dict[str, Any]:
             "tokens_per_episode": scores.mean([float(e["tokens"]) for e in episodes])}
 
 
+def block_metrics(episodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a block of episodes scored, in the shared metric names plus the evaluator's own."""
+    block = scored(episodes)
+    success = block["success"]
+    return {"episode_return_mean": block["return"]["mean"], "episode_len_mean": block["steps"] / block["episodes"],
+            "success_rate": success["rate"], "success_ci95": [success["ci95_low"], success["ci95_high"]],
+            "progression_mean": block["progression"]["mean"],
+            "invalid_action_rate": block["invalid_actions"]["rate"],
+            "tokens_per_episode": block["tokens_per_episode"]["mean"]}
+
+
 def summarise(episodes: list[dict[str, Any]], cfg: BalrogConfig, llm: dict[str, Any]) -> dict[str, Any]:
     return {"protocol": "BALROG-style (MiniGrid/BabyAI): text observations, one action per reply",
             "model": {"backend": cfg.model.backend, "model": cfg.model.model, "base_url": cfg.model.base_url,
@@ -183,7 +181,7 @@ def summarise(episodes: list[dict[str, Any]], cfg: BalrogConfig, llm: dict[str, 
             "seed": cfg.seed, "episodes_per_task": cfg.episodes_per_task,
             "tasks": {task: scored([e for e in episodes if e["task"] == task]) for task in cfg.tasks},
             "overall": scored(episodes), "llm": llm,
-            "episodes": [{k: v for k, v in e.items()} for e in episodes]}
+            "episodes": episodes}
 
 
 def write_atomically(path: Path, data: Any) -> None:
