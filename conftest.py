@@ -18,7 +18,8 @@ import pytest
 SERIAL_FOLDERS = {"tests/fastlane/": "fastlane"}
 #: Files of long, independent tests (no module-scoped fixtures): each test may go to either process.
 SPLIT_FILES = {"workers/xuance_worker/tests/test_xc_training.py", "workers/cleanrl_worker/tests/test_crl_training.py",
-               "workers/balrog_worker/tests/test_bl_evaluation.py", "workers/tianshou_worker/tests/test_ts_config.py"}
+               "workers/balrog_worker/tests/test_bl_evaluation.py", "workers/tianshou_worker/tests/test_ts_config.py",
+               "workers/llm_worker/tests/test_llm_worker.py"}
 
 
 def pytest_collection_modifyitems(config, items):

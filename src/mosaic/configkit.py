@@ -70,6 +70,9 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
     if origin in (dict, Mapping) or tp in (dict, Mapping):
         if not isinstance(value, Mapping):
             raise ConfigError(path, f"must be an object, got {type(value).__name__}")
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is not Any:  # typed values (e.g. dict[str, SomeConfig]) are checked too
+            return {k: _convert(v, args[1], f"{path}.{k}") for k, v in value.items()}
         return dict(value)
     if origin in (list, tuple) or tp in (list, tuple):
         if not isinstance(value, (list, tuple)):

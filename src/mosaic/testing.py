@@ -111,7 +111,7 @@ def check_worker(name: str, config: Mapping[str, Any], home: str | Path | None =
     except UserError as exc:
         raise ConformanceError(str(exc)) from None
     problems: list[str] = []
-    meta, caps = worker.metadata, worker.capabilities
+    caps = worker.capabilities
     if caps.worker_type != name:
         problems.append(f"capabilities.worker_type {caps.worker_type!r} != {name!r}")
 
@@ -430,6 +430,40 @@ def check_pause_resume(run: Path, proc: "subprocess.Popen | None" = None, heartb
     wait_until(lambda: any(e["type"] in PROGRESS_TYPES for e in run_events(run)[resumed_at + 1:]), timeout,
                "progress after resuming", proc=proc)
     return run_events(run)
+
+
+def check_live_evaluation(home: WorkerHome, config: Path, run_id: str, snapshot: Path,
+                          results_file: str = "results.json", timeout: float = 300.0) -> Path:
+    """A long evaluation started with ``mosaic run``: its FastLane frames reach ``mosaic watch``, it pauses
+    and resumes (:func:`check_pause_resume`), and Ctrl-C cancels it (exit 3, ``run_cancelled``) leaving
+    no ``results_file`` and no shared memory. The config must stream frames and outlast the checks.
+    Returns the run folder."""
+    import signal
+    import sys
+
+    import numpy as np
+
+    from mosaic.fastlane.png import read_png
+    from mosaic.fastlane.shm import list_segments
+
+    proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config), "--run-id", run_id],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "MOSAIC_HOME": str(home.root)})
+    run = home.root / "trainer" / "runs" / run_id
+    try:
+        wait_until(lambda: list_segments(run_id), timeout, "the FastLane stream", interval=0.1, proc=proc)
+        watched = home.cli("watch", run_id, "--snapshot", str(snapshot), timeout=120)
+        assert watched.returncode == 0, watched.stderr
+        pixels, _meta = read_png(snapshot)
+        assert pixels.ndim == 3 and len(np.unique(pixels.reshape(-1, pixels.shape[2]), axis=0)) > 3
+        check_pause_resume(run, proc, heartbeats=2, timeout=timeout)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(120)
+    assert code == 3, proc.stderr.read()[-2000:]
+    assert run_events(run)[-1]["type"] == "run_cancelled"
+    assert not (run / results_file).exists() and not list_segments(run_id)
+    return run
 
 
 def _index_of(events: list[dict[str, Any]], kind: str) -> int | None:

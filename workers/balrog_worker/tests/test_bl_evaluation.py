@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from bl_support import goal_seeker
-from mosaic.fastlane.png import read_png
-from mosaic.fastlane.shm import list_segments
 from mosaic.llm.stub_server import StubServer
-from mosaic.testing import check_pause_resume, check_worker, run_events, run_under_daemon, wait_until
+from mosaic.testing import check_live_evaluation, check_worker, run_events, run_under_daemon
 
 GOTO = "BabyAI-GoToRedBallNoDists-v0"
 EMPTY = "MiniGrid-Empty-5x5-v0"
@@ -188,24 +182,7 @@ def test_frames_pause_resume_and_ctrl_c_of_a_live_evaluation(home, tmp_path):
     with StubServer(slow) as server:
         config = home.evaluation("live", server, tasks=[GOTO], episodes_per_task=500, max_steps=30,
                                  heartbeat_interval_s=0.5, fastlane={"enabled": True})
-        run_id = "balrog-live-1"
-        proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config), "--run-id", run_id],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, "MOSAIC_HOME": str(home.root)})
-        run = home.root / "trainer" / "runs" / run_id
-        try:
-            wait_until(lambda: list_segments(run_id), 300, "the FastLane stream", interval=0.1, proc=proc)
-            watched = home.cli("watch", run_id, "--snapshot", str(tmp_path / "live.png"), timeout=120)
-            assert watched.returncode == 0, watched.stderr
-            pixels, meta = read_png(tmp_path / "live.png")
-            assert pixels.ndim == 3 and len(np.unique(pixels.reshape(-1, pixels.shape[2]), axis=0)) > 3
-            check_pause_resume(run, proc, heartbeats=2, timeout=300)
-        finally:
-            proc.send_signal(signal.SIGINT)
-            code = proc.wait(120)
-    assert code == 3, proc.stderr.read()[-2000:]
-    assert run_events(run)[-1]["type"] == "run_cancelled"
-    assert not (run / "results.json").exists() and not list_segments(run_id)
+        check_live_evaluation(home, config, "balrog-live-1", tmp_path / "live.png")
 
 
 def test_every_installed_task_is_played_or_refused_with_its_reason(home):
