@@ -110,6 +110,7 @@ class LLMWorkerRuntime:
                     block.append(episode)
                     emit.episode(episode=index, length=episode["length"], returns=episode["returns"],
                                  seed=episode["seed"], players=episode["players"], winner=episode["winner"],
+                                 success=episode["success"],
                                  invalid_actions=episode["invalid_actions"], tokens=episode["tokens"],
                                  tom_accuracy=episode["tom"]["accuracy"]["rate"] if episode["tom"] else None,
                                  duration_s=episode["duration_s"])
@@ -185,8 +186,12 @@ class LLMWorkerRuntime:
         scored = self.predictions[state["scored_from"]:]
         players = {a: seats[a].label() for a in self.agents}
         won = winner(returns, self.structure)
+        # success: a model agent won a two-player game (None where nobody wins, or no model plays)
+        success = None
+        if self.structure == "competitive" and len(returns) == 2 and "llm" in players.values():
+            success = won is not None and players[won] == "llm"
         return {"episode": index, "seed": seed, "length": length, "returns": returns, "players": players,
-                "winner": won, "winner_player": players[won] if won else None,
+                "winner": won, "winner_player": players[won] if won else None, "success": success,
                 "invalid_actions": state["invalid"], "decisions": state["decisions"], "tokens": state["tokens"],
                 "tom": co.tom_summary(scored) if cfg.theory_of_mind and scored else None,
                 "duration_s": round(time.perf_counter() - started, 3)}

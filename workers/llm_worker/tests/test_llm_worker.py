@@ -77,7 +77,8 @@ def test_tictactoe_rules_read_from_the_text_beat_random_play_and_every_game_repl
         assert [m["action"] for m in asked] == [m["action"] for m in moves if m["player"] == "llm"]
         assert all(m["prompt"].startswith("Board") and m["calls"] for m in asked)
     events = run_events(run)
-    assert len([e for e in events if e["type"] == "episode"]) == 10
+    episodes = [e for e in events if e["type"] == "episode"]
+    assert len(episodes) == 10 and sum(e["success"] for e in episodes) == round(llm["win"]["rate"] * 10)
     metrics = [e for e in events if e["type"] == "metrics"]
     assert len(metrics) == 2 and metrics[-1]["win_rate/llm"] == llm["win"]["rate"]
     assert metrics[-1]["llm"]["requests"] == sum(len(m["calls"]) for m in lines if m["kind"] == "action")
