@@ -149,6 +149,22 @@ def run_folder_of(checkpoint: Path) -> Path | None:
     return parent.parent if parent.name == "checkpoints" else None
 
 
+def eval_lane(checkpoint: Path, fps: float = 30.0) -> Any:
+    """A FastLane publisher for an evaluation's frames: stream ``eval`` of the checkpoint's run
+    (``mosaic watch RUN --stream eval``; its last frame stays in the run folder), or of a run id of
+    its own for a checkpoint outside any run. Every worker's ``mosaic eval --fastlane`` uses it."""
+    import time
+
+    from mosaic.fastlane.config import FastLaneConfig, FastLaneTarget
+    from mosaic.fastlane.publisher import Publisher
+
+    run = run_folder_of(Path(checkpoint))
+    run_id = run.name if run is not None else f"eval-{time.strftime('%Y%m%d-%H%M%S')}"
+    target = FastLaneTarget(run_id, str(run) if run is not None else None,
+                            FastLaneConfig(enabled=True, fps=fps, max_overhead=0.0))
+    return Publisher(target, "eval")
+
+
 def _act(controller: Controller, agent: str, obs: Any, info: Any, rng: np.random.Generator,
          space: Any) -> Any:
     actor = controller.actor_for(agent)

@@ -20,7 +20,8 @@ from typing import Any, Callable
 import numpy as np
 
 from mosaic.errors import UserError
-from mosaic.evaluation import print_results, EpisodeMetrics, EvaluationResults, save_results
+from mosaic.evaluation import (print_results, EpisodeMetrics, EvaluationResults, FrameSink, eval_lane,
+                               save_results)
 
 from cleanrl_worker import algorithms
 from cleanrl_worker.checkpoint import MODULES_FILE, CleanRLCheckpointState
@@ -80,16 +81,17 @@ def make_env(policy: Policy, render: bool) -> Any:
     return policy.api.make(policy.state.env_id)
 
 
-def play(policy: Policy, env: Any, seed: int, frames: list | None) -> tuple[float, int]:
+def play(policy: Policy, env: Any, seed: int, frames: FrameSink | None) -> tuple[float, int]:
     gymnasium_api = policy.algo.env_api == "gymnasium"
     obs = env.reset(seed=seed)
     if gymnasium_api:
         obs = obs[0]
     space = env.action_space
     total, length = 0.0, 0
+    render = env.render if gymnasium_api else (lambda: env.render(mode="rgb_array"))
     while True:
         if frames is not None:
-            frames.append(env.render() if gymnasium_api else env.render(mode="rgb_array"))
+            frames.append(render, length, {AGENT: total})
         action = policy.compute_action(obs)
         if policy.algo.action_space == "box":
             action = np.clip(action, space.low, space.high)
@@ -105,25 +107,28 @@ def play(policy: Policy, env: Any, seed: int, frames: list | None) -> tuple[floa
 def evaluate(request: Any) -> int:
     if request.opponent:
         raise UserError("--opponent: CleanRL runs are single-agent; there is no other seat")
-    if request.fastlane:
-        raise UserError("--fastlane: evaluation frames of the cleanrl worker are not streamed yet; "
-                        "use --video N")
     state = CleanRLCheckpointState.read(request.target, "--evaluate", "the cleanrl worker")
     from mosaic.checkpoints import resolve
 
     folder = resolve(request.target, "--evaluate", "the cleanrl worker")
     policy = Policy(state, folder)
-    env = make_env(policy, render=request.video > 0)
+    env = make_env(policy, render=request.video > 0 or request.fastlane)
+    lane = eval_lane(folder) if request.fastlane else None
     episodes, videos = [], []
-    for i in range(request.episodes):
-        frames: list | None = [] if i < request.video else None
-        start = time.perf_counter()
-        total, length = play(policy, env, request.seed + i, frames)
-        episodes.append(EpisodeMetrics(i, request.seed + i, {AGENT: total}, length,
-                                       time.perf_counter() - start, {AGENT: MODULE}))
-        if frames is not None:
-            videos.append(frames)
-    env.close()
+    try:
+        for i in range(request.episodes):
+            video: list | None = [] if i < request.video else None
+            sink = FrameSink(video, lane, i) if video is not None or lane is not None else None
+            start = time.perf_counter()
+            total, length = play(policy, env, request.seed + i, sink)
+            episodes.append(EpisodeMetrics(i, request.seed + i, {AGENT: total}, length,
+                                           time.perf_counter() - start, {AGENT: MODULE}))
+            if video is not None:
+                videos.append(video)
+    finally:
+        env.close()
+        if lane is not None:
+            lane.close()
     results = EvaluationResults(episodes, {"family": algorithms.ENV_FAMILY, "env_id": state.env_id,
                                            "algorithm": state.algorithm}, str(folder))
     save_results(results, folder, None, videos)

@@ -13,7 +13,7 @@ import pytest
 
 from crl_support import TINY, events, printed_episodes
 from mosaic.fastlane.png import read_png
-from mosaic.fastlane.registry import read_registry
+from mosaic.fastlane.registry import last_frame_path, read_registry
 
 ALGORITHMS = ["ppo", "dqn", "c51", "sac", "td3", "ddpg"]
 
@@ -54,8 +54,10 @@ def test_trains_checkpoints_and_evaluates(home, algorithm):
     pixels, _ = read_png(run / stream["last_frame"])
     assert pixels.ndim == 3 and pixels.std() > 1
 
-    played = home.cli("eval", run.name, "--episodes", "3", "--json")
+    played = home.cli("eval", run.name, "--episodes", "3", "--json", "--fastlane")
     assert played.returncode == 0, played.stderr[-3000:]
+    pixels, _ = read_png(last_frame_path(run, "eval"))  # the evaluation's frames went to FastLane
+    assert pixels.ndim == 3 and pixels.std() > 1
     result = json.loads(played.stdout[played.stdout.index("{"):])
     stats = result["per_agent_return"]["agent_0"]
     assert stats["n"] == 3 and stats["ci95_low"] <= stats["mean"] <= stats["ci95_high"]

@@ -6,14 +6,11 @@ scoring and saving are MOSAIC's (``mosaic.evaluation``).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 
 from mosaic.errors import UserError
-from mosaic.evaluation import EvaluationResults, play_episodes, run_folder_of, save_results
+from mosaic.evaluation import EvaluationResults, eval_lane, play_episodes, save_results
 from ray_worker.policy_actor import RayPolicyActor, RayPolicyController, environment_config
 
 
@@ -62,7 +59,7 @@ def run_evaluation(config: EvaluationConfig) -> EvaluationResults:
                                  critic_actions=bool((info.state.ctde or {}).get("critic_actions")))
     rendering = bool(config.video_episodes or config.fastlane)
     env, _ = factory.make_pettingzoo(render_mode="rgb_array" if rendering else None)
-    lane = _lane(info.path, config) if config.fastlane else None
+    lane = eval_lane(info.path, config.fastlane_fps) if config.fastlane else None
     for agent, actor in controller.actors.items():
         if agent not in env.possible_agents:
             raise UserError(f"agent {agent!r} is not in {env_cfg.env_id}; agents: {', '.join(env.possible_agents)}")
@@ -84,14 +81,3 @@ def run_evaluation(config: EvaluationConfig) -> EvaluationResults:
     if config.save:
         save_results(results, info.path, config.output_dir, videos)
     return results
-
-
-def _lane(checkpoint: Path, config: EvaluationConfig) -> Any:
-    from mosaic.fastlane.config import FastLaneConfig, FastLaneTarget
-    from mosaic.fastlane.publisher import Publisher
-
-    run = run_folder_of(checkpoint)
-    run_id = run.name if run is not None else f"eval-{time.strftime('%Y%m%d-%H%M%S')}"
-    target = FastLaneTarget(run_id, str(run) if run is not None else None,
-                            FastLaneConfig(enabled=True, fps=config.fastlane_fps, max_overhead=0.0))
-    return Publisher(target, "eval")

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 from mosaic.checkpoints import resolve
 from mosaic.errors import UserError
-from mosaic.evaluation import print_results, EvaluationResults, play_episodes, save_results
+from mosaic.evaluation import print_results, EvaluationResults, eval_lane, play_episodes, save_results
 
 
 class JointActor:
@@ -78,8 +78,6 @@ def evaluate(request: Any) -> int:
 
     if request.opponent:
         raise UserError("--opponent: the xuance worker evaluates its own agents in every seat")
-    if request.fastlane:
-        raise UserError("--fastlane: evaluation frames of the xuance worker are not streamed yet; use --video N")
     state = XuanCeCheckpointState.read(request.target, "--evaluate", "the xuance worker")
     folder = resolve(request.target, "--evaluate", "the xuance worker")
     from mosaic.threads import limit_torch_threads
@@ -92,12 +90,15 @@ def evaluate(request: Any) -> int:
         try:
             shared = bool(agent.use_parameter_sharing)
             actor = JointActor(agent, list(envs.agents), "shared" if shared else "per_agent")
-            env = config.environment.make(render_mode="rgb_array" if request.video else None)
+            env = config.environment.make(render_mode="rgb_array" if request.video or request.fastlane else None)
+            lane = eval_lane(folder) if request.fastlane else None
             try:
                 episodes, videos = play_episodes(env, [Seating(actor)], request.episodes, seed=request.seed,
-                                                 video_episodes=request.video)
+                                                 video_episodes=request.video, lane=lane)
             finally:
                 env.close()
+                if lane is not None:
+                    lane.close()
         finally:
             agent.finish()
             envs.close()
