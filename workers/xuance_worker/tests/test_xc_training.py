@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from mosaic.fastlane.png import read_png
+from mosaic.fastlane.registry import last_frame_path
 from xc_support import TINY
 
 ALGORITHMS = sorted(TINY)
@@ -45,8 +47,11 @@ def test_every_algorithm_trains_reports_checkpoints_evaluates_and_resumes(home, 
     assert set(results["per_agent_return"]) == set(AGENTS)
     assert [e["seed"] for e in results["episodes"]] == [5, 6, 7]
     assert all(e["length"] == 25 for e in results["episodes"])
-    again = json.loads(home.cli("eval", run.name, "--episodes", "3", "--seed", "5", "--json").stdout)
+    # again, streaming its frames to FastLane: the same episodes, and the last frame kept in the run folder
+    again = json.loads(home.cli("eval", run.name, "--episodes", "3", "--seed", "5", "--json", "--fastlane").stdout)
     assert [e["returns"] for e in again["episodes"]] == [e["returns"] for e in results["episodes"]]
+    pixels, _ = read_png(last_frame_path(run, "eval"))
+    assert pixels.ndim == 3 and pixels.std() > 1
 
     # resume: the counters continue, and the restored weights go on learning
     proc, resumed = home.run(algorithm, restore_from=saved["path"], total_timesteps=1200)
@@ -61,6 +66,31 @@ def test_every_algorithm_trains_reports_checkpoints_evaluates_and_resumes(home, 
     after = torch.load(Path(after["path"]) / "xuance_model.pth", weights_only=False)["policy"]
     assert before.keys() == after.keys()
     assert any(not torch.equal(before[k], after[k]) for k in before), "the resumed run did not train"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", ["mappo", "qmix", "maddpg"])
+def test_agents_with_different_spaces_train_a_network_each_and_evaluate(home, algorithm):
+    """simple_adversary: the adversary observes 8 numbers, the good agents 10. Without parameter sharing
+    XuanCe trains a network per agent (MAPPO's critic then reads the global state, set by the worker)."""
+    adversary = {"family": "mpe", "env_id": "simple_adversary_v3", "api_type": "PARALLEL",
+                 "env_kwargs": {"max_cycles": 25}}
+    shared = home.cli("run", str(home.config("shared", algorithm=algorithm, environment=adversary,
+                                             algo_params={"use_parameter_sharing": True})))
+    assert shared.returncode == 2 and "algo_params.use_parameter_sharing: simple_adversary_v3: its agents observe " \
+        "or act in different spaces" in shared.stderr and home.runs() == []
+    params = {**TINY[algorithm].get("algo_params", {}), "use_parameter_sharing": False}
+    proc, run = home.run(algorithm, environment=adversary, algo_params=params)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    started = home.events(run, "run_started")[0]
+    agents = ["adversary_0", "agent_0", "agent_1"]
+    episodes = home.events(run, "episode")
+    assert len(episodes) == 800 // 25 and all(sorted(e["returns"]) == agents for e in episodes)
+    if algorithm == "mappo":
+        assert started["set_for_env"] == {"use_global_state": True}
+    evaluated = home.cli("eval", run.name, "--episodes", "2", "--json")
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    assert sorted(json.loads(evaluated.stdout)["per_agent_return"]) == agents
 
 
 def test_a_mismatched_checkpoint_is_refused(home):

@@ -92,13 +92,33 @@ def probe_env(config: XuanCeConfig) -> dict[str, Any]:
                                              "(the ones this worker builds) take flat vectors")
     differ = (len({repr(s) for s in observation_spaces.values()}) > 1
               or len({repr(s) for s in action_spaces.values()}) > 1)
+    settings: dict[str, Any] = {}
     if differ:
-        raise ConfigError("environment", f"{env_id}: its agents observe or act in different spaces; XuanCe stacks "
-                                         "the agents' observations for its critics and buffers, and this worker "
-                                         "does not run it on such envs yet")
-    return {"agents": agents, "action_kind": next(iter(kinds.values())),
+        # One shared network cannot take inputs of different sizes; a network per agent can, and XuanCe's
+        # MAPPO critic then needs the env's global state, as its stacked observations would not line up.
+        if setting(config, "use_parameter_sharing"):
+            raise ConfigError("algo_params.use_parameter_sharing",
+                              f"{env_id}: its agents observe or act in different spaces, so one shared network "
+                              "cannot serve them all: set it to false (a network per agent)")
+        if algo.name == "mappo" and not setting(config, "use_global_state"):
+            if "use_global_state" in config.algo_params:
+                raise ConfigError("algo_params.use_global_state",
+                                  f"{env_id}: its agents observe or act in different spaces, so MAPPO's critic "
+                                  "cannot stack their observations: leave it out or set it to true (the critic "
+                                  "reads the env's global state)")
+            settings["use_global_state"] = True
+    return {"agents": agents, "action_kind": next(iter(kinds.values())), "settings": settings,
+            "heterogeneous": differ,
             "action_spaces": {a: repr(s) for a, s in action_spaces.items()},
             "observation_spaces": {a: repr(s) for a, s in observation_spaces.items()}}
+
+
+def setting(config: XuanCeConfig, name: str) -> Any:
+    """An option's value as the run will have it: the config's, else the yaml's default (None: no such option)."""
+    if name in config.algo_params:
+        return config.algo_params[name]
+    param = config.params().get(name)
+    return param.default if param is not None else None
 
 
 def xuance_arguments(config: XuanCeConfig, run_root: Path, probe: dict[str, Any]) -> Namespace:
@@ -107,6 +127,7 @@ def xuance_arguments(config: XuanCeConfig, run_root: Path, probe: dict[str, Any]
 
     algo = config.algo
     overrides = config.overrides()
+    overrides.update(probe.get("settings", {}))  # what the env requires (probe_env)
     overrides.update(policy=algo.policies[probe["action_kind"]], continuous_action=probe["action_kind"] == "box",
                      log_dir=str(run_root / "tensorboard"), model_dir=str(run_root / "checkpoints" / "xuance"),
                      env_name=env_adapter.ENV_NAME, env_id=config.environment.env_id)
@@ -213,7 +234,7 @@ class XuanCeRuntime:
                 algorithm=cfg.algorithm, xuance_agent=args.agent, xuance_policy=args.policy,
                 env=cfg.environment.describe(), policy_configuration="PARAMETER_SHARING" if shared else "INDEPENDENT",
                 seed=cfg.seed, total_timesteps=cfg.total_timesteps, agents=list(envs.agents),
-                restored_from=cfg.restore_from)
+                restored_from=cfg.restore_from, set_for_env=probe.get("settings", {}))
             # A vector step takes milliseconds; an iteration that takes minutes is stuck.
             self.ctx.progress.start(max(300.0, cfg.report_every_timesteps * 0.5), "report_every_timesteps × 0.5 s")
             remaining = cfg.total_timesteps - self.reporter.timesteps
