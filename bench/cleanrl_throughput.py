@@ -9,6 +9,12 @@ shows it):
 * mosaic: ``mosaic run CONFIG`` (its defaults otherwise: the observers in the
   script, telemetry, checkpoint at the end, manifest).
 
+Same settings includes the process: MOSAIC starts every worker with ``PYTHONHASHSEED``
+set from the run's seed (for repeatable runs), so the direct side gets the same value.
+Without it, the direct side ran with a fresh hash seed each time (a fresh memory layout of
+every dict and set) while MOSAIC's ran with one fixed layout, which is not a like-for-like
+comparison. Pair i uses seed i + 1 on both sides, so no single layout decides the result.
+
 Throughput is the script's own measure, ``global_step / elapsed`` as its last
 ``SPS:`` line prints it (both sides print it; MOSAIC keeps the script's stdout in
 ``logs/script.stdout``). Pairs alternate (mosaic, direct, mosaic, ...) so drift
@@ -78,25 +84,26 @@ def main() -> int:
     home, python = bench_home.root, bench_home.python
     config = home / "bench.json"
     threads = {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)} if args.threads else {}
-    config.write_text(json.dumps({"worker": "cleanrl", "algorithm": args.algorithm, "seed": 1,
-                                  "total_timesteps": args.timesteps,
-                                  **({"torch_num_threads": args.threads} if args.threads else {})}))
-    environ = {**os.environ, "MOSAIC_HOME": str(home)}
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+    environ = {**base, "MOSAIC_HOME": str(home)}
     direct_rates, mosaic_rates, command = [], [], None
     for pair in range(args.pairs):
+        seed = pair + 1
+        config.write_text(json.dumps({"worker": "cleanrl", "algorithm": args.algorithm, "seed": seed,
+                                      "total_timesteps": args.timesteps,
+                                      **({"torch_num_threads": args.threads} if args.threads else {})}))
         proc = subprocess.run([sys.executable, "-m", "mosaic", "run", str(config)], capture_output=True,
                               text=True, env=environ)
         if proc.returncode != 0:
             raise SystemExit(proc.stderr[-3000:])
         run = max((home / "trainer" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
-        if command is None:
-            started = json.loads((run / "telemetry.jsonl").read_text().splitlines()[0])
-            command = started["command"]
+        started = json.loads((run / "telemetry.jsonl").read_text().splitlines()[0])
+        command = started["command"]
         mosaic_rates.append(last_sps((run / "logs" / "script.stdout").read_text()))
         folder = home / f"direct-{pair}"
         folder.mkdir()
         direct = subprocess.run([python, *command], capture_output=True, text=True, cwd=folder,
-                                env={**os.environ, "SDL_VIDEODRIVER": "dummy", **threads})
+                                env={**base, "SDL_VIDEODRIVER": "dummy", "PYTHONHASHSEED": str(seed), **threads})
         if direct.returncode != 0:
             raise SystemExit(direct.stderr[-3000:])
         direct_rates.append(last_sps(direct.stdout))
@@ -106,7 +113,7 @@ def main() -> int:
     low, high = ratio_interval(mosaic_rates, direct_rates)
     verdict = ("met" if low >= TARGET else "NOT met" if high < TARGET else
                "undecided: the interval straddles the target; run more pairs")
-    print(f"{args.algorithm}, {args.timesteps} steps, command: python {' '.join(command)}")
+    print(f"{args.algorithm}, {args.timesteps} steps, seeds 1-{args.pairs}, last command: python {' '.join(command)}")
     print(f"per-pair ratios: {', '.join(f'{m / d:.2f}' for m, d in zip(mosaic_rates, direct_rates))}")
     print(f"direct median {statistics.median(direct_rates)} steps/s, mosaic median "
           f"{statistics.median(mosaic_rates)} steps/s, ratio {ratio:.3f}, 95% interval [{low:.3f}, {high:.3f}] "
