@@ -21,11 +21,23 @@ Throughput is the script's own measure, ``global_step / elapsed`` as its last
 hits both alike; the ratio is the median MOSAIC rate over the median direct rate.
 
 This machine's rate for the same deterministic run varies by 10-20% from one
-process to the next, on either side, so one pair decides nothing: the bench runs
-many pairs and gives a 95% bootstrap interval of the ratio (pairs resampled). The
-target is decided only when that interval lies wholly on one side of it.
+process to the next, on either side, and drifts over time, so one pair decides
+nothing. Two remedies:
+
+* ``--mode concurrent`` (the default, needs 2 CPUs): the two sides of a pair run at
+  the same time, each pinned to its own CPU (MOSAIC's whole process tree, its worker
+  and ``mosaic run`` included, on one; the direct script on the other; swapped every
+  pair), the direct script started when MOSAIC's script starts. Drift over time
+  hits both alike, and MOSAIC's own processes compete with its script for one CPU,
+  which can only make MOSAIC look slower;
+* ``--mode alternate``: one after the other (mosaic, direct, mosaic, ...).
+
+Either way the bench runs many pairs and gives a 95% bootstrap interval of the ratio
+(pairs resampled). The target is decided only when that interval lies wholly on one
+side of it.
 
     python bench/cleanrl_throughput.py [--algorithm ppo] [--timesteps 20000] [--pairs 10] [--threads 1]
+                                       [--mode concurrent|alternate]
 
 Target: mosaic / direct >= 0.97. Needs the worker's environment (`mosaic envs build cleanrl`).
 """
@@ -66,6 +78,44 @@ def ratio_interval(mosaic: list[int], direct: list[int], draws: int = 5000) -> t
     return ratios[int(0.025 * draws)], ratios[int(0.975 * draws) - 1]
 
 
+def pinned(cpu: int | None):
+    """A preexec_fn that pins the child (and everything it starts) to one CPU."""
+    return None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
+
+
+def wait_for_script(root_pid: int, timeout: float = 300.0) -> list[str]:
+    """The command line of the CleanRL script MOSAIC starts under ``root_pid``, once it runs."""
+    import time
+
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    root = psutil.Process(root_pid)
+    while time.monotonic() < deadline:
+        for child in root.children(recursive=True):
+            try:
+                line = child.cmdline()
+            except psutil.Error:
+                continue
+            if len(line) > 2 and line[1] == "-m" and line[2].startswith("cleanrl."):
+                return line[1:]
+        if not root.is_running():
+            break
+        time.sleep(0.05)
+    raise SystemExit("MOSAIC's run never started the script")
+
+
+def start_direct(python: str, command: list[str], folder: Path, base: dict, seed: int, threads: dict,
+                 cpu: int | None) -> subprocess.Popen:
+    """The script run directly in ``folder``; its output goes to files there (a pipe nobody reads yet could
+    fill and stall it)."""
+    folder.mkdir()
+    with (folder / "stdout.txt").open("w") as out, (folder / "stderr.txt").open("w") as err:
+        return subprocess.Popen([python, *command], stdout=out, stderr=err, cwd=folder,
+                                env={**base, "SDL_VIDEODRIVER": "dummy", "PYTHONHASHSEED": str(seed), **threads},
+                                preexec_fn=pinned(cpu))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--algorithm", default="ppo")
@@ -73,7 +123,11 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads on both sides (torch_num_threads / OMP_NUM_THREADS); 0 = torch's default")
+    parser.add_argument("--mode", choices=("concurrent", "alternate"), default="concurrent",
+                        help="the two sides of a pair at once, each on its own CPU, or one after the other")
     args = parser.parse_args()
+    if args.mode == "concurrent" and len(os.sched_getaffinity(0)) < 2:
+        raise SystemExit("--mode concurrent needs 2 CPUs; use --mode alternate")
 
     from mosaic import worker_envs
     from mosaic.testing import WorkerHome
@@ -92,28 +146,33 @@ def main() -> int:
         config.write_text(json.dumps({"worker": "cleanrl", "algorithm": args.algorithm, "seed": seed,
                                       "total_timesteps": args.timesteps,
                                       **({"torch_num_threads": args.threads} if args.threads else {})}))
-        proc = subprocess.run([sys.executable, "-m", "mosaic", "run", str(config)], capture_output=True,
-                              text=True, env=environ)
+        cores = (pair % 2, 1 - pair % 2) if args.mode == "concurrent" else (None, None)
+        proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=environ, preexec_fn=pinned(cores[0]))
+        if args.mode == "concurrent":
+            command = wait_for_script(proc.pid)
+            direct = start_direct(python, command, home / f"direct-{pair}", base, seed, threads, cores[1])
+        _out, err = proc.communicate()
         if proc.returncode != 0:
-            raise SystemExit(proc.stderr[-3000:])
+            raise SystemExit(err[-3000:])
         run = max((home / "trainer" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
-        started = json.loads((run / "telemetry.jsonl").read_text().splitlines()[0])
-        command = started["command"]
+        command = json.loads((run / "telemetry.jsonl").read_text().splitlines()[0])["command"]
         mosaic_rates.append(last_sps((run / "logs" / "script.stdout").read_text()))
+        if args.mode != "concurrent":
+            direct = start_direct(python, command, home / f"direct-{pair}", base, seed, threads, None)
         folder = home / f"direct-{pair}"
-        folder.mkdir()
-        direct = subprocess.run([python, *command], capture_output=True, text=True, cwd=folder,
-                                env={**base, "SDL_VIDEODRIVER": "dummy", "PYTHONHASHSEED": str(seed), **threads})
-        if direct.returncode != 0:
-            raise SystemExit(direct.stderr[-3000:])
-        direct_rates.append(last_sps(direct.stdout))
-        print(f"pair {pair + 1}: direct {direct_rates[-1]} steps/s, mosaic {mosaic_rates[-1]} steps/s",
+        if direct.wait() != 0:
+            raise SystemExit((folder / "stderr.txt").read_text()[-3000:])
+        direct_rates.append(last_sps((folder / "stdout.txt").read_text()))
+        where = f" (mosaic on CPU {cores[0]}, direct on CPU {cores[1]})" if cores[0] is not None else ""
+        print(f"pair {pair + 1}: direct {direct_rates[-1]} steps/s, mosaic {mosaic_rates[-1]} steps/s{where}",
               flush=True)
     ratio = statistics.median(mosaic_rates) / statistics.median(direct_rates)
     low, high = ratio_interval(mosaic_rates, direct_rates)
     verdict = ("met" if low >= TARGET else "NOT met" if high < TARGET else
                "undecided: the interval straddles the target; run more pairs")
-    print(f"{args.algorithm}, {args.timesteps} steps, seeds 1-{args.pairs}, last command: python {' '.join(command)}")
+    print(f"{args.algorithm}, {args.timesteps} steps, {args.mode}, seeds 1-{args.pairs}, "
+          f"last command: python {' '.join(command)}")
     print(f"per-pair ratios: {', '.join(f'{m / d:.2f}' for m, d in zip(mosaic_rates, direct_rates))}")
     print(f"direct median {statistics.median(direct_rates)} steps/s, mosaic median "
           f"{statistics.median(mosaic_rates)} steps/s, ratio {ratio:.3f}, 95% interval [{low:.3f}, {high:.3f}] "

@@ -269,6 +269,27 @@ def test_an_observer_pipe_keeps_telemetry_apart_from_the_scripts_prints(tmp_path
     assert [m["episode_return_mean"] for m in h.metrics()] == [0.0, 1.0, 2.0]
     assert [line for stream, line in seen if stream == "telemetry"] == [
         json.dumps({"step": i, "return": float(i)}) for i in range(3)]
+    assert [line for stream, line in seen if stream == "stdout"]  # relayed too (and ignored by relay)
     kept = (tmp_path / "run" / "logs" / "script.stdout").read_text().splitlines()
     assert kept == [f"global_step={i}, a print of the script" for i in range(3)]
     assert "OBSERVER_FD" not in os.environ and h.group_alive() == []
+
+
+def test_stdout_nobody_translates_goes_straight_to_its_log(tmp_path):
+    """relay_stdout=False: the child writes stdout into logs/script.stdout itself; the translator never sees it."""
+    script = tmp_path / "observed.py"
+    script.write_text(OBSERVED)
+    seen: list[str] = []
+
+    def relay(line: str, stream: str):
+        seen.append(stream)
+        return translate(line, "stdout") if stream == "telemetry" else []
+
+    h = Harness(tmp_path, "ok", steps=0, delay=0.0)
+    h.runtime = ScriptRuntime([sys.executable, str(script)], h.ctx, relay, telemetry_fd_env="OBSERVER_FD",
+                              keep_stdout=True, relay_stdout=False)
+    assert h.runtime.run()["relayed"] == {"metrics": 3}
+    assert set(seen) == {"telemetry"}
+    kept = (tmp_path / "run" / "logs" / "script.stdout").read_text().splitlines()
+    assert kept == [f"global_step={i}, a print of the script" for i in range(3)]
+    assert h.group_alive() == []

@@ -15,7 +15,10 @@ The protocol, top to bottom:
    ``"stderr"``, or ``"telemetry"``: with ``telemetry_fd_env`` the child also
    gets the write end of a pipe of its own, its number in that environment
    variable, so what an observer inside the script reports never mixes with
-   what the script prints; ``keep_stdout`` keeps stdout in ``logs/script.stdout``). The translator returns zero or more ``(event_type,
+   what the script prints; ``keep_stdout`` keeps stdout in ``logs/script.stdout``; with
+   ``relay_stdout=False`` the translator does not want stdout, so the child writes it
+   straight into that file, and nothing in MOSAIC wakes up for each line it prints).
+   The translator returns zero or more ``(event_type,
    fields)`` pairs (``metrics``, ``episode``, ``log``, ``checkpoint_saved``…),
    which are emitted in order. Each ``metrics`` event ticks the run's progress
    (the watchdog's stall clock).
@@ -74,7 +77,7 @@ class ScriptRuntime:
     def __init__(self, command: Sequence[str], context: Any, translate: Translator, *,
                  cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
                  grace_s: float = 10.0, poll_s: float = 0.1, telemetry_fd_env: str | None = None,
-                 keep_stdout: bool = False) -> None:
+                 keep_stdout: bool = False, relay_stdout: bool = True) -> None:
         self.command = [str(c) for c in command]
         self.ctx = context
         self.translate = translate
@@ -84,6 +87,7 @@ class ScriptRuntime:
         self.poll_s = poll_s
         self.telemetry_fd_env = telemetry_fd_env
         self.keep_stdout = keep_stdout
+        self.relay_stdout = relay_stdout
         self.proc: subprocess.Popen[str] | None = None
         self.counts: dict[str, int] = {}
         self._stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
@@ -103,15 +107,20 @@ class ScriptRuntime:
                 read_fd, write_fd = os.pipe()
                 telemetry = stack.enter_context(os.fdopen(read_fd, "r", encoding="utf-8", errors="replace"))
                 env[self.telemetry_fd_env], pass_fds = str(write_fd), (write_fd,)
+            # stdout nobody translates goes straight to its log (or nowhere): no reader, no wake-ups
+            stdout_target = (subprocess.PIPE if self.relay_stdout else
+                             stdout_log if stdout_log is not None else subprocess.DEVNULL)
             try:
                 self.proc = subprocess.Popen(self.command, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
-                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                             stdout=stdout_target, stderr=subprocess.PIPE, text=True,
                                              errors="replace", bufsize=1, start_new_session=True,
                                              pass_fds=pass_fds)
             finally:
                 for fd in pass_fds:
                     os.close(fd)  # the child has it now; its exit closes the pipe
-            streams = [(self.proc.stdout, "stdout", stdout_log, False), (self.proc.stderr, "stderr", stderr_log, True)]
+            streams = [(self.proc.stderr, "stderr", stderr_log, True)]
+            if self.relay_stdout:
+                streams.append((self.proc.stdout, "stdout", stdout_log, False))
             if telemetry is not None:
                 streams.append((telemetry, "telemetry", None, False))
             readers = [threading.Thread(target=self._read, args=(pipe, name, lines, keep, tail),

@@ -75,7 +75,8 @@ class CleanRLRuntime:
             policy_configuration="INDEPENDENT", seed=cfg.seed, total_timesteps=params["total_timesteps"],
             agents=[AGENT], script=cfg.algo.module, command=argv[1:])
         script = ScriptRuntime(argv, self.ctx, translator, cwd=root, env=child_env(cfg, root),
-                               grace_s=CANCEL_GRACE_S, telemetry_fd_env="MOSAIC_CLEANRL_FD", keep_stdout=True)
+                               grace_s=CANCEL_GRACE_S, telemetry_fd_env="MOSAIC_CLEANRL_FD", keep_stdout=True,
+                               relay_stdout=False)  # the translator reads the telemetry fd only
         try:
             outcome = script.run()
         finally:
