@@ -6,7 +6,6 @@ Python environment of its own (numpy 1 while MOSAIC has numpy 2).
 
 from __future__ import annotations
 
-import json
 
 import grpc
 import jsonschema
