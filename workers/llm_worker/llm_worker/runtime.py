@@ -148,7 +148,7 @@ class LLMWorkerRuntime:
         self.episode = {"index": index, "seats": seats, "history": {a: [] for a in self.agents},
                         "invalid": {a: 0 for a in self.agents if seats[a].kind == "llm"},
                         "decisions": {a: 0 for a in self.agents if seats[a].kind == "llm"}, "tokens": 0,
-                        "mind": co.MindReading(), "scored_from": len(self.predictions)}
+                        "mind": co.MindReading()}
         started = time.perf_counter()
         returns = {a: 0.0 for a in self.agents}
         length = 0
@@ -183,7 +183,8 @@ class LLMWorkerRuntime:
         self.steps += length
         state = self.episode
         state["mind"].end_episode()
-        scored = self.predictions[state["scored_from"]:]
+        scored = state["mind"].scored
+        self.predictions += scored
         players = {a: seats[a].label() for a in self.agents}
         won = winner(returns, self.structure)
         # success: a model agent won a two-player game (None where nobody wins, or no model plays)
@@ -243,7 +244,6 @@ class LLMWorkerRuntime:
             state["mind"].acted(agent, names[agent], step)
             self._write({"step": step, "agent": agent, "kind": "move", "player": seats[agent].label(),
                          "action": names[agent], "action_index": int(actions[agent])})
-        self.predictions += state["mind"].scored[len(self.predictions) - state["scored_from"]:]
         return actions
 
     def _record(self, step: int, agent: str, kind: str, prompt: str, choice: Choice | None = None,
