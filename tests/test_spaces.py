@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from mosaic.spaces import encode, encoded_space, encoding_name, needs_encoding
+from mosaic.spaces import encode, encoded_space, encoding_name, is_image_space, needs_encoding
 
 S = gym.spaces
 
@@ -94,3 +94,12 @@ def test_a_space_without_a_standard_encoding_is_named_in_the_error(space):
         with pytest.raises(ValueError, match=type(inner).__name__) as err:
             call(space)
         assert "supported: Box, Discrete" in str(err.value)
+
+
+@pytest.mark.parametrize("space, image", [
+    (S.Box(0, 255, (457, 120, 3), np.uint8), True), (S.Box(0, 255, (8, 8, 1), np.uint8), True),
+    (S.Box(0, 255, (8, 8, 4), np.uint8), True), (S.Box(0.0, 30.0, (7, 7, 3), np.float32), False),
+    (S.Box(0, 255, (8, 8, 5), np.uint8), False), (S.Box(-1.0, 1.0, (27, 5)), False),
+    (S.Box(0, 255, (64,), np.uint8), False), (S.Discrete(3), False)])
+def test_images_are_hwc_uint8_boxes_with_1_3_or_4_channels(space, image):
+    assert is_image_space(space) is image

@@ -29,7 +29,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["encoded_space", "encode", "encoding_name", "needs_encoding"]
+__all__ = ["encoded_space", "encode", "encoding_name", "is_image_space", "needs_encoding"]
+
+
+def is_image_space(space: gym.Space) -> bool:
+    """An HxWxC uint8 Box with 1, 3 or 4 channels: pixels, for a CNN rather than an encoding."""
+    return (isinstance(space, gym.spaces.Box) and len(space.shape) == 3
+            and space.shape[-1] in (1, 3, 4) and space.dtype == np.uint8)
 
 
 def needs_encoding(space: gym.Space) -> bool:

@@ -17,15 +17,10 @@ import gymnasium as gym
 import numpy as np
 from pettingzoo.utils.env import ParallelEnv
 
+from mosaic.spaces import is_image_space  # noqa: F401  (its users import it from here)
 from ray_worker.parallel_wrapper import ParallelPassThrough
 
 _LUMA = np.array([0.299, 0.587, 0.114], np.float32)
-
-
-def is_image_space(space: gym.Space) -> bool:
-    """An HxWxC uint8 Box with 1, 3 or 4 channels."""
-    return (isinstance(space, gym.spaces.Box) and len(space.shape) == 3
-            and space.shape[-1] in (1, 3, 4) and space.dtype == np.uint8)
 
 
 class FrameResizer:
