@@ -1,0 +1,36 @@
+"""MOSAIC worker for Jumanji: the A2C agent of ``jumanji.training``, driven in-process.
+
+Jumanji ships its own training code (``jumanji.training``: an A2C agent, an
+actor-critic network and a hydra config per environment, and ``train.py``'s
+loop). The worker composes that hydra config with the MOSAIC config's overrides
+(``config.py``), runs ``train.py``'s own ``train`` function, and watches it
+through a subclass of Jumanji's logger (``telemetry.py``), which is also the
+safe point for pause, cancel and checkpoints (``runtime.py``).
+
+This module imports nothing but MOSAIC: describing the worker must stay cheap
+and work from MOSAIC's own environment, where JAX is not installed.
+"""
+
+from __future__ import annotations
+
+from mosaic.provenance import installed_version
+from mosaic.worker import ResourceEstimate, WorkerCapabilities, WorkerMetadata
+
+__version__ = "0.1.0"
+
+#: jumanji.training's agents: A2C learns; 'random' is its uniform-random agent over the legal actions.
+ALGORITHMS = ("a2c", "random")
+
+
+def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
+    meta = WorkerMetadata(
+        name="Jumanji", version=__version__,
+        description="Jumanji's A2C (jumanji.training) on its combinatorial, packing and routing envs "
+                    "(TSP, BinPack, ...), on JAX in-process, in its own environment.",
+        upstream_library="jumanji", upstream_version=installed_version("jumanji"), license="Apache-2.0")
+    caps = WorkerCapabilities(
+        worker_type="jumanji", paradigms=("single_agent",), policy_configurations=("INDEPENDENT",),
+        env_families=("jumanji",), algorithms=ALGORITHMS, action_spaces=("masked_discrete", "multi_discrete"),
+        observation_spaces=("dict",), max_agents=1, supports_checkpointing=True, supports_pause_resume=True,
+        resources=ResourceEstimate(cpus=1.0, memory_mb=3000))
+    return meta, caps

@@ -1,0 +1,234 @@
+"""``JumanjiRuntime``: one run of ``jumanji.training``'s own ``train``, in this process.
+
+``python -m jumanji.training.train env=tsp agent=a2c`` is a hydra entry point
+around ``train(cfg)``. The worker calls that same function with the hydra
+config composed from Jumanji's yaml and the MOSAIC config (``config.py``), and
+replaces two of the helpers ``train.py`` looks up in its own module:
+
+1. ``setup_logger``: returns the worker's subclass of Jumanji's logger
+   (``telemetry.py``), whose ``write`` after each epoch is the run's safe point:
+   the ``metrics`` event, the progress tick, a FastLane frame, periodic
+   checkpoints, pause and cancel;
+2. ``setup_training_state`` (restored runs only): returns the checkpoint's
+   ``TrainingState`` instead of a fresh one.
+
+Checkpoints are Jumanji's own format, a pickle of the ``TrainingState`` (its
+``Logger`` saves one the same way), with arrays moved to host memory, plus
+MOSAIC's state file. A restored run goes on with the saved networks, optimiser
+and env states; only the evaluation keys of ``train`` start again from the seed.
+
+JAX compiles the epoch before running it, for seconds to minutes, inside native
+code where Python's signal handlers do not run: :func:`relay_cancel` passes a
+SIGTERM or Ctrl-C to MOSAIC's run control at once, so the watchdog ends a run
+cancelled during compilation within its bound instead of after it.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from mosaic.checkpoints import CheckpointState, checkpoint_folder, resolve
+from mosaic.errors import ConfigError
+from mosaic.lifecycle import RunCancelled, RunControl
+from mosaic.provenance import config_digest, package_versions
+from mosaic.worker_cli import WorkerContext
+
+from jumanji_worker.config import JumanjiConfig, compose
+from jumanji_worker.frames import EpochFrames, headless
+from jumanji_worker.telemetry import AGENT, Reporter, make_logger
+
+PACKAGES = ("mosaic-marl", "mosaic-jumanji-worker", "jumanji", "jax", "jaxlib", "dm-haiku", "optax", "chex",
+            "hydra-core", "numpy")
+STATE_FILE = "training_state.pkl"
+_RELAY_SOCKETS: list[tuple[socket.socket, socket.socket]] = []
+
+
+@dataclass
+class JumanjiCheckpointState(CheckpointState):
+    """MOSAIC's counters next to Jumanji's pickled ``TrainingState``."""
+
+    FORMAT: ClassVar[str] = "mosaic-jumanji-worker/1"
+
+    algorithm: str = ""
+    environment: str = ""
+    state_file: str = STATE_FILE
+    config: dict[str, Any] = field(default_factory=dict)  # the MOSAIC config of the run that saved it
+
+
+def xla_environment(threads: int | None) -> dict[str, str]:
+    """Environment variables for JAX on the CPU with ``threads`` threads (before JAX is imported)."""
+    out = {"JAX_PLATFORMS": "cpu"}
+    if threads is not None:
+        eigen = "false" if threads == 1 else "true"
+        out["XLA_FLAGS"] = f"--xla_cpu_multi_thread_eigen={eigen} intra_op_parallelism_threads={threads}"
+    return out
+
+
+def prepare_process(config: JumanjiConfig) -> None:
+    """What must be set before JAX and matplotlib are imported."""
+    for key, value in xla_environment(config.xla_cpu_threads).items():
+        os.environ.setdefault(key, value)
+    headless()
+
+
+def relay_cancel(control: RunControl) -> None:
+    """Pass SIGTERM and SIGINT to ``control`` even while the main thread is inside native code.
+
+    Python runs a signal's handler only when the main thread is back in the interpreter; XLA
+    compiling an epoch can keep it away for minutes. The C-level handler writes the signal's
+    number to the wakeup fd at once; a thread reading it requests the cancel (the Python handler,
+    when it runs later, asks again, which changes nothing).
+    """
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+
+    def relay() -> None:
+        while True:
+            data = reader.recv(64)
+            if not data:
+                return
+            for signum in data:
+                if signum in (signal.SIGTERM, signal.SIGINT):
+                    control.request_cancel(f"received {signal.Signals(signum).name}")
+
+    threading.Thread(target=relay, name="jumanji-signal-relay", daemon=True).start()
+    _RELAY_SOCKETS.append((reader, writer))  # open for the process's life
+
+
+def load_state(folder: Path, state: JumanjiCheckpointState) -> Any:
+    with open(folder / state.state_file, "rb") as fh:
+        return pickle.load(fh)
+
+
+def read_checkpoint(path: str | Path, field: str) -> tuple[Path, JumanjiCheckpointState, JumanjiConfig]:
+    """(folder, state, the config that trained it) of a jumanji checkpoint or run folder."""
+    folder = resolve(path, field, "the jumanji worker")
+    state = JumanjiCheckpointState.read(folder, field, "the jumanji worker")
+    data = {k: v for k, v in state.config.items() if k != "run_id"}
+    data.update(run_id=state.run_id or "restored", restore_from=None, fastlane={"enabled": False})
+    return folder, state, JumanjiConfig.from_dict(data)
+
+
+def check_restore(config: JumanjiConfig) -> tuple[Path, JumanjiCheckpointState]:
+    """``restore_from``'s folder and state, when it is a checkpoint of the same agent, env and network."""
+    assert config.restore_from
+    folder, state, saved = read_checkpoint(config.restore_from, "restore_from")
+    if state.algorithm != config.algorithm:
+        raise ConfigError("restore_from", f"is a {state.algorithm} checkpoint; this run trains {config.algorithm}")
+    if state.environment != config.environment:
+        raise ConfigError("restore_from", f"was trained on {state.environment}; this run uses {config.environment}")
+    for key in ("network", "total_batch_size"):
+        if getattr(saved, key) != getattr(config, key):
+            raise ConfigError(key, f"{getattr(config, key)!r} differs from the checkpoint's {getattr(saved, key)!r}: "
+                                   "its networks and env batch would not fit")
+    if state.iteration >= config.num_epochs:
+        raise ConfigError("total_timesteps", f"the checkpoint has {state.timesteps_total} env steps already; "
+                                             "ask for more to go on training")
+    return folder, state
+
+
+class JumanjiRuntime:
+    def __init__(self, config: JumanjiConfig, context: WorkerContext) -> None:
+        self.config = config
+        self.ctx = context
+        self.reporter: Reporter | None = None
+        self.frames: EpochFrames | None = None
+        self.state: Any = None  # the TrainingState after the last epoch
+        self.last_saved = -1
+
+    # -- checkpoints -------------------------------------------------------------
+    def save_checkpoint(self) -> Path:
+        import jax
+
+        rep = self.reporter
+        assert rep is not None and self.state is not None
+        folder = checkpoint_folder(self.ctx.run_dir.root, rep.epoch)
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / STATE_FILE, "wb") as fh:
+            pickle.dump(jax.device_get(self.state), fh)
+        JumanjiCheckpointState(iteration=rep.epoch, timesteps_total=rep.timesteps, episodes=rep.episodes,
+                               run_id=self.config.run_id, algorithm=self.config.algorithm,
+                               environment=self.config.environment, config=self.config.to_dict()).write(folder)
+        self.ctx.emitter.checkpoint_saved(path=str(folder), iteration=rep.epoch, timesteps_total=rep.timesteps)
+        self.last_saved = rep.timesteps
+        return folder
+
+    # -- the safe point: after every epoch ------------------------------------------
+    def after_epoch(self, training_state: Any) -> None:
+        cfg, rep = self.config, self.reporter
+        assert rep is not None
+        self.state = training_state
+        self.ctx.progress.tick(rep.epoch)
+        if self.frames is not None:
+            self.frames.offer(training_state, rep.epoch, {"iteration": rep.epoch, "timesteps_total": rep.timesteps})
+        every = cfg.checkpoint_every_timesteps
+        if every and rep.timesteps // every > max(self.last_saved, 0) // every and rep.epoch < rep.total_epochs:
+            self.save_checkpoint()
+        self.ctx.control.checkpoint()
+
+    # -- the run ---------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        cfg, emit = self.config, self.ctx.emitter
+        prepare_process(cfg)
+        relay_cancel(self.ctx.control)
+        import jax
+        import jumanji.training.train as jumanji_train
+
+        first_epoch, restored, restored_state = 0, None, None
+        if cfg.restore_from:
+            folder, restored = check_restore(cfg)
+            restored_state = load_state(folder, restored)
+            first_epoch = restored.iteration
+        hydra_cfg = compose(cfg, num_epochs=cfg.num_epochs - first_epoch)
+        self.reporter = rep = Reporter(emit, environment=cfg.environment, steps_per_epoch=cfg.steps_per_epoch,
+                                       total_epochs=cfg.num_epochs, first_epoch=first_epoch)
+        if restored is not None:
+            rep.episodes = restored.episodes
+            self.last_saved = restored.timesteps_total
+            emit.log(f"restored from {cfg.restore_from} at epoch {restored.iteration} "
+                     f"({restored.timesteps_total} env steps)")
+        if cfg.fastlane.enabled:
+            self.frames = EpochFrames(cfg.run_id, str(self.ctx.run_dir.root), cfg.fastlane,
+                                      hydra_cfg.env.registered_version)
+        emit.run_started(
+            worker="jumanji", config_digest=config_digest(cfg.to_dict()), versions=package_versions(PACKAGES),
+            resources={"cpus": 1, "gpus": 0, "devices": [str(d) for d in jax.local_devices()],
+                       "num_envs": hydra_cfg.env.training.total_batch_size,
+                       "xla_flags": os.environ.get("XLA_FLAGS", "")},
+            algorithm=cfg.algorithm, env={"family": "jumanji", "env_id": hydra_cfg.env.registered_version,
+                                          "api_type": "JUMANJI", "env_kwargs": {}, "config": cfg.environment},
+            policy_configuration="INDEPENDENT", seed=cfg.seed, total_timesteps=cfg.num_epochs * cfg.steps_per_epoch,
+            agents=[AGENT], restored_from=cfg.restore_from, jumanji_overrides=cfg.overrides(cfg.num_epochs - first_epoch),
+            steps_per_epoch=cfg.steps_per_epoch, epochs=cfg.num_epochs)
+
+        logger = make_logger(rep, self.after_epoch)
+        saved_helpers = (jumanji_train.setup_logger, jumanji_train.setup_training_state)
+        jumanji_train.setup_logger = lambda _cfg: logger
+        if restored_state is not None:
+            jumanji_train.setup_training_state = lambda env, agent, key: restored_state
+        # The first epoch compiles the evaluation and the training step: minutes on a busy machine.
+        self.ctx.progress.start(cfg.epoch_timeout_s, "epoch_timeout_s")
+        t0 = time.perf_counter()
+        try:
+            jumanji_train.train(hydra_cfg)
+        except RunCancelled:
+            if cfg.checkpoint_at_end and self.state is not None and self.last_saved != rep.timesteps:
+                self.save_checkpoint()
+            raise
+        finally:
+            jumanji_train.setup_logger, jumanji_train.setup_training_state = saved_helpers
+            if self.frames is not None:
+                self.frames.close()
+        if cfg.checkpoint_at_end and self.state is not None and self.last_saved != rep.timesteps:
+            self.save_checkpoint()
+        return {"timesteps_total": rep.timesteps, "epochs": rep.epoch, "training_episodes": rep.episodes,
+                "train_seconds": round(time.perf_counter() - t0, 3)}

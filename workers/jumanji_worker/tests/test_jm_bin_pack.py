@@ -1,0 +1,30 @@
+"""Real A2C training on BinPack through MOSAIC: Jumanji's volume utilisation beside the returns, eval."""
+
+from __future__ import annotations
+
+import json
+
+from jm_support import STEPS_PER_EPOCH
+
+AGENT = "agent_0"
+
+
+def test_a2c_trains_on_bin_pack_and_reports_volume_utilisation(home):
+    proc, run = home.run("bin_pack", total_timesteps=STEPS_PER_EPOCH)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (m,) = home.events(run, "metrics")
+    assert m["timesteps_total"] == STEPS_PER_EPOCH and m["env_steps_per_s"] > 0
+    measures = m["measures"]
+    assert 0 < measures["volume_utilization"] <= 1 and 0 < measures["volume_utilization_greedy"] <= 1
+    # BinPack's reward is the volume each placed item adds: the return is the utilisation
+    assert abs(m["episode_return_mean"] - measures["volume_utilization"]) < 1e-5
+    assert {"total_loss", "policy_loss", "vf_loss", "entropy"} <= set(m["learner"]["policy"])
+    (saved,) = home.events(run, "checkpoint_saved")
+
+    evaluated = home.cli("eval", run.name, "--episodes", "3", "--json")
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    results = json.loads(evaluated.stdout)
+    assert results["checkpoint"] == saved["path"] and results["env"]["env_id"] == "BinPack-v2"
+    for e in results["episodes"]:
+        assert abs(e["measures"]["volume_utilization"] - e["returns"][AGENT]) < 1e-5
+        assert {"packed_items", "ratio_packed_items", "invalid_action"} <= set(e["measures"])
