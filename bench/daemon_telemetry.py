@@ -27,9 +27,7 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -37,8 +35,8 @@ import time
 from pathlib import Path
 
 from mosaic.daemon.client import DaemonClient, state_name
-from mosaic.daemon.endpoint import read_endpoint_file
 from mosaic.daemon.proto import mosaic_daemon_pb2 as pb
+from mosaic.testing import LocalDaemon, start_daemon
 
 HERE = Path(__file__).resolve().parent
 TARGET_EVENTS_PER_S = 50_000
@@ -47,23 +45,13 @@ CONFIG = {"worker": "random", "environment": {"family": "mpe", "env_id": "simple
                                              "api_type": "PARALLEL"}, "heartbeat_interval_s": 0}
 
 
-def start_daemon(home: Path) -> tuple[subprocess.Popen, DaemonClient]:
-    env = {**os.environ, "MOSAIC_HOME": str(home), "MOSAIC_BENCH_REAL_PYTHON": sys.executable,
-           "MOSAIC_BENCH_GO": str(home / "go")}
-    env.pop("MOSAIC_TOKEN", None)
+def start_bench_daemon(home: Path) -> LocalDaemon:
+    """A daemon whose `random` worker is the bench's emitter."""
     # BENCH_DAEMON_CMD swaps `-m mosaic daemon` for e.g. a profiling wrapper script.
-    daemon_cmd = os.environ.get("BENCH_DAEMON_CMD", "-m mosaic daemon").split()
-    proc = subprocess.Popen([sys.executable, *daemon_cmd, "--port", "0", "--max-runs", "16",
-                             "--cpu-budget", "64", "--python", f"random={HERE / 'daemon_emitter.py'}"],
-                            stdout=subprocess.DEVNULL, stderr=(home / "daemon.err").open("wb"), env=env)
-    deadline = time.monotonic() + 60
-    while True:
-        endpoint = read_endpoint_file(home / "trainer" / "daemon" / "daemon.json")
-        if endpoint and endpoint.pid == proc.pid:
-            return proc, DaemonClient(endpoint.address)
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"daemon did not start: {(home / 'daemon.err').read_text()[-2000:]}")
-        time.sleep(0.05)
+    command = tuple(os.environ.get("BENCH_DAEMON_CMD", "-m mosaic daemon").split())
+    return start_daemon(home, "--max-runs", "16", "--cpu-budget", "64",
+                        "--python", f"random={HERE / 'daemon_emitter.py'}", command=command,
+                        env={"MOSAIC_BENCH_REAL_PYTHON": sys.executable, "MOSAIC_BENCH_GO": str(home / "go")})
 
 
 def subscribe(address: str, run_id: str, latencies: list[float] | None, out: dict) -> None:
@@ -140,7 +128,8 @@ def main() -> int:
     parser.add_argument("--latency-runs", type=int, nargs="*", default=[1, 8], metavar="N")
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="mosaic-bench-daemon-"))
-    proc, client = start_daemon(home)
+    daemon = start_bench_daemon(home)
+    proc, client = daemon.proc, daemon.client
     try:
         print(f"daemon telemetry bench ({os.cpu_count()} cores shared by emitters, daemon and subscribers)")
         for runs in args.throughput_runs:
@@ -156,9 +145,7 @@ def main() -> int:
                   f"p99 {r['p99_ms']:.2f} ms, max {r['max_ms']:.2f} ms over {r['events']} events "
                   f"(target p99 < {TARGET_P99_MS:g} ms: ratio {r['p99_ms'] / TARGET_P99_MS:.2f})")
     finally:
-        client.close()
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(60)
+        daemon.stop()
         shutil.rmtree(home, ignore_errors=True)
     return 0
 
