@@ -2,8 +2,10 @@
 
     python scripts/plot_returns.py OUT.png LABEL=RUN_DIR[,RUN_DIR...] [LABEL=...]
 
-Several run folders under one label (e.g. seeds) are drawn thin, with their mean
-(iteration by iteration) drawn thick. For every label it prints the mean return over
+Several run folders under one label (e.g. seeds) are drawn thin, with their mean drawn
+thick over a shaded 95% band (``mosaic.curves.mean_band``: curves interpolated at the env
+steps where any of them has a point, within the range all of them cover, so runs that
+report at different steps are averaged at the same x, not by index). For every label it prints the mean return over
 the last 5 iterations, per run and across runs, and the env steps per second of the
 whole run (first to last event: start-up, training, checkpoints).
 """
@@ -16,6 +18,8 @@ import sys
 from pathlib import Path
 
 from PIL import Image, ImageDraw
+
+from mosaic.curves import mean_band
 
 COLOURS = [(31, 119, 180), (214, 39, 40), (44, 160, 44), (148, 103, 189)]
 W, H, PAD = 800, 480, 60
@@ -37,12 +41,6 @@ def throughput(run_dir: Path) -> float:
     return steps / max(events[-1]["ts"] - events[0]["ts"], 1e-9)
 
 
-def mean_curve(curves: list[list[tuple[float, float]]]) -> list[tuple[float, float]]:
-    n = min(len(c) for c in curves)
-    return [(statistics.fmean(c[i][0] for c in curves), statistics.fmean(c[i][1] for c in curves))
-            for i in range(n)]
-
-
 def tail_mean(points: list[tuple[float, float]]) -> float:
     return statistics.fmean(y for _, y in points[-TAIL:])
 
@@ -56,7 +54,9 @@ def main() -> None:
         groups.append((label, [curve(p) for p in folders]))
         rates.append(statistics.fmean(throughput(p) for p in folders))
     xs = [x for _, cs in groups for c in cs for x, _ in c]
+    bands = [mean_band(([x for x, _ in c], [y for _, y in c]) for c in cs) for _, cs in groups]
     ys = [y for _, cs in groups for c in cs for _, y in c]
+    ys += [y for (_, cs), b in zip(groups, bands) if len(cs) > 1 for y in (*b.low, *b.high)]
     x0, x1, y0, y1 = 0.0, max(xs), min(ys), max(ys)
     img = Image.new("RGB", (W, H), "white")
     draw = ImageDraw.Draw(img)
@@ -66,15 +66,17 @@ def main() -> None:
         return (PAD + (x - x0) / (x1 - x0 or 1) * (W - 1.5 * PAD),
                 H - PAD - (y - y0) / (y1 - y0 or 1) * (H - 1.5 * PAD))
 
-    for i, (label, curves) in enumerate(groups):
+    for i, ((label, curves), band) in enumerate(zip(groups, bands)):
         colour = COLOURS[i % len(COLOURS)]
         light = tuple(int(c + (255 - c) * 0.6) for c in colour)
         if len(curves) > 1:
+            shade = tuple(int(c + (255 - c) * 0.85) for c in colour)
+            draw.polygon([to_px(x, y) for x, y in zip(band.x, band.high)]
+                         + [to_px(x, y) for x, y in reversed(list(zip(band.x, band.low)))], fill=shade)
             for points in curves:
                 draw.line([to_px(x, y) for x, y in points], fill=light, width=1)
-        mean = mean_curve(curves)
-        draw.line([to_px(x, y) for x, y in mean], fill=colour, width=3)
-        runs = f" (mean of {len(curves)} runs)" if len(curves) > 1 else ""
+        draw.line([to_px(x, y) for x, y in zip(band.x, band.mean)], fill=colour, width=3)
+        runs = f" (mean of {len(curves)} runs, 95% band)" if len(curves) > 1 else ""
         draw.text((PAD + 10, PAD // 2 + 10 + 16 * i), label + runs, fill=colour)
         per_run = [tail_mean(c) for c in curves]
         spread = f" ± {statistics.stdev(per_run):.1f} (sd over runs)" if len(per_run) > 1 else ""
