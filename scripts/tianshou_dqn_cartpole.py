@@ -1,11 +1,13 @@
-"""Reproduce the Tianshou DQN learning result on CartPole-v1 (docs/tianshou-worker.md, "Results").
+"""Reproduce the Tianshou DQN learning result on CartPole-v1 (docs/results.md, docs/tianshou-worker.md).
 
-Runs ``examples/tianshou_dqn_cartpole.json`` through ``mosaic run`` (seed and budget
-as in the file, or ``--seed``), prints the training curve (mean training-episode
-return per iteration, exploration on), then plays every checkpoint greedily with
-``mosaic eval`` (20 episodes, seeds 100-119) and prints the mean return of each.
+Runs ``examples/tianshou_dqn_cartpole.json`` through ``mosaic run`` (seed and budget as
+in the file, or ``--seed``): an epsilon schedule, a greedy test of 100 episodes every
+5,000 env steps, and a stop at the first test whose mean return reaches 475. Prints the
+test curve and why training ended, then plays the final checkpoint greedily with
+``mosaic eval`` (``--episodes``, seeds from 100) and prints its mean return with the 95%
+confidence interval.
 
-    .venv/bin/python scripts/tianshou_dqn_cartpole.py [--seed 0] [--episodes 20]
+    .venv/bin/python scripts/tianshou_dqn_cartpole.py [--seed 0] [--episodes 100]
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--episodes", type=int, default=20)
+    parser.add_argument("--episodes", type=int, default=100)
     args = parser.parse_args()
     config = json.loads((REPO / "examples" / "tianshou_dqn_cartpole.json").read_text())
     if args.seed is not None:
@@ -39,18 +41,21 @@ def main() -> int:
     home = Path(os.environ.get("MOSAIC_HOME", REPO / "var"))
     run = home / "trainer" / "runs" / run_id
     events = [json.loads(line) for line in (run / "telemetry.jsonl").read_text().splitlines()]
-    print("env steps  training return (mean, exploring)")
+    print("env steps  greedy test return (mean of", config["test_episodes"], "episodes)")
     for e in events:
-        if e["type"] == "metrics":
-            print(f"{e['timesteps_total']:9d}  {e.get('episode_return_mean') or 0:.1f}")
-    print("checkpoint (env steps)  greedy return over", args.episodes, "episodes: mean (min-max)")
-    for e in events:
-        if e["type"] != "checkpoint_saved":
-            continue
-        out = subprocess.run([sys.executable, "-m", "mosaic", "eval", e["path"], "--episodes", str(args.episodes),
-                              "--seed", "100", "--json"], capture_output=True, text=True)
-        stats = json.loads(out.stdout)["per_agent_return"]["agent_0"]
-        print(f"{e['timesteps_total']:9d}  {stats['mean']:.1f} ({stats['min']:.0f}-{stats['max']:.0f})")
+        if e["type"] == "log" and "test" in e:
+            print(f"{e['test']['timesteps_total']:9d}  {e['test']['return_mean']:.1f}")
+    (done,) = [e for e in events if e["type"] == "run_completed"]
+    print("training ended:", done["summary"]["stopped"])
+    final = [e for e in events if e["type"] == "checkpoint_saved"][-1]
+    out = subprocess.run([sys.executable, "-m", "mosaic", "eval", final["path"], "--episodes", str(args.episodes),
+                          "--seed", "100", "--json"], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(out.stderr[-3000:])
+    stats = json.loads(out.stdout)["per_agent_return"]["agent_0"]
+    print(f"final checkpoint ({final['timesteps_total']} env steps), greedy over {stats['n']} episodes: "
+          f"mean {stats['mean']:.1f}, 95% CI [{stats['ci95_low']:.1f}, {stats['ci95_high']:.1f}], "
+          f"min {stats['min']:.0f}")
     return 0
 
 

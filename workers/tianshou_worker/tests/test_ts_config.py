@@ -38,6 +38,10 @@ print(json.dumps(out))
     ({"total_timesteps": 50, "learning_starts": 64}, "learning_starts", "nothing would be learned"),
     ({"algorithm": "ppo", "total_timesteps": 100}, "total_timesteps", "less than one rollout"),
     ({"hidden_sizes": []}, "hidden_sizes", "one or more positive layer sizes"),
+    ({"algorithm": "ppo", "total_timesteps": 5000, "eps_schedule": {}}, "eps_schedule", "is for dqn"),
+    ({"eps_schedule": {"begin_at": 500, "end_at": 100}}, "eps_schedule.end_at", "100 is not after begin_at (500)"),
+    ({"eps_schedule": {"start": 1.5}}, "eps_schedule.start", "1.5 is above the maximum 1.0"),
+    ({"stop_at_return": 475}, "stop_at_return", "needs tests to stop on: set test_every_timesteps"),
     ({"algorithm": "discrete_cql", "offline_data": {"policy": "/nowhere"}}, "offline_data.policy", "does not exist"),
 ])
 def test_bad_configs_are_one_line_errors_naming_the_field(home, fields, field, words):

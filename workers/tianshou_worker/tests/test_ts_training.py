@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from mosaic.fastlane.png import read_png
+from mosaic.fastlane.registry import last_frame_path, read_registry
 from ts_support import TINY
 
 AGENT = "agent_0"
+TINY_ENVS = {"ppo": "CartPole-v1", "sac": "Pendulum-v1"}
 
 
 @pytest.fixture(scope="module")
@@ -21,21 +25,34 @@ def dqn_run(module_home):
     return run
 
 
-def test_dqn_trains_reports_checkpoints_and_evaluates(module_home, dqn_run):
+def test_dqn_trains_reports_checkpoints_stops_at_its_threshold_and_evaluates(module_home, dqn_run):
+    """The tiny run: an epsilon schedule, a test at the end of each of its 500-step epochs, and
+    stop_at_return (5) reached by the first test, so Tianshou stops it after one epoch: it completes normally
+    with a final checkpoint and says why."""
     home, run = module_home, dqn_run
     (started,) = home.events(run, "run_started")
     assert started["versions"]["tianshou"] == "2.0.1" and started["versions"]["torch"] == "2.13.0+cpu"
     assert started["tianshou_algorithm"] == "DQN" and started["resources"]["torch_threads"] == 1
     metrics = home.events(run, "metrics")
-    assert [m["timesteps_total"] for m in metrics] == [500, 1000, 1100]
+    assert [m["timesteps_total"] for m in metrics] == [500, 600]
     assert {"loss", "total_loss"} <= set(metrics[-1]["learner"]["policy"])
     episodes = home.events(run, "episode")
     assert len(episodes) == metrics[-1]["num_episodes_lifetime"] > 10
     assert all(set(e["returns"]) == {AGENT} and e["returns"][AGENT] == e["length"] for e in episodes)  # CartPole: +1 a step
     (saved,) = home.events(run, "checkpoint_saved")
     folder = Path(saved["path"])
-    assert (folder / "tianshou_algorithm.pt").stat().st_size > 0 and saved["timesteps_total"] == 1100
+    assert (folder / "tianshou_algorithm.pt").stat().st_size > 0 and saved["timesteps_total"] == 600
     assert list((run / "tensorboard").rglob("events.out.tfevents.*")), "Tianshou's TensorBoard files"
+    tests = [e["test"] for e in home.events(run, "log") if "test" in e]
+    assert [t["timesteps_total"] for t in tests] == [100, 600] and all(t["episodes"] == 5 for t in tests)
+    assert tests[0]["return_mean"] >= 5  # the test before training (Tianshou's) already reached it
+    assert [m.get("test_return_mean") for m in metrics] == [t["return_mean"] for t in tests]
+    (stopped,) = [e["stopped"] for e in home.events(run, "log") if "stopped" in e]
+    assert stopped == {"reason": "stop_at_return", "test_return_mean": max(t["return_mean"] for t in tests),
+                       "threshold": 5.0, "timesteps_total": 600}
+    (done,) = home.events(run, "run_completed")
+    assert done["summary"]["stopped"].startswith("stop_at_return: a test's mean return")
+    assert done["summary"]["last_test"] == tests[-1]
 
     evaluated = home.cli("eval", run.name, "--episodes", "3", "--seed", "5", "--json")
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
@@ -50,10 +67,11 @@ def test_dqn_resumes_from_its_checkpoint_and_goes_on_learning(module_home, dqn_r
     import torch
 
     (saved,) = module_home.events(dqn_run, "checkpoint_saved")
-    proc, resumed = module_home.run("dqn", restore_from=saved["path"], total_timesteps=1600, learning_starts=100)
+    proc, resumed = module_home.run("dqn", restore_from=saved["path"], total_timesteps=1600, learning_starts=100,
+                                    test_every_timesteps=0, stop_at_return=None)
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = module_home.events(resumed, "metrics")
-    assert [(m["iteration"], m["timesteps_total"]) for m in metrics] == [(4, 1600)]
+    assert [(m["iteration"], m["timesteps_total"]) for m in metrics] == [(3, 1100), (4, 1600)]
     (first,) = [e for e in module_home.events(resumed, "episode")][:1]
     assert first["episode"] == module_home.events(dqn_run, "metrics")[-1]["num_episodes_lifetime"]
     before = torch.load(Path(saved["path"]) / "tianshou_algorithm.pt", weights_only=False)
@@ -65,11 +83,15 @@ def test_dqn_resumes_from_its_checkpoint_and_goes_on_learning(module_home, dqn_r
 
 def test_same_seed_same_episodes_as_tianshou_run_directly(module_home, dqn_run):
     """The shim observes and never changes what is learned: Tianshou's algorithm API used directly with
-    the same settings (tianshou_direct.py) gives the same episodes, return for return."""
+    the same settings (tianshou_direct.py: the epsilon schedule in a training_fn, a test collector, stop_fn)
+    gives the same episodes, return for return, up to the same stop."""
     through_mosaic = [e["returns"][AGENT] for e in module_home.events(dqn_run, "episode")]
+    tests = [e["test"]["return_mean"] for e in module_home.events(dqn_run, "log") if "test" in e]
     tiny = TINY["dqn"]
     options = {"env_id": "CartPole-v1", "seed": 1, "num_envs": 1, "hidden_sizes": [64, 64], "learning_rate": 0.001,
-               "buffer_size": 20000, "batch_size": 64, "eps_training": tiny["algo_params"]["eps_training"],
+               "buffer_size": 20000, "batch_size": 64, "eps_schedule": tiny["eps_schedule"],
+               "test_every": tiny["test_every_timesteps"], "test_episodes": tiny["test_episodes"],
+               "stop_at_return": tiny["stop_at_return"],
                **{k: tiny[k] for k in ("total_timesteps", "learning_starts", "collect_steps", "update_per_step")}}
     script = Path(__file__).with_name("tianshou_direct.py")
     direct = subprocess.run([module_home.python, str(script), json.dumps(options)], capture_output=True, text=True,
@@ -78,6 +100,7 @@ def test_same_seed_same_episodes_as_tianshou_run_directly(module_home, dqn_run):
     upstream = json.loads(direct.stdout.strip().splitlines()[-1])
     assert len(upstream) == len(through_mosaic) > 10
     assert upstream == through_mosaic
+    assert len(tests) == 2  # Tianshou's first test before training, then the one at the end of epoch 1
 
 
 @pytest.mark.parametrize("algorithm,losses", [
@@ -91,7 +114,22 @@ def test_online_algorithm_trains(home, algorithm, losses):
     total, every = TINY[algorithm]["total_timesteps"], TINY[algorithm]["report_every_timesteps"]
     assert [m["timesteps_total"] for m in metrics] == list(range(every, total + 1, every))
     assert losses <= set(metrics[-1]["learner"]["policy"]), metrics[-1]["learner"]
-    assert home.events(run, "episode") and home.events(run, "checkpoint_saved")
+    assert home.events(run, "episode")
+    (saved,) = home.events(run, "checkpoint_saved")
+
+    # mosaic eval of the checkpoint; PPO's also streams its frames to FastLane (`--fastlane`)
+    lane = ["--fastlane"] if algorithm == "ppo" else []
+    played = home.cli("eval", run.name, "--episodes", "2", "--seed", "3", "--json", *lane)
+    assert played.returncode == 0, played.stderr[-3000:]
+    result = json.loads(played.stdout[played.stdout.index("{"):])
+    assert result["checkpoint"] == saved["path"] and result["env"]["env_id"] == TINY_ENVS[algorithm]
+    assert [e["seed"] for e in result["episodes"]] == [3, 4]
+    assert all(math.isfinite(e["returns"][AGENT]) and e["length"] > 0 for e in result["episodes"])
+    if lane:
+        stream = read_registry(run)["streams"]["eval"]
+        assert stream["frames"] > 0
+        pixels, _ = read_png(last_frame_path(run, "eval"))
+        assert pixels.ndim == 3 and pixels.std() > 1
 
 
 def test_discrete_cql_learns_offline_from_data_collected_by_a_trained_policy(module_home, dqn_run):

@@ -11,6 +11,12 @@ line, read back from the replay buffer's rewards and done flags (one env, a
 buffer larger than the run): nothing observes the run while it trains.
 ``--timing`` also prints, on the line before, the env steps and the seconds the
 warm-up and training took.
+
+Optional settings, as Tianshou's own DQN examples write them: ``eps_schedule``
+(``set_eps_training`` in a ``training_fn``, linear between two env steps),
+``test_every`` with ``test_episodes`` (a test collector on its own envs, the
+budget in epochs of at most ``test_every`` steps) and ``stop_at_return``
+(``stop_fn``).
 """
 
 import json
@@ -38,17 +44,37 @@ space = envs.get_env_attr("action_space")[0]
 obs_space = envs.get_env_attr("observation_space")[0]
 model = Net(state_shape=obs_space.shape, action_shape=space.n, hidden_sizes=o["hidden_sizes"])
 policy = DiscreteQLearningPolicy(model=model, action_space=space, observation_space=obs_space,
-                                 eps_training=o["eps_training"])
+                                 eps_training=o.get("eps_training", 0.0))
 algorithm = DQN(policy=policy, optim=AdamOptimizerFactory(lr=o["learning_rate"]))
 buffer = VectorReplayBuffer(o["buffer_size"], o["num_envs"])
 collector = Collector(algorithm, envs, buffer, exploration_noise=True)
 collector.reset()
 started = time.perf_counter()
 collector.collect(n_step=o["learning_starts"], random=True)
+
+
+def training_fn(epoch, env_step):
+    s = o.get("eps_schedule")
+    if s:
+        step = env_step + o["learning_starts"]
+        frac = min(max((step - s["begin_at"]) / (s["end_at"] - s["begin_at"]), 0.0), 1.0)
+        policy.set_eps_training(s["start"] + (s["end"] - s["start"]) * frac)
+
+
+remaining = o["total_timesteps"] - o["learning_starts"]
+epochs, test_collector, stop_fn = 1, None, None
+if o.get("test_every"):
+    epochs = -(-remaining // o["test_every"])
+    test_envs = DummyVectorEnv([lambda: gym.make(o["env_id"]) for _ in range(o["test_episodes"])])
+    test_envs.seed(o["seed"] + o["num_envs"])
+    test_collector = Collector(algorithm, test_envs, exploration_noise=True)
+    if o.get("stop_at_return") is not None:
+        stop_fn = lambda score: score >= o["stop_at_return"]  # noqa: E731
 algorithm.run_training(OffPolicyTrainerParams(
-    training_collector=collector, max_epochs=1, epoch_num_steps=o["total_timesteps"] - o["learning_starts"],
+    training_collector=collector, max_epochs=epochs, epoch_num_steps=-(-remaining // epochs),
     collection_step_num_env_steps=o["collect_steps"], batch_size=o["batch_size"],
-    update_step_num_gradient_steps_per_sample=o["update_per_step"], test_collector=None, verbose=False,
+    update_step_num_gradient_steps_per_sample=o["update_per_step"], test_collector=test_collector,
+    test_step_num_episodes=o.get("test_episodes", 1), stop_fn=stop_fn, training_fn=training_fn, verbose=False,
     show_progress=False))
 train_seconds = time.perf_counter() - started
 envs.close()

@@ -137,6 +137,25 @@ class OfflineData:
 
 
 @dataclass
+class EpsilonSchedule:
+    """DQN's training epsilon as a function of env steps: ``start`` until ``begin_at``, then a straight line
+    to ``end`` at ``end_at``, then ``end``. Set through Tianshou's ``set_eps_training`` at every safe point
+    (its ``training_fn``), as Tianshou's own DQN examples do."""
+
+    start: float = option(1.0, min=0.0, max=1.0, help="epsilon until begin_at")
+    end: float = option(0.05, min=0.0, max=1.0, help="epsilon from end_at on")
+    begin_at: int = option(0, min=0, help="env step (of the run, warm-up included) where the decay begins")
+    end_at: int = option(10_000, min=1, help="env step where epsilon reaches end")
+
+    def at(self, step: int) -> float:
+        if step <= self.begin_at:
+            return self.start
+        if step >= self.end_at:
+            return self.end
+        return self.start + (self.end - self.start) * (step - self.begin_at) / (self.end_at - self.begin_at)
+
+
+@dataclass
 class TianshouConfig:
     """A Tianshou run: one algorithm, one Gymnasium env."""
 
@@ -162,6 +181,17 @@ class TianshouConfig:
     algo_params: dict[str, Any] = option(default_factory=dict,
                                          help="any other keyword argument of Tianshou's policy or algorithm "
                                               "class: `--schema ALGO` lists them with defaults")
+    eps_schedule: EpsilonSchedule | None = option(None, help="dqn: epsilon of exploration decayed over env "
+                                                             "steps (replaces algo_params.eps_training); "
+                                                             "null = Tianshou's constant eps_training")
+    test_every_timesteps: int = option(0, min=0, help="a test of the policy in evaluation mode every N env steps "
+                                                      "(offline: gradient steps), Tianshou's test step at the end "
+                                                      "of each epoch; 0 = no tests")
+    test_episodes: int = option(10, min=1, max=1000, help="episodes of each test, one env each (seeded "
+                                                          "seed + num_envs + i)")
+    stop_at_return: float | None = option(None, help="end training at the first test whose mean return reaches "
+                                                     "this (Tianshou's stop_fn); needs test_every_timesteps; "
+                                                     "null = train the whole budget")
     report_every_timesteps: int = option(1000, min=1, help="a metrics event (an 'iteration') every N env "
                                                            "steps (offline: gradient steps)")
     checkpoint_every_timesteps: int = option(0, min=0, help="also checkpoint every N env steps; 0 = at the end only")
@@ -205,6 +235,7 @@ class TianshouConfig:
             raise ConfigError("batch_size", f"null (the whole rollout) is for on-policy algorithms; "
                                             f"{config.algorithm} samples batches from a buffer")
         config.algo_params = check_params(config)
+        check_schedule(config)
         check_budget(config)
         return config
 
@@ -234,6 +265,24 @@ def check_params(config: TianshouConfig) -> dict[str, Any]:
                                      f"{', '.join(sorted(params))}")
         checked[name] = params[name].check(value, field)
     return checked
+
+
+def check_schedule(config: TianshouConfig) -> None:
+    """The epsilon schedule and the tests: only where Tianshou has what they set."""
+    schedule = config.eps_schedule
+    if schedule is not None:
+        if config.algorithm != "dqn":
+            raise ConfigError("eps_schedule", f"is for dqn (epsilon-greedy exploration); {config.algorithm} "
+                                              f"does not explore with an epsilon")
+        if "eps_training" in config.algo_params:
+            raise ConfigError("eps_schedule", "sets eps_training itself; remove algo_params.eps_training "
+                                              "or the schedule")
+        if schedule.end_at <= schedule.begin_at:
+            raise ConfigError("eps_schedule.end_at", f"{schedule.end_at} is not after begin_at "
+                                                     f"({schedule.begin_at})")
+    if config.stop_at_return is not None and not config.test_every_timesteps:
+        raise ConfigError("stop_at_return", "needs tests to stop on: set test_every_timesteps (env steps "
+                                            "between tests) too")
 
 
 def check_budget(config: TianshouConfig) -> None:

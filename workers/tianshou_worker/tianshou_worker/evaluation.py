@@ -5,7 +5,9 @@ The algorithm is rebuilt from the run's config and loaded from the checkpoint's
 greedy Q-values without epsilon, the most likely action or the mean action where
 the policy has a deterministic evaluation) through ``Policy.compute_action``.
 Episode *i* is seeded ``seed + i``. Results, confidence intervals, CSV and GIF
-videos are written by :mod:`mosaic.evaluation`, as for every worker.
+videos are written by :mod:`mosaic.evaluation`, as for every worker; with
+``--fastlane`` the played frames stream as the run's ``eval`` stream
+(:func:`mosaic.evaluation.eval_lane`).
 """
 
 from __future__ import annotations
@@ -14,19 +16,19 @@ import time
 from typing import Any
 
 from mosaic.errors import UserError
-from mosaic.evaluation import EpisodeMetrics, EvaluationResults, print_results, save_results
+from mosaic.evaluation import EpisodeMetrics, EvaluationResults, FrameSink, eval_lane, print_results, save_results
 
 from tianshou_worker.telemetry import AGENT, MODULE
 
 
-def play(policy: Any, env: Any, seed: int, frames: list | None) -> tuple[float, int]:
+def play(policy: Any, env: Any, seed: int, frames: FrameSink | None) -> tuple[float, int]:
     import torch
 
     obs, info = env.reset(seed=seed)
     total, length = 0.0, 0
     while True:
         if frames is not None:
-            frames.append(env.render())
+            frames.append(env.render, length, {AGENT: total})
         with torch.no_grad():
             action = policy.compute_action(obs)
         obs, reward, terminated, truncated, info = env.step(action)
@@ -44,26 +46,28 @@ def evaluate(request: Any) -> int:
 
     if request.opponent:
         raise UserError("--opponent: Tianshou runs here are single-agent; there is no other seat")
-    if request.fastlane:
-        raise UserError("--fastlane: evaluation frames of the tianshou worker are not streamed yet; use --video N")
     quiet()
     limit_torch_threads(1)
     folder, state, config, algo = load_checkpoint(request.target, "--evaluate")
     algo.eval()
     policy = algo.policy
-    env = make_env(config.resolved_env_id, render_mode="rgb_array" if request.video else None)
+    env = make_env(config.resolved_env_id, render_mode="rgb_array" if request.video or request.fastlane else None)
+    lane = eval_lane(folder) if request.fastlane else None
     episodes, videos = [], []
     try:
         for i in range(request.episodes):
-            frames: list | None = [] if i < request.video else None
+            video: list | None = [] if i < request.video else None
+            sink = FrameSink(video, lane, i) if video is not None or lane is not None else None
             start = time.perf_counter()
-            total, length = play(policy, env, request.seed + i, frames)
+            total, length = play(policy, env, request.seed + i, sink)
             episodes.append(EpisodeMetrics(i, request.seed + i, {AGENT: total}, length,
                                            time.perf_counter() - start, {AGENT: MODULE}))
-            if frames is not None:
-                videos.append(frames)
+            if video is not None:
+                videos.append(video)
     finally:
         env.close()
+        if lane is not None:
+            lane.close()
     results = EvaluationResults(episodes, {"family": "gymnasium", "env_id": config.resolved_env_id,
                                            "algorithm": state.algorithm}, str(folder))
     save_results(results, folder, None, videos)

@@ -9,10 +9,14 @@ The steps a Tianshou user writes with its algorithm API, with MOSAIC around them
    ``offline_data``), then ``algorithm.run_training(<Trainer>Params(...))`` for
    the whole budget as one Tianshou epoch;
 4. observation: the wrapped ``collect`` and a Tianshou logger (``telemetry.py``);
-5. the safe point (pause, cancel, progress ticks, periodic checkpoints): the
-   trainer's ``training_fn``, which Tianshou calls before every training step
-   (online), or the logger's update hook after every gradient step (offline);
-6. checkpoints: the algorithm's ``state_dict`` (networks and optimisers) plus
+5. the safe point (pause, cancel, progress ticks, periodic checkpoints, DQN's
+   epsilon schedule): the trainer's ``training_fn``, which Tianshou calls before
+   every training step (online), or the logger's update hook after every
+   gradient step (offline);
+6. tests and stopping (``test_every_timesteps``, ``stop_at_return``): Tianshou's
+   own test collector, epochs and ``stop_fn``: the budget is split into epochs of
+   about ``test_every_timesteps`` and Tianshou tests at the end of each;
+7. checkpoints: the algorithm's ``state_dict`` (networks and optimisers) plus
    MOSAIC's state file; ``restore_from`` continues from one.
 """
 
@@ -91,6 +95,15 @@ def load_checkpoint(path: str | Path, field: str) -> tuple[Path, TianshouCheckpo
     return folder, state, config, algo
 
 
+def epochs(remaining: int, test_every: int) -> tuple[int, int]:
+    """(max_epochs, epoch_num_steps) for Tianshou's trainer: one epoch for the whole budget without tests,
+    else the budget split evenly into epochs of at most ``test_every`` steps (a test ends each epoch)."""
+    if not test_every:
+        return 1, remaining
+    count = -(-remaining // test_every)
+    return count, -(-remaining // count)
+
+
 def check_restore(config: TianshouConfig) -> tuple[Path, TianshouCheckpointState]:
     """``restore_from``'s folder and state, when it is a checkpoint of the same algorithm and env."""
     assert config.restore_from
@@ -123,6 +136,8 @@ class TianshouRuntime:
         self.reporter: Reporter | None = None
         self.logger: Any = None
         self.last_saved = -1
+        self.stop_reason = "budget"  # or why training ended before total_timesteps
+        self.test_envs: Any = None
 
     # -- checkpoints -----------------------------------------------------------
     def save_checkpoint(self) -> Path:
@@ -151,6 +166,8 @@ class TianshouRuntime:
     def safe_point(self, *_: Any) -> None:
         rep = self.reporter
         assert rep is not None
+        if self.config.eps_schedule is not None:
+            self.algo.policy.set_eps_training(self.config.eps_schedule.at(rep.timesteps))
         if rep.due():
             rep.report()
             self.ctx.progress.tick(rep.iteration)
@@ -203,10 +220,12 @@ class TianshouRuntime:
             self.ctx.progress.start(max(300.0, cfg.report_every_timesteps * 0.5), "report_every_timesteps × 0.5 s")
             t0 = time.perf_counter()
             try:
+                tests = self.test_collector() if cfg.test_every_timesteps else None
                 if cfg.algo.online:
-                    self.train_online(envs)
+                    info = self.train_online(envs, tests)
                 else:
-                    self.train_offline(envs)
+                    info = self.train_offline(envs, tests)
+                self.note_stop(info)
             except RunCancelled:
                 if cfg.checkpoint_at_end and self.last_saved != rep.timesteps:
                     self.save_checkpoint()
@@ -217,10 +236,50 @@ class TianshouRuntime:
             logger.finalize()
         finally:
             envs.close()
-        return {"timesteps_total": rep.timesteps, "episodes": rep.episodes, "iterations": rep.iteration,
-                "train_seconds": round(time.perf_counter() - t0, 3)}
+            if self.test_envs is not None:
+                self.test_envs.close()
+        summary = {"timesteps_total": rep.timesteps, "episodes": rep.episodes, "iterations": rep.iteration,
+                   "train_seconds": round(time.perf_counter() - t0, 3), "stopped": self.stop_reason}
+        if rep.tests:
+            summary["last_test"] = rep.tests[-1]
+        return summary
 
-    def train_online(self, envs: Any) -> None:
+    # -- tests and stopping ----------------------------------------------------
+    def test_collector(self) -> Any:
+        """Tianshou's test collector: ``test_episodes`` envs seeded ``seed + num_envs + i``, one episode each,
+        the policy in evaluation mode (DQN: ``eps_inference``, as in Tianshou's examples)."""
+        from tianshou.data import Collector
+
+        cfg = self.config
+        self.test_envs = make_vector_env(cfg.resolved_env_id, cfg.test_episodes, cfg.seed + cfg.num_envs)
+        return Collector(self.algo, self.test_envs, exploration_noise=True)
+
+    def stop_fn(self) -> Any:
+        threshold = self.config.stop_at_return
+        return None if threshold is None else (lambda score: score >= threshold)
+
+    def trainer_common(self, tests: Any, remaining: int) -> dict[str, Any]:
+        """What every trainer is given: the epochs, the tests, the stop rule, the logger, quiet output."""
+        cfg = self.config
+        max_epochs, epoch_steps = epochs(remaining, cfg.test_every_timesteps)
+        return dict(max_epochs=max_epochs, epoch_num_steps=epoch_steps, test_collector=tests,
+                    test_step_num_episodes=cfg.test_episodes, stop_fn=self.stop_fn() if tests else None,
+                    logger=self.logger, verbose=False, show_progress=False)
+
+    def note_stop(self, info: Any) -> None:
+        """After training: say in telemetry whether Tianshou's stop rule ended it before the budget."""
+        rep, threshold = self.reporter, self.config.stop_at_return
+        assert rep is not None
+        if threshold is None or info is None or not rep.tests or info.best_score < threshold:
+            return
+        best = max(t["return_mean"] for t in rep.tests)
+        self.stop_reason = (f"stop_at_return: a test's mean return {best:.2f} reached {threshold:g} "
+                            f"at {rep.timesteps} of {self.config.total_timesteps} steps")
+        self.ctx.emitter.log(f"training stopped: {self.stop_reason}", stopped={
+            "reason": "stop_at_return", "test_return_mean": best, "threshold": threshold,
+            "timesteps_total": rep.timesteps})
+
+    def train_online(self, envs: Any, tests: Any) -> Any:
         from tianshou.data import Collector, VectorReplayBuffer
         from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
 
@@ -237,19 +296,18 @@ class TianshouRuntime:
             collector.collect(n_step=cfg.resolved_learning_starts, random=True)
         remaining = cfg.total_timesteps - rep.timesteps
         if remaining <= 0:
-            return
-        common = dict(training_collector=collector, max_epochs=1, epoch_num_steps=remaining,
-                      collection_step_num_env_steps=cfg.resolved_collect_steps, test_collector=None,
-                      logger=self.logger, training_fn=self.safe_point, verbose=False, show_progress=False)
+            return None
+        common = dict(training_collector=collector, collection_step_num_env_steps=cfg.resolved_collect_steps,
+                      training_fn=self.safe_point, **self.trainer_common(tests, remaining))
         if on_policy:
             params = OnPolicyTrainerParams(batch_size=cfg.batch_size, update_step_num_repetitions=cfg.repeat_per_collect,
                                            **common)
         else:
             params = OffPolicyTrainerParams(batch_size=cfg.batch_size,
                                             update_step_num_gradient_steps_per_sample=cfg.update_per_step, **common)
-        self.algo.run_training(params)
+        return self.algo.run_training(params)
 
-    def train_offline(self, envs: Any) -> None:
+    def train_offline(self, envs: Any, tests: Any) -> Any:
         from tianshou.data import Collector, VectorReplayBuffer
         from tianshou.trainer import OfflineTrainerParams
 
@@ -272,8 +330,7 @@ class TianshouRuntime:
         rep.start_clock()
         remaining = cfg.total_timesteps - rep.timesteps
         if remaining <= 0:
-            return
+            return None
         self.algo.train()
-        self.algo.run_training(OfflineTrainerParams(buffer=buffer, max_epochs=1, epoch_num_steps=remaining,
-                                                    batch_size=cfg.batch_size, test_collector=None,
-                                                    logger=self.logger, verbose=False, show_progress=False))
+        return self.algo.run_training(OfflineTrainerParams(buffer=buffer, batch_size=cfg.batch_size,
+                                                           **self.trainer_common(tests, remaining)))

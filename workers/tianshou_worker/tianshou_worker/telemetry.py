@@ -8,7 +8,9 @@ Two observation points, neither an edit of Tianshou:
 * a Tianshou logger (a ``TensorboardLogger`` subclass, so Tianshou's own
   TensorBoard files are still written): the trainer hands it every update's
   training statistics (losses, ...) before its own interval filter: learner
-  scalars under the module ``policy``.
+  scalars under the module ``policy``; and every test step's statistics
+  (``test_every_timesteps``): a ``log`` event with the test's returns, and
+  ``test_return_mean`` in the next ``metrics`` event.
 
 An "iteration" is ``report_every_timesteps`` env steps (offline: gradient
 steps): one ``metrics`` event with the episodes that ended in it
@@ -41,6 +43,8 @@ class Reporter:
         self.learner: dict[str, list[float]] = defaultdict(list)
         self.next_report = report_every
         self._t, self._steps_at = time.perf_counter(), 0
+        self.tests: list[dict[str, Any]] = []  # every test step's result, in order
+        self._test_in_window: dict[str, Any] | None = None
 
     def resume_at(self, iteration: int, episodes: int, timesteps: int) -> None:
         self.iteration, self.episodes, self.timesteps = iteration, episodes, timesteps
@@ -83,6 +87,17 @@ class Reporter:
                 if key in NAMES:
                     self.learner[NAMES[key]].append(float(value))
 
+    def tested(self, data: dict[str, Any]) -> dict[str, Any]:
+        """A test step's ``CollectStats`` (as a dict): its mean return, reported now and in the next metrics."""
+        stat = data.get("returns_stat") or {}
+        test = {"timesteps_total": self.timesteps, "episodes": int(data.get("n_collected_episodes") or 0),
+                "return_mean": float(stat.get("mean", math.nan)), "return_std": float(stat.get("std", math.nan))}
+        self.tests.append(test)
+        self._test_in_window = test
+        self.emitter.log(f"test at {self.timesteps} steps: mean return {test['return_mean']:.2f} "
+                         f"± {test['return_std']:.2f} over {test['episodes']} episodes", test=test)
+        return test
+
     def gradient_step(self) -> None:
         """Offline: each update is one 'timestep' of the budget."""
         self.timesteps += 1
@@ -93,19 +108,21 @@ class Reporter:
 
     def flush(self) -> None:
         """Report what the last, partial iteration saw, if anything."""
-        if self.window or self.timesteps > self._steps_at:
+        if self.window or self.timesteps > self._steps_at or self._test_in_window:
             self.report()
 
     def report(self) -> dict[str, Any] | None:
         self.iteration += 1
         elapsed = time.perf_counter() - self._t
         learner = {k: sum(v) / len(v) for k, v in self.learner.items()}
+        test = {"test_return_mean": self._test_in_window["return_mean"]} if self._test_in_window else {}
         event = self.emitter.metrics(
             iteration=self.iteration, timesteps_total=self.timesteps, total_timesteps=self.total,
             env_steps_per_s=(self.timesteps - self._steps_at) / max(elapsed, 1e-9),
             num_episodes_lifetime=self.episodes, learner={MODULE: learner} if learner else {},
-            **episode_statistics(self.window))
+            **episode_statistics(self.window), **test)
         self.window.clear()
+        self._test_in_window = None
         self.learner.clear()
         self._t, self._steps_at = time.perf_counter(), self.timesteps
         self.next_report = self.timesteps + self.every
@@ -134,7 +151,9 @@ def observe_collector(collector: Any, reporter: Reporter) -> None:
 
 
 def make_logger(tensorboard_dir: str, reporter: Reporter, on_update: Callable[[], None]) -> Any:
-    """A Tianshou logger that also feeds ``reporter``; ``on_update()`` runs after every update step."""
+    """A Tianshou logger that also feeds ``reporter``; ``on_update()`` runs after every update step.
+
+    Both hooks see Tianshou's data before the logger's own interval filters, then hand it on unchanged."""
     from torch.utils.tensorboard import SummaryWriter
     from tianshou.utils.logger.tensorboard import TensorboardLogger
 
@@ -143,5 +162,9 @@ def make_logger(tensorboard_dir: str, reporter: Reporter, on_update: Callable[[]
             reporter.learner_values(log_data)
             super().log_update_data(log_data, step)
             on_update()
+
+        def log_test_data(self, log_data: dict, step: int) -> None:
+            reporter.tested(log_data)
+            super().log_test_data(log_data, step)
 
     return MosaicLogger(SummaryWriter(tensorboard_dir))
