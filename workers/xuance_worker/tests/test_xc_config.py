@@ -49,7 +49,9 @@ def test_the_schema_is_xuances_shipped_yaml(home):
                                        capture_output=True, text=True, timeout=300, check=True).stdout)
     shipped = {**shipped_yaml(home, "basic.yaml"), **shipped_yaml(home, "mappo", "mpe", "simple_spread_v3.yaml")}
     props = schema["properties"]
-    assert {k: v["default"] for k, v in props.items()} == {k: v for k, v in shipped.items() if k in props}
+    cnn = ("filters", "kernels", "strides")  # from the image settings, mappo/atari.yaml (tested below)
+    assert {k: v["default"] for k, v in props.items() if k not in cnn} == {
+        k: v for k, v in shipped.items() if k in props}
     for owned in ("seed", "parallels", "learning_rate", "running_steps", "vectorize", "policy"):
         assert owned not in props  # set by MOSAIC's own fields
     assert props["clip_range"]["type"] == "number" and props["use_parameter_sharing"]["type"] == "boolean"
@@ -75,3 +77,67 @@ def test_dry_run_shows_xuances_arguments_as_the_run_builds_them(home, algorithm,
     assert args["gamma"] == 0.9 and args["vectorize"] == "DummyVecMultiAgentEnv"
     assert shown["xuance_yaml"].endswith(f"{algorithm}/mpe/simple_spread_v3.yaml")
     assert home.runs() == []
+
+
+PONG = {"family": "butterfly", "env_id": "cooperative_pong_v5", "api_type": "PARALLEL", "env_kwargs": {"render_ratio": 8}}
+PISTONBALL = {"family": "butterfly", "env_id": "pistonball_v6", "api_type": "PARALLEL", "env_kwargs": {"n_pistons": 2}}
+#: What XuanCe's CNN path cannot take, each refused naming its field (checked in one process of the worker's environment).
+IMAGE_REFUSALS = [
+    ({"algorithm": "maddpg", "environment": PISTONBALL}, "algorithm",
+     "maddpg: XuanCe ships no settings for image observations (no maddpg/atari.yaml)"),
+    ({"algorithm": "qmix", "environment": PONG}, "algorithm",
+     "XuanCe's QMIX mixer reads the global state as a flat vector; cooperative_pong_v5's global state is an image"),
+    ({"environment": PONG, "algo_params": {"use_global_state": True}}, "algo_params.use_global_state",
+     "XuanCe's MAPPO critic reads the global state as a flat vector"),
+    ({"environment": PONG, "algo_params": {"representation": "Basic_MLP"}}, "algo_params.representation",
+     "'Basic_MLP' takes flat vectors; cooperative_pong_v5 observes images"),
+    ({"environment": PONG, "algo_params": {"kernels": [8, 8, 8, 8], "strides": [4, 4, 4, 4]}}, "algo_params.kernels",
+     "cooperative_pong_v5's 70x120 images shrink to nothing at CNN layer 4"),
+    ({"environment": PONG, "algo_params": {"filters": [32, 64]}}, "algo_params.filters",
+     "need one entry per CNN layer; given 2 filters, 4 kernels, 4 strides"),
+    ({"environment": PONG, "algo_params": {"img_size": [84, 84]}}, "algo_params.img_size",
+     "an option of XuanCe's own Atari env, which this worker does not use"),
+    ({"algo_params": {"filters": [16]}}, "algo_params.filters",
+     "applies to image observations only (XuanCe's Basic_CNN); simple_spread_v3 observes no images"),
+    ({"algorithm": "iql", "environment": PONG, "algo_params": {"buffer_size": 10 ** 8}}, "algo_params.buffer_size",
+     "100000000 transitions of cooperative_pong_v5's observations take 37551 GiB in XuanCe's replay buffer"),
+    ({"environment": {"family": "classic", "env_id": "tictactoe_v3"}}, "environment.env_id",
+     "tictactoe_v3 is turn-based (PettingZoo offers it as an AEC env only): XuanCe 1.4.4's multi-agent loop steps "
+     "every agent at once and has no turn-based mode"),
+]
+
+REFUSE_ALL = """
+import json, sys
+from mosaic.errors import ConfigError
+from xuance_worker.config import XuanCeConfig
+from xuance_worker.runtime import probe_env, quiet_xuance
+quiet_xuance()
+out = []
+for fields in json.loads(sys.argv[1]):
+    try:
+        probe_env(XuanCeConfig.from_dict({"run_id": "check", **fields}))
+        out.append(None)
+    except ConfigError as exc:
+        out.append([exc.field, str(exc)])
+print(json.dumps(out))
+"""
+
+
+def test_what_xuances_cnn_path_and_loop_cannot_take_is_refused_naming_the_field(home):
+    checked = subprocess.run([home.python, "-c", REFUSE_ALL, json.dumps([f for f, _, _ in IMAGE_REFUSALS])],
+                             capture_output=True, text=True, timeout=600, check=True)
+    verdicts = json.loads(checked.stdout.strip().splitlines()[-1])
+    for (fields, field, words), verdict in zip(IMAGE_REFUSALS, verdicts):
+        assert verdict is not None, fields
+        assert verdict[0] == field and words in verdict[1], (fields, verdict)
+
+
+def test_the_schema_offers_xuances_cnn_layers_from_its_image_settings(home):
+    schema = json.loads(subprocess.run([home.python, "-m", "xuance_worker.cli", "--schema", "ippo"],
+                                       capture_output=True, text=True, timeout=300, check=True).stdout)
+    image = shipped_yaml(home, "ippo", "atari.yaml")
+    for name in ("filters", "kernels", "strides"):
+        option = schema["properties"][name]
+        assert option["default"] == image[name] and option["type"] == "array"
+        assert option["description"].startswith("image observations only")
+    assert "use_cnn" not in schema["properties"] and "ippo/atari.yaml" in schema["title"]

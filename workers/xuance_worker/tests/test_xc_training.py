@@ -126,3 +126,29 @@ def test_same_seed_same_episodes_as_xuance_run_directly(home, algorithm):
     upstream = json.loads(direct.stdout.strip().splitlines()[-1])
     assert len(upstream) == len(through_mosaic) == 32
     assert upstream == through_mosaic
+
+
+PONG = {"family": "butterfly", "env_id": "cooperative_pong_v5", "api_type": "PARALLEL",
+        "env_kwargs": {"render_ratio": 8, "max_cycles": 30}}  # 70x120 frames, the smallest the env draws
+
+
+@pytest.mark.slow
+def test_an_image_env_trains_a_cnn_and_evaluates_on_the_frames_the_env_gives(home):
+    """cooperative_pong's frames go to XuanCe's CNN (its image settings, mappo/atari.yaml), in training and, the same
+    way, in `mosaic eval`; the walk in test_xc_envs.py leaves this env to this test."""
+    proc, run = home.run("mappo", environment=PONG, total_timesteps=60, batch_size=60, num_envs=1,
+                         report_every_timesteps=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (started,) = home.events(run, "run_started")
+    assert started["observations"] == {a: "image 70x120x3 uint8 (XuanCe's CNN)" for a in ("paddle_0", "paddle_1")}
+    assert started["set_for_env"] == {"representation": "Basic_CNN", "use_cnn": True}
+    assert started["xuance_yaml"] == "mappo/atari.yaml"
+    (metrics,) = home.events(run, "metrics")
+    assert metrics["timesteps_total"] == 60 and metrics["learner"]["shared"]["critic_loss"] > 0
+    (saved,) = home.events(run, "checkpoint_saved")
+    evaluated = home.cli("eval", run.name, "--episodes", "2", "--seed", "4", "--json")
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    results = json.loads(evaluated.stdout)
+    assert results["checkpoint"] == saved["path"] and sorted(results["per_agent_return"]) == ["paddle_0", "paddle_1"]
+    assert [e["seed"] for e in results["episodes"]] == [4, 5]
+    assert all(0 < e["length"] <= 30 for e in results["episodes"])

@@ -26,11 +26,13 @@ def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
     meta = WorkerMetadata(
         name="XuanCe", version=__version__,
         description="XuanCe's multi-agent algorithms (MAPPO, IPPO, QMIX, VDN, IQL, MADDPG) on PettingZoo "
-                    "MPE and SISL envs, called in-process in its own environment (numpy 1).",
+                    "MPE, SISL, Butterfly and simultaneous classic envs, called in-process in its own "
+                    "environment (numpy 1).",
         upstream_library="xuance", upstream_version=installed_version("xuance"), license="MIT")
     caps = WorkerCapabilities(
         worker_type="xuance", paradigms=("multi_agent",), policy_configurations=("PARAMETER_SHARING", "INDEPENDENT"),
-        env_families=("mpe", "sisl"), algorithms=ALGORITHMS, action_spaces=("discrete", "box"),
-        observation_spaces=("box",), max_agents=16, supports_checkpointing=True, supports_pause_resume=True,
+        env_families=("mpe", "sisl", "butterfly", "classic"), algorithms=ALGORITHMS,
+        action_spaces=("discrete", "box"), observation_spaces=("box", "image", "discrete"), max_agents=16,
+        supports_checkpointing=True, supports_pause_resume=True,
         resources=ResourceEstimate(cpus=1.0, memory_mb=2000))
     return meta, caps

@@ -37,9 +37,22 @@ def dry_run(config: XuanCeConfig, checked: Any) -> dict[str, Any]:
 
 
 def envs() -> dict[str, list[str]]:
+    """MPE, SISL and Butterfly as installed; of the classic games, those played simultaneously (a parallel API)."""
     from mosaic.envs import offered_env_ids
 
-    return offered_env_ids(("mpe", "sisl"))  # Butterfly: every id refused today (docs/xuance-worker.md)
+    offered = offered_env_ids(("mpe", "sisl", "butterfly", "classic"))
+    offered["classic"] = [env_id for env_id in offered["classic"] if simultaneous("classic", env_id)]
+    return offered
+
+
+def simultaneous(family: str, env_id: str) -> bool:
+    from mosaic.envs import load_env_module, supported_api_types
+    from mosaic.errors import ConfigError
+
+    try:
+        return "PARALLEL" in supported_api_types(load_env_module(family, env_id))
+    except ConfigError:  # not importable here
+        return False
 
 
 def make_runtime(config: XuanCeConfig, context: Any) -> Any:

@@ -7,6 +7,9 @@ names follow whichever XuanCe is installed. ``algo_params`` are checked against
 them, with errors naming ``algo_params.<name>`` and the allowed names. Envs XuanCe
 ships no yaml for (other MPE ids, SISL, Butterfly) take the algorithm's
 ``simple_spread_v3`` file: its hyperparameters are for a small cooperative task.
+Envs whose agents observe images take the algorithm's ``atari.yaml`` instead:
+XuanCe's multi-agent settings for pixel observations (its ``Basic_CNN`` with
+``filters``, ``kernels``, ``strides``), shipped for PettingZoo's Atari games.
 
 Reading the yaml needs XuanCe's package folder (found without importing it), so
 validation runs in this worker's own environment.
@@ -30,6 +33,10 @@ from xuance_worker import algorithms
 from xuance_worker.algorithms import Algorithm
 
 BASE_ENV = "simple_spread_v3"  # whose yaml an env without its own file takes
+IMAGE_YAML = "atari.yaml"  # XuanCe's multi-agent settings for pixel observations (Basic_CNN)
+CNN_OPTIONS = ("filters", "kernels", "strides")  # Basic_CNN's layers, in the image yaml only
+#: Options of XuanCe's own Atari env in the image yaml; the env here is MOSAIC's.
+ATARI_ENV_OPTIONS = ("obs_type", "img_size", "num_stack", "frame_skip", "noop_max")
 
 #: XuanCe options MOSAIC sets itself, and from what.
 OWNED = {
@@ -44,6 +51,7 @@ OWNED = {
     "project_name": "the worker", "wandb_user_name": "the worker",
     "eval_interval": "XuanCe's benchmark mode, which MOSAIC does not use",
     "test_episode": "XuanCe's benchmark mode; `mosaic eval --episodes` plays trained policies",
+    "use_cnn": "the env's observations (images: XuanCe's Basic_CNN)",
 }
 
 
@@ -106,19 +114,32 @@ def _comments(path: Path) -> dict[str, str]:
     return out
 
 
-def yaml_file(algorithm: str, family: str, env_id: str) -> Path:
-    """The yaml XuanCe ships for ``algorithm`` on the env, or the base env's."""
+def image_yaml(algorithm: str) -> Path | None:
+    """XuanCe's settings of ``algorithm`` for image observations, if it ships them."""
+    path = configs_folder() / algorithm / IMAGE_YAML
+    return path if path.exists() else None
+
+
+def yaml_file(algorithm: str, family: str, env_id: str, images: bool = False) -> Path:
+    """The yaml XuanCe ships for ``algorithm`` on the env (its image settings when it observes images)."""
+    if images:
+        path = image_yaml(algorithm)
+        if path is None:
+            raise ConfigError("algorithm", f"{algorithm}: XuanCe ships no settings for image observations "
+                                           f"(no {algorithm}/{IMAGE_YAML}); {env_id} observes images")
+        return path
     folder = configs_folder() / algorithm / "mpe"
     own = folder / f"{env_id}.yaml"
     return own if family == "mpe" and own.exists() else folder / f"{BASE_ENV}.yaml"
 
 
 @functools.lru_cache(maxsize=None)
-def xuance_params(algorithm: str, family: str = "mpe", env_id: str = BASE_ENV) -> dict[str, Param]:
+def xuance_params(algorithm: str, family: str = "mpe", env_id: str = BASE_ENV,
+                  images: bool = False) -> dict[str, Param]:
     """Every option of the algorithm on the env, with XuanCe's shipped defaults (basic.yaml, then its own)."""
     import yaml
 
-    basic, own = configs_folder() / "basic.yaml", yaml_file(algorithm, family, env_id)
+    basic, own = configs_folder() / "basic.yaml", yaml_file(algorithm, family, env_id, images)
     values = {**yaml.safe_load(basic.read_text()), **yaml.safe_load(own.read_text())}
     comments = {**_comments(basic), **_comments(own)}
     return {k: Param(k, v, comments.get(k, "")) for k, v in values.items()}
@@ -127,10 +148,18 @@ def xuance_params(algorithm: str, family: str = "mpe", env_id: str = BASE_ENV) -
 def params_schema(name: str) -> dict[str, Any]:
     """JSON Schema of ``algo_params`` for one algorithm (``--schema ALGO``), on simple_spread_v3."""
     algo = algorithms.get(name)
-    params = xuance_params(algo.name)
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "title": f"algo_params of xuance {algo.name} ({algo.agent}; defaults from XuanCe's "
-                     f"{algo.name}/mpe/{BASE_ENV}.yaml over basic.yaml)",
+    params = dict(xuance_params(algo.name))
+    title = f"algo_params of xuance {algo.name} ({algo.agent}; defaults from XuanCe's {algo.name}/mpe/{BASE_ENV}.yaml "
+    if image_yaml(algo.name) is not None:
+        # Basic_CNN's layers, for envs whose agents observe images (which take all of the image yaml's defaults)
+        for option_name, param in xuance_params(algo.name, images=True).items():
+            if option_name in CNN_OPTIONS:
+                params[option_name] = Param(option_name, param.default, f"image observations only (XuanCe's Basic_CNN; "
+                                                                       f"default from {algo.name}/{IMAGE_YAML})")
+        title += f"over basic.yaml; envs observing images take {algo.name}/{IMAGE_YAML})"
+    else:
+        title += "over basic.yaml; image observations are not supported)"
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title,
             "type": "object", "additionalProperties": False,
             "properties": {n: p.schema() for n, p in sorted(params.items()) if n not in OWNED}}
 
@@ -182,6 +211,7 @@ class XuanCeConfig:
     def from_dict(cls, data: Mapping[str, Any]) -> "XuanCeConfig":
         config = configkit.from_dict(cls, data)
         config.algorithm = config.algo.name
+        refuse_turn_based(config.environment)
         if config.environment.api_type != "PARALLEL":
             raise ConfigError("environment.api_type", "XuanCe steps every agent at once: PARALLEL only")
         env = config.environment
@@ -191,9 +221,14 @@ class XuanCeConfig:
         config.algo_params = check_params(config)
         return config
 
+    def observes_images(self) -> bool:
+        from xuance_worker.envs import observes_images
+
+        return observes_images(self.environment)
+
     def params(self) -> dict[str, Param]:
         env = self.environment
-        return xuance_params(self.algo.name, env.family, env.env_id)
+        return xuance_params(self.algo.name, env.family, env.env_id, self.observes_images())
 
     def overrides(self) -> dict[str, Any]:
         """What MOSAIC sets over the yaml (the env-dependent ones are added at build time)."""
@@ -211,6 +246,18 @@ class XuanCeConfig:
         return out
 
 
+def refuse_turn_based(environment: EnvironmentConfig) -> None:
+    """Classic board and card games take turns (PettingZoo's AEC API only): XuanCe has no turn-based loop."""
+    from mosaic.envs import load_env_module, supported_api_types
+
+    if "PARALLEL" not in supported_api_types(load_env_module(environment.family, environment.env_id)):
+        raise ConfigError("environment.env_id", f"{environment.env_id} is turn-based (PettingZoo offers it as an "
+                                                "AEC env only): XuanCe 1.4.4's multi-agent loop steps every agent "
+                                                "at once and has no turn-based mode; its action masks "
+                                                "(use_actions_mask) mark the actions open to each agent within "
+                                                "such a simultaneous step and do not make agents take turns")
+
+
 def check_params(config: XuanCeConfig) -> dict[str, Any]:
     params = config.params()
     checked = {}
@@ -220,6 +267,12 @@ def check_params(config: XuanCeConfig) -> dict[str, Any]:
             raise ConfigError(field, f"is set by {OWNED[name]}" + (
                 f": set the top-level {OWNED[name]!r} instead" if OWNED[name] in XuanCeConfig.__dataclass_fields__
                 else ""))
+        if name in ATARI_ENV_OPTIONS:
+            raise ConfigError(field, "is an option of XuanCe's own Atari env, which this worker does not use: the "
+                                     "env is built by MOSAIC's env layer (set environment.env_kwargs instead)")
+        if name in CNN_OPTIONS and name not in params:
+            raise ConfigError(field, f"applies to image observations only (XuanCe's Basic_CNN); "
+                                     f"{config.environment.env_id} observes no images")
         if name not in params:
             import difflib
 

@@ -12,16 +12,71 @@ at validation), one observation and action space per agent, a global state
 (the env's own ``state()`` when it has one, else the agents' observations
 concatenated), and a step bound (``max_cycles``) after which the episode is
 truncated. Env 0 also streams its frames to FastLane when the run asks for it.
+
+Observations reach XuanCe as the env gives them when they are flat vectors (its
+MLP representations) or HxWxC uint8 images (its ``Basic_CNN``); anything else
+(knights_archers_zombies' entity table, pursuit's 7x7x3 float grid, a Discrete
+move) is flattened by :mod:`mosaic.spaces`, here and in ``mosaic eval`` alike
+(:class:`ObservationCodec`).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any
 
 import numpy as np
 
 ENV_NAME = "mosaic_pettingzoo"  # the key in XuanCe's REGISTRY_MULTI_AGENT_ENV
 DEFAULT_MAX_STEPS = 500  # for envs that state no bound of their own
+
+#: Envs whose agents can leave mid-episode, and the env_kwargs (all default True) that keep them in.
+AGENTS_LEAVE: dict[str, tuple[str, ...]] = {
+    "knights_archers_zombies_v10": ("killable_knights", "killable_archers"),
+}
+
+VECTOR, IMAGE, FLATTENED = "vector", "image", "flattened"  # how an agent's observation reaches XuanCe
+
+
+def observation_kind(space: Any) -> str:
+    """``vector`` (a 1-D Box: XuanCe's MLPs), ``image`` (HxWxC uint8: its CNN) or ``flattened`` (by mosaic.spaces).
+
+    Raises ``ValueError`` naming the space when mosaic.spaces has no encoding for it.
+    """
+    from mosaic.spaces import encoded_space, is_image_space, needs_encoding
+
+    if not needs_encoding(space):
+        return VECTOR
+    if is_image_space(space):
+        return IMAGE
+    encoded_space(space)  # raises for a space without a standard encoding
+    return FLATTENED
+
+
+class ObservationCodec:
+    """Each agent's observation as XuanCe is given it: unchanged, or flattened by :mod:`mosaic.spaces`."""
+
+    def __init__(self, spaces: dict[str, Any]) -> None:
+        from mosaic.spaces import encoded_space
+
+        self.raw = dict(spaces)
+        self.kinds = {a: observation_kind(s) for a, s in spaces.items()}
+        self.spaces = {a: encoded_space(s) if self.kinds[a] == FLATTENED else s for a, s in spaces.items()}
+
+    def encodings(self) -> dict[str, str]:
+        """Agent → how its observations are flattened (``flatten(27x5)``, ``one-hot(4)``), for flattened agents."""
+        from mosaic.spaces import encoding_name
+
+        return {a: encoding_name(s) for a, s in self.raw.items() if self.kinds[a] == FLATTENED}
+
+    def observation(self, agent: str, value: Any) -> Any:
+        from mosaic.spaces import encode
+
+        return encode(self.raw[agent], value) if self.kinds[agent] == FLATTENED else value
+
+    def __call__(self, observations: dict[str, Any]) -> dict[str, Any]:
+        return {a: self.observation(a, o) for a, o in observations.items()}
 
 
 def action_kind(space: Any) -> str:
@@ -34,14 +89,42 @@ def action_kind(space: Any) -> str:
     return type(space).__name__
 
 
-def flat_state_space(env: Any, agents: list[str]) -> Any:
+def state_space_of(env: Any, codec: ObservationCodec) -> Any:
+    """The env's own state space (flattened unless a vector or an image), else the observations', concatenated."""
     from gymnasium import spaces
 
     state_space = getattr(env, "state_space", None)
     if state_space is not None:
-        return state_space
-    size = sum(int(np.prod(env.observation_space(a).shape)) for a in agents)
+        return ObservationCodec({"state": state_space}).spaces["state"]
+    size = sum(int(np.prod(codec.spaces[a].shape)) for a in codec.spaces)
     return spaces.Box(-np.inf, np.inf, (size,), np.float32)
+
+
+@functools.lru_cache(maxsize=8)
+def _spaces(family: str, env_id: str, api_type: str, kwargs: str) -> dict[str, Any]:
+    from mosaic.envs import make_env
+
+    env = make_env(family, env_id, api_type, json.loads(kwargs))
+    try:
+        agents = list(env.possible_agents)
+        return {"agents": agents, "observation_spaces": {a: env.observation_space(a) for a in agents},
+                "action_spaces": {a: env.action_space(a) for a in agents},
+                "state_space": getattr(env, "state_space", None)}
+    finally:
+        env.close()
+
+
+def env_spaces(environment: Any) -> dict[str, Any]:
+    """The env's agents, observation and action spaces and state space (built once per process and config)."""
+    return _spaces(environment.family, environment.env_id, environment.api_type,
+                   json.dumps(environment.env_kwargs, sort_keys=True, default=str))
+
+
+def observes_images(environment: Any) -> bool:
+    """Whether any agent of the env observes an image (XuanCe's CNN settings apply)."""
+    from mosaic.spaces import is_image_space
+
+    return any(is_image_space(s) for s in env_spaces(environment)["observation_spaces"].values())
 
 
 def seed_action_spaces(env: Any, agents: list[str], env_seed: int) -> None:
@@ -70,15 +153,19 @@ def make_raw_env_class() -> type:
             self.env = make_env(spec["family"], spec["env_id"], "PARALLEL", spec["env_kwargs"],
                                 "rgb_array" if lane else None)
             self.lane = publisher(lane) if lane else None
+            self.env_id = spec["env_id"]
             self._episode, self._returns = 0, {}
             self.env.reset(seed=config.env_seed)
             self.agents = list(self.env.possible_agents)
             seed_action_spaces(self.env, self.agents, config.env_seed)
             self.num_agents = len(self.agents)
-            self.observation_space = {a: self.env.observation_space(a) for a in self.agents}
+            self.codec = ObservationCodec({a: self.env.observation_space(a) for a in self.agents})
+            self.observation_space = dict(self.codec.spaces)
             self.action_space = {a: self.env.action_space(a) for a in self.agents}
-            self.state_space = flat_state_space(self.env, self.agents)
-            self._has_state = getattr(self.env, "state_space", None) is not None
+            self.state_space = state_space_of(self.env, self.codec)
+            env_state = getattr(self.env, "state_space", None)
+            self._has_state = env_state is not None
+            self._state_codec = ObservationCodec({"state": env_state}) if self._has_state else None
             self.max_episode_steps = int(getattr(self.env.unwrapped, "max_cycles", 0) or DEFAULT_MAX_STEPS)
             self.metadata = getattr(self.env, "metadata", {})
             self._box = {a: action_kind(s) == "box" for a, s in self.action_space.items()}
@@ -87,6 +174,7 @@ def make_raw_env_class() -> type:
 
         def reset(self) -> tuple[dict, dict]:
             observations, infos = self.env.reset()
+            observations = self.codec(observations)
             if self._steps:
                 self._episode += 1
             self._last_obs, self._steps = observations, 0
@@ -99,6 +187,11 @@ def make_raw_env_class() -> type:
                     space = self.action_space[agent]
                     actions[agent] = np.clip(action, space.low, space.high)
             observations, rewards, terminated, truncated, infos = self.env.step(actions)
+            left = [a for a in self.agents if a not in observations]
+            if left:
+                raise RuntimeError(f"{self.env_id}: {', '.join(left)} left the episode at step {self._steps + 1}; "
+                                   "XuanCe's multi-agent loop needs every agent at every step")
+            observations = self.codec(observations)
             self._steps += 1
             self._last_obs = observations
             if self.lane is not None:
@@ -112,7 +205,7 @@ def make_raw_env_class() -> type:
 
         def state(self) -> np.ndarray:
             if self._has_state:
-                return self.env.state()
+                return self._state_codec.observation("state", self.env.state())
             return np.concatenate([np.asarray(self._last_obs[a], np.float32).ravel() for a in self.agents])
 
         def avail_actions(self) -> dict | None:

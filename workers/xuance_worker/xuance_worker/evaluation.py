@@ -7,7 +7,8 @@ same loop, seeds and results format (confidence intervals, CSV, GIF videos) as
 every other worker's evaluation. Actions are XuanCe's test-mode actions:
 deterministic for MAPPO and IPPO, no exploration for the Q-learners, no noise
 for MADDPG. XuanCe acts for all agents of an env at once, so one joint actor
-plays every seat.
+plays every seat. Observations reach it as in training: images and vectors as
+the env gives them, anything else flattened by the same codec (``envs.py``).
 """
 
 from __future__ import annotations
@@ -21,20 +22,21 @@ from typing import Any, Sequence
 from mosaic.checkpoints import resolve
 from mosaic.errors import UserError
 from mosaic.evaluation import print_results, EvaluationResults, eval_lane, play_episodes, save_results
+from xuance_worker.envs import ObservationCodec
 
 
 class JointActor:
     """A XuanCe agent answering for every agent of one env, in ``agents`` order."""
 
-    def __init__(self, agent: Any, agents: Sequence[str], module_id: str) -> None:
-        self.agent, self.agents, self.module_id = agent, list(agents), module_id
+    def __init__(self, agent: Any, agents: Sequence[str], module_id: str, codec: Any) -> None:
+        self.agent, self.agents, self.module_id, self.codec = agent, list(agents), module_id, codec
 
     def compute_actions(self, observations: Sequence[Any]) -> list[Any]:
         if len(observations) != len(self.agents):
             raise RuntimeError("XuanCe acts for all agents at once; this env dropped some mid-episode")
         import torch
 
-        obs = dict(zip(self.agents, observations))
+        obs = self.codec(dict(zip(self.agents, observations)))
         with torch.no_grad():
             out = self.agent.get_actions(obs_dict=[obs], test_mode=True, deterministic=True)
         actions = out["actions"][0]
@@ -89,8 +91,9 @@ def evaluate(request: Any) -> int:
         agent, envs, config = load_agent(folder, state, Path(scratch))
         try:
             shared = bool(agent.use_parameter_sharing)
-            actor = JointActor(agent, list(envs.agents), "shared" if shared else "per_agent")
             env = config.environment.make(render_mode="rgb_array" if request.video or request.fastlane else None)
+            codec = ObservationCodec({a: env.observation_space(a) for a in env.possible_agents})
+            actor = JointActor(agent, list(envs.agents), "shared" if shared else "per_agent", codec)
             lane = eval_lane(folder) if request.fastlane else None
             try:
                 episodes, videos = play_episodes(env, [Seating(actor)], request.episodes, seed=request.seed,

@@ -63,17 +63,18 @@ def quiet_xuance() -> None:
 
 def probe_env(config: XuanCeConfig) -> dict[str, Any]:
     """Build the env once: its agents and spaces, checked against what XuanCe can learn on."""
-    env = config.environment.make()
-    try:
-        agents = list(env.possible_agents)
-        action_spaces = {a: env.action_space(a) for a in agents}
-        observation_spaces = {a: env.observation_space(a) for a in agents}
-    finally:
-        env.close()
+    spaces = env_adapter.env_spaces(config.environment)
+    agents = spaces["agents"]
+    action_spaces, observation_spaces = spaces["action_spaces"], spaces["observation_spaces"]
     env_id, algo = config.environment.env_id, config.algo
     if len(agents) < 2:
         raise ConfigError("environment", f"{env_id} has a single agent; XuanCe's multi-agent learners need two "
                                          "or more")
+    keep_in = [k for k in env_adapter.AGENTS_LEAVE.get(env_id, ()) if config.environment.env_kwargs.get(k, True)]
+    if keep_in:
+        raise ConfigError("environment.env_kwargs", f"{env_id}: its agents can be killed and leave the episode, and "
+                                                    "XuanCe's multi-agent loop needs every agent at every step: set "
+                                                    f"{' and '.join(keep_in)} to false")
     kinds = {a: env_adapter.action_kind(s) for a, s in action_spaces.items()}
     bad = sorted({k for k in kinds.values() if k not in algo.policies})
     if bad:
@@ -85,14 +86,21 @@ def probe_env(config: XuanCeConfig) -> dict[str, Any]:
                                          f"{env_id} has {', '.join(bad)}{hint}")
     if len(set(kinds.values())) > 1:
         raise ConfigError("environment", f"{env_id}: agents with different kinds of action space are not supported")
-    for agent, space in observation_spaces.items():
-        shape = getattr(space, "shape", None)
-        if shape is None or len(shape) != 1:
-            raise ConfigError("environment", f"{env_id}: {agent} observes {space!r}; XuanCe's MLP representations "
-                                             "(the ones this worker builds) take flat vectors")
+    try:
+        codec = env_adapter.ObservationCodec(observation_spaces)
+    except ValueError as exc:
+        raise ConfigError("environment", f"{env_id}: {exc}") from None
+    kinds_seen = set(codec.kinds.values())
+    images = env_adapter.IMAGE in kinds_seen
+    if images and len(kinds_seen) > 1:
+        raise ConfigError("environment", f"{env_id}: some agents observe images and some do not; XuanCe builds "
+                                         "one kind of representation for a run")
     differ = (len({repr(s) for s in observation_spaces.values()}) > 1
               or len({repr(s) for s in action_spaces.values()}) > 1)
     settings: dict[str, Any] = {}
+    if images:
+        check_images(config, next(iter(observation_spaces.values())).shape, spaces["state_space"], differ)
+        settings.update(representation=setting(config, "representation"), use_cnn=True)
     if differ:
         # One shared network cannot take inputs of different sizes; a network per agent can, and XuanCe's
         # MAPPO critic then needs the env's global state, as its stacked observations would not line up.
@@ -107,10 +115,104 @@ def probe_env(config: XuanCeConfig) -> dict[str, Any]:
                                   "cannot stack their observations: leave it out or set it to true (the critic "
                                   "reads the env's global state)")
             settings["use_global_state"] = True
+    if not algo.on_policy:
+        check_replay_memory(config, codec, len(agents))
     return {"agents": agents, "action_kind": next(iter(kinds.values())), "settings": settings,
-            "heterogeneous": differ,
+            "heterogeneous": differ, "observations": observations_report(codec),
             "action_spaces": {a: repr(s) for a, s in action_spaces.items()},
             "observation_spaces": {a: repr(s) for a, s in observation_spaces.items()}}
+
+
+CNN_REPRESENTATIONS = ("Basic_CNN", "AC_CNN_Atari")  # XuanCe's representations for HxWxC images
+
+
+def check_images(config: XuanCeConfig, image: tuple[int, ...], state_space: Any, differ: bool) -> None:
+    """What XuanCe's CNN path cannot do: a flat global state, when the env's is an image, and other representations."""
+    env_id, algo = config.environment.env_id, config.algo
+    representation = setting(config, "representation")
+    if representation not in CNN_REPRESENTATIONS:
+        raise ConfigError("algo_params.representation", f"{representation!r} takes flat vectors; {env_id} observes "
+                                                         f"images: use one of {', '.join(CNN_REPRESENTATIONS)}")
+    check_cnn_layers(config, image)
+    flat_state = state_space is None or len(getattr(state_space, "shape", ())) == 1
+    if flat_state:
+        return
+    why = f"{env_id}'s global state is an image ({'x'.join(map(str, state_space.shape))})"
+    if algo.name == "qmix":
+        raise ConfigError("algorithm", f"qmix: XuanCe's QMIX mixer reads the global state as a flat vector; {why}")
+    if algo.name == "mappo" and differ:
+        raise ConfigError("environment", f"{env_id}: its agents observe or act in different spaces, which XuanCe's "
+                                         f"MAPPO critic serves from a flat global state; {why}")
+    if algo.name == "mappo" and setting(config, "use_global_state"):
+        raise ConfigError("algo_params.use_global_state", f"XuanCe's MAPPO critic reads the global state as a flat "
+                                                          f"vector; {why}: leave it false (the critic stacks the "
+                                                          "agents' images)")
+
+
+def cnn_output_size(height: int, width: int, kernels: list[int], strides: list[int]) -> list[tuple[int, int]]:
+    """Height and width after each of XuanCe's CNN layers (its ``cnn_block``: padding (kernel - stride) // 2)."""
+    sizes = []
+    for kernel, stride in zip(kernels, strides):
+        padding = (kernel - stride) // 2
+        height = int((height + 2 * padding - (kernel - 1) - 1) / stride + 1)
+        width = int((width + 2 * padding - (kernel - 1) - 1) / stride + 1)
+        sizes.append((height, width))
+    return sizes
+
+
+def check_cnn_layers(config: XuanCeConfig, image: tuple[int, ...]) -> None:
+    """One filters/kernels/strides entry per layer, positive integers, and images that the layers do not shrink away."""
+    layers = {name: setting(config, name) for name in ("filters", "kernels", "strides")}
+    for name, values in layers.items():
+        if not values or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values):
+            raise ConfigError(f"algo_params.{name}", f"{values!r}: one positive integer per CNN layer")
+    if len({len(v) for v in layers.values()}) > 1:
+        raise ConfigError("algo_params.filters", "filters, kernels and strides need one entry per CNN layer; given "
+                          + ", ".join(f"{len(v)} {n}" for n, v in layers.items()))
+    sizes = cnn_output_size(image[0], image[1], layers["kernels"], layers["strides"])
+    for layer, (height, width) in enumerate(sizes, 1):
+        if height < 1 or width < 1:
+            raise ConfigError("algo_params.kernels", f"{config.environment.env_id}'s {image[0]}x{image[1]} images "
+                                                     f"shrink to nothing at CNN layer {layer} (kernels "
+                                                     f"{layers['kernels']}, strides {layers['strides']}): use "
+                                                     "fewer layers, smaller kernels or strides, or larger images")
+
+
+def check_replay_memory(config: XuanCeConfig, codec: Any, n_agents: int) -> None:
+    """XuanCe's replay buffer holds float32 observations and next observations: refuse one larger than the RAM."""
+    import numpy as np
+
+    size = setting(config, "buffer_size")
+    per_transition = sum(2 * 4 * int(np.prod(s.shape)) for s in codec.spaces.values())
+    need, ram = size * per_transition, physical_memory()
+    if ram and need > ram:
+        raise ConfigError("algo_params.buffer_size",
+                          f"{size} transitions of {config.environment.env_id}'s observations take "
+                          f"{need / 2**30:.0f} GiB in XuanCe's replay buffer (float32, observations and next "
+                          f"observations of {n_agents} agents); this machine has {ram / 2**30:.0f} GiB: at most "
+                          f"{ram // per_transition} fit")
+
+
+def physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def observations_report(codec: Any) -> dict[str, str]:
+    """Agent → how XuanCe takes its observation, for run_started and --dry-run."""
+    out = {}
+    for agent, space in codec.raw.items():
+        kind = codec.kinds[agent]
+        shape = "x".join(map(str, getattr(space, "shape", ()) or ()))
+        if kind == env_adapter.IMAGE:
+            out[agent] = f"image {shape} uint8 (XuanCe's CNN)"
+        elif kind == env_adapter.FLATTENED:
+            out[agent] = f"{codec.encodings()[agent]} by mosaic.spaces, {codec.spaces[agent].shape[0]} numbers"
+        else:
+            out[agent] = f"vector {shape}"
+    return out
 
 
 def setting(config: XuanCeConfig, name: str) -> Any:
@@ -140,10 +242,18 @@ def xuance_arguments(config: XuanCeConfig, run_root: Path, probe: dict[str, Any]
     return args
 
 
+def yaml_name(config: XuanCeConfig) -> str:
+    """The run's XuanCe yaml, relative to XuanCe's configs folder (``mappo/atari.yaml``)."""
+    from xuance_worker.config import configs_folder
+
+    return config_path(config).relative_to(configs_folder()).as_posix()
+
+
 def config_path(config: XuanCeConfig) -> Path:
     from xuance_worker.config import yaml_file
 
-    return yaml_file(config.algo.name, config.environment.family, config.environment.env_id)
+    return yaml_file(config.algo.name, config.environment.family, config.environment.env_id,
+                     config.observes_images())
 
 
 class XuanCeRuntime:
@@ -234,7 +344,8 @@ class XuanCeRuntime:
                 algorithm=cfg.algorithm, xuance_agent=args.agent, xuance_policy=args.policy,
                 env=cfg.environment.describe(), policy_configuration="PARAMETER_SHARING" if shared else "INDEPENDENT",
                 seed=cfg.seed, total_timesteps=cfg.total_timesteps, agents=list(envs.agents),
-                restored_from=cfg.restore_from, set_for_env=probe.get("settings", {}))
+                restored_from=cfg.restore_from, set_for_env=probe.get("settings", {}),
+                observations=probe["observations"], xuance_yaml=yaml_name(cfg))
             # A vector step takes milliseconds; an iteration that takes minutes is stuck.
             self.ctx.progress.start(max(300.0, cfg.report_every_timesteps * 0.5), "report_every_timesteps × 0.5 s")
             remaining = cfg.total_timesteps - self.reporter.timesteps
