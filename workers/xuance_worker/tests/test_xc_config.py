@@ -141,3 +141,12 @@ def test_the_schema_offers_xuances_cnn_layers_from_its_image_settings(home):
         assert option["default"] == image[name] and option["type"] == "array"
         assert option["description"].startswith("image observations only")
     assert "use_cnn" not in schema["properties"] and "ippo/atari.yaml" in schema["title"]
+
+
+def test_the_worker_offers_every_butterfly_id_and_only_the_simultaneous_classic_games(home):
+    described = json.loads(subprocess.run([home.python, "-m", "xuance_worker.cli", "--describe"],
+                                          capture_output=True, text=True, timeout=300, check=True).stdout)
+    offered = described["envs"]
+    assert {"pistonball_v6", "cooperative_pong_v5", "knights_archers_zombies_v10"} <= set(offered["butterfly"])
+    assert offered["classic"] == ["rps_v2"]  # tictactoe, connect_four, go: turn-based (AEC only)
+    assert "image" in described["capabilities"]["observation_spaces"]

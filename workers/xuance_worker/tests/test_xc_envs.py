@@ -108,3 +108,32 @@ def test_refusals_are_one_line_errors_before_any_run_folder(home, family, env_id
                                                                     "api_type": "PARALLEL"})))
     assert proc.returncode == 2 and proc.stderr.startswith(f"mosaic: error: {field}: "), proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and home.runs() == []
+
+
+AGENT_LEAVES = """
+from argparse import Namespace
+from xuance_worker import envs
+from xuance_worker.runtime import quiet_xuance
+quiet_xuance()
+spec = {"family": "butterfly", "env_id": "knights_archers_zombies_v10", "api_type": "PARALLEL",
+        "env_kwargs": {"spawn_rate": 2}}
+env = envs.make_raw_env_class()(Namespace(mosaic_env=spec, env_seed=1, seed=1))
+try:
+    for episode in range(20):
+        env.reset()
+        for step in range(900):
+            _, _, terminated, done, _ = env.step({a: env.action_space[a].sample() for a in env.agents})
+            if all(terminated.values()) or done:
+                break
+    print("nobody left")
+except RuntimeError as exc:
+    print(exc)
+"""
+
+
+def test_an_agent_leaving_mid_episode_stops_the_env_adapter_naming_it(home):
+    """What validation refuses (killable knights), the adapter also catches: XuanCe would fail with a KeyError."""
+    out = subprocess.run([home.python, "-c", AGENT_LEAVES], capture_output=True, text=True, timeout=600, check=True)
+    said = out.stdout.strip().splitlines()[-1]
+    assert said.startswith("knights_archers_zombies_v10: ") and " left the episode at step " in said, out.stdout
+    assert said.endswith("XuanCe's multi-agent loop needs every agent at every step")
