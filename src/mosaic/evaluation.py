@@ -49,6 +49,9 @@ class EpisodeMetrics:
     duration_s: float
     players: dict[str, str]  # agent -> who played it (module id or "random")
     winner: str | None = None  # 2-player games: the agent with the higher return; None = draw
+    #: The env's own measures of the episode besides its return (a tour's length, a bin's
+    #: volume utilisation, ...), by name; empty where the env has none.
+    measures: dict[str, float] = field(default_factory=dict)
 
 
 def _stats(values: list[float]) -> dict[str, float]:
@@ -78,6 +81,12 @@ class EvaluationResults:
         return _stats([float(e.length) for e in self.episodes])
 
     @property
+    def measures(self) -> dict[str, dict[str, float]]:
+        """Statistics (mean, 95% CI, ...) of each of the env's own per-episode measures."""
+        names = sorted({m for e in self.episodes for m in e.measures})
+        return {m: _stats([e.measures[m] for e in self.episodes if m in e.measures]) for m in names}
+
+    @property
     def outcomes(self) -> dict[str, dict[str, float]] | None:
         """Win/draw/loss rates per player (module id or "random") in 2-player games.
 
@@ -102,19 +111,23 @@ class EvaluationResults:
     def summary(self) -> dict[str, Any]:
         return {"checkpoint": self.checkpoint, "env": self.env, "num_episodes": len(self.episodes),
                 "per_agent_return": self.per_agent, "episode_length": self.episode_length,
-                "outcomes": self.outcomes, "videos": self.videos}
+                "outcomes": self.outcomes, "videos": self.videos,
+                **({"measures": self.measures} if self.measures else {})}
 
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "summary.json").write_text(json.dumps(self.summary(), indent=2))
         agents = sorted({a for e in self.episodes for a in e.returns})
+        measures = sorted(self.measures)
         with (folder / "episodes.csv").open("w", newline="") as fh:
             writer = csv.writer(fh)
             writer.writerow(["episode", "seed", "length", "duration_s", "winner",
-                             *(f"return_{a}" for a in agents), *(f"player_{a}" for a in agents)])
+                             *(f"return_{a}" for a in agents), *(f"player_{a}" for a in agents),
+                             *(f"measure_{m}" for m in measures)])
             for e in self.episodes:
                 writer.writerow([e.episode, e.seed, e.length, f"{e.duration_s:.4f}", e.winner or "",
-                                 *(e.returns.get(a, "") for a in agents), *(e.players.get(a, "") for a in agents)])
+                                 *(e.returns.get(a, "") for a in agents), *(e.players.get(a, "") for a in agents),
+                                 *(e.measures.get(m, "") for m in measures)])
         self.output_dir = str(folder)
 
     def table(self) -> str:
@@ -123,6 +136,9 @@ class EvaluationResults:
                  f"{'agent':<16}{'mean':>10}{'std':>9}{'min':>9}{'max':>9}   95% CI"]
         for agent, s in self.per_agent.items():
             lines.append(f"{agent:<16}{s['mean']:>10.3f}{s['std']:>9.3f}{s['min']:>9.3f}{s['max']:>9.3f}"
+                         f"   [{s['ci95_low']:.3f}, {s['ci95_high']:.3f}]")
+        for name, s in self.measures.items():
+            lines.append(f"{name:<16}{s['mean']:>10.3f}{s['std']:>9.3f}{s['min']:>9.3f}{s['max']:>9.3f}"
                          f"   [{s['ci95_low']:.3f}, {s['ci95_high']:.3f}]")
         if self.outcomes:
             lines.append(f"{'player':<16}{'win':>8}{'draw':>8}{'loss':>8}{'games':>8}")

@@ -1,4 +1,6 @@
-"""A Jumanji run as a process: the conformance kit; paused and resumed, then Ctrl-C; cancelled while JAX compiles."""
+"""A Jumanji run as a process: the conformance kit, a cancel while JAX compiles.
+
+(Pause, resume and Ctrl-C of a training run: test_jm_tsp.py, on the run its tests share.)"""
 
 from __future__ import annotations
 
@@ -10,8 +12,7 @@ import sys
 import time
 
 from jm_support import STEPS_PER_EPOCH, TINY
-from mosaic.fastlane.shm import list_segments
-from mosaic.testing import check_pause_resume, check_worker, run_events, wait_until
+from mosaic.testing import check_worker, run_events, wait_until
 
 
 def test_conformance(home):
@@ -26,45 +27,16 @@ def test_conformance(home):
     assert report.of_type("checkpoint_saved")
 
 
-def start(home, name: str, run_id: str, **fields) -> tuple[subprocess.Popen, object]:
-    config = home.config(name, **fields)
-    proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config), "--run-id", run_id],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "MOSAIC_HOME": str(home.root)})
-    return proc, home.root / "trainer" / "runs" / run_id
-
-
-def test_a_watched_run_pauses_between_epochs_and_ctrl_c_cancels_it_with_a_checkpoint(home):
-    run_id = "jumanji-cancel-1"
-    proc, run = start(home, "long", run_id, seed=0, total_timesteps=10_000 * STEPS_PER_EPOCH, **TINY["tsp"],
-                      fastlane={"enabled": True}, heartbeat_interval_s=0.5)
-    try:
-        wait_until(lambda: (run / "telemetry.jsonl").exists() and run_events(run, "metrics"), 600,
-                   "the first metrics", interval=0.2, proc=proc)
-        (stream,) = wait_until(lambda: list_segments(run_id), 120, "the FastLane stream", proc=proc)
-        assert stream.endswith(".main")
-        check_pause_resume(run, proc, heartbeats=2, timeout=600)  # held in the logger's write after an epoch
-    finally:
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(120)
-    assert code == 3, proc.stderr.read()[-2000:]
-    events = run_events(run)
-    assert events[-1]["type"] == "run_cancelled"
-    (saved,) = [e for e in events if e["type"] == "checkpoint_saved"]
-    last = [e for e in events if e["type"] == "metrics"][-1]
-    assert saved["iteration"] == last["iteration"] and saved["timesteps_total"] == last["timesteps_total"]
-    state = json.loads((run / "checkpoints" / os.path.basename(saved["path"]) / "mosaic_state.json").read_text())
-    assert state["timesteps_total"] == saved["timesteps_total"] and state["environment"] == "tsp"
-    assert json.loads((run / "analytics.json").read_text())["status"] == "cancelled"
-    assert not list_segments(run_id)
-
-
 def test_sigterm_while_jax_compiles_ends_the_run_within_seconds(home):
     """BinPack's full-size network takes minutes to compile on this machine; a SIGTERM during it reaches
     MOSAIC at once (the signal relay), and the watchdog ends the run without waiting for the compiler."""
     run_id = "jumanji-compiling-1"
-    proc, run = start(home, "compiling", run_id, environment="bin_pack", seed=5, total_timesteps=100_000,
-                      eval_episodes=50, greedy_eval_episodes=50, heartbeat_interval_s=0.5)
+    config = home.config("compiling", environment="bin_pack", seed=5, total_timesteps=100_000, eval_episodes=50,
+                         greedy_eval_episodes=50, heartbeat_interval_s=0.5)
+    proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config), "--run-id", run_id],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "MOSAIC_HOME": str(home.root)})
+    run = home.root / "trainer" / "runs" / run_id
     try:
         wait_until(lambda: run_events(run, "run_started") and run_events(run, "heartbeat"), 600,
                    "the run to start compiling", interval=0.2, proc=proc)

@@ -1,0 +1,120 @@
+"""Env steps per second of Jumanji's A2C training through MOSAIC against jumanji.training run directly.
+
+Both sides run in the jumanji worker's environment, with the same hydra overrides
+of Jumanji's own config (environment, agent, seed, batch sizes, network), the same
+XLA flags and no compilation cache:
+
+* direct: ``python -m jumanji.training.train <overrides> logger.type=terminal``,
+  Jumanji's own script and loop;
+* mosaic: ``mosaic run CONFIG``: the same ``train`` function with MOSAIC's logger,
+  telemetry, safe point after every epoch and the final checkpoint.
+
+The rate is the env steps of epochs 2..N over the wall time from the end of epoch 1
+to the end of epoch N, read from each side's own clock (the direct side's log line
+times, MOSAIC's ``metrics`` events): process start-up and the first epoch, which
+compiles, are left out; each epoch's evaluation counts on both sides, as it runs on
+both. Pairs alternate (mosaic, direct, ...) so drift hits both alike; the ratio is
+the median MOSAIC rate over the median direct rate.
+
+    python bench/jumanji_throughput.py [--environment tsp] [--epochs 6] [--pairs 3] [--tiny]
+
+Target: mosaic / direct >= 0.97, on an idle machine. Needs the worker's environment
+(`mosaic envs build jumanji`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from datetime import datetime
+from pathlib import Path
+
+TARGET = 0.97
+#: The worker's tests' tiny settings (--tiny): a smoke run of this script, not a measurement.
+TINY = {"n_steps": 5, "total_batch_size": 8, "num_learner_steps_per_epoch": 2, "eval_episodes": 8,
+        "greedy_eval_episodes": 8}
+TINY_NETWORK = {"tsp": {"transformer_num_blocks": 1, "transformer_num_heads": 2, "transformer_key_size": 8,
+                        "transformer_mlp_units": [32]}}
+#: Moderate settings: epochs of seconds, not of minutes, with Jumanji's own network.
+DEFAULT = {"n_steps": 20, "total_batch_size": 32, "num_learner_steps_per_epoch": 20, "eval_episodes": 100,
+           "greedy_eval_episodes": 100}
+TRAIN_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]\[.*Train >> Env Steps: ([0-9.e+]+)")
+
+
+def direct_rate(lines: list[str], steps_per_epoch: int) -> float:
+    """Env steps/s from the direct side's ``Train >>`` log lines (hydra stamps each with its time)."""
+    stamps = [datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f") for m in map(TRAIN_LINE.search, lines) if m]
+    if len(stamps) < 2:
+        raise SystemExit("the direct run logged fewer than two epochs")
+    return (len(stamps) - 1) * steps_per_epoch / (stamps[-1] - stamps[0]).total_seconds()
+
+
+def mosaic_rate(events: list[dict], steps_per_epoch: int) -> float:
+    stamps = [e["ts"] for e in events if e["type"] == "metrics"]
+    return (len(stamps) - 1) * steps_per_epoch / (stamps[-1] - stamps[0])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--environment", default="tsp")
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--tiny", action="store_true", help="the tests' tiny network and batches (a smoke run)")
+    args = parser.parse_args()
+
+    from mosaic import worker_envs
+    from mosaic.testing import WorkerHome
+
+    bench_home = WorkerHome.create(Path(tempfile.mkdtemp(prefix="mosaic-bench-jumanji-")), "jumanji",
+                                   worker_envs.build("jumanji").path)
+    home, python = bench_home.root, bench_home.python
+    sizes = TINY if args.tiny else DEFAULT
+    network = TINY_NETWORK.get(args.environment, {}) if args.tiny else {}
+    steps_per_epoch = sizes["n_steps"] * sizes["total_batch_size"] * sizes["num_learner_steps_per_epoch"]
+    fields = {"worker": "jumanji", "environment": args.environment, "seed": 0,
+              "total_timesteps": args.epochs * steps_per_epoch, **sizes, "network": network}
+    config = home / "bench.json"
+    config.write_text(json.dumps(fields))
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
+    environ["MOSAIC_HOME"] = str(home)
+    dry = subprocess.run([sys.executable, "-m", "mosaic", "run", "--dry-run", str(config)], capture_output=True,
+                         text=True, env=environ)
+    if dry.returncode != 0:
+        raise SystemExit(dry.stderr[-3000:])
+    overrides = json.loads(dry.stdout)["hydra_overrides"]
+
+    direct_rates, mosaic_rates, xla_flags = [], [], None
+    for pair in range(args.pairs):
+        proc = subprocess.run([sys.executable, "-m", "mosaic", "run", str(config)], capture_output=True,
+                              text=True, env=environ)
+        if proc.returncode != 0:
+            raise SystemExit(proc.stderr[-3000:])
+        run = max((home / "trainer" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
+        events = [json.loads(line) for line in (run / "telemetry.jsonl").read_text().splitlines()]
+        xla_flags = next(e for e in events if e["type"] == "run_started")["resources"]["xla_flags"]
+        mosaic_rates.append(mosaic_rate(events, steps_per_epoch))
+        folder = home / f"direct-{pair}"
+        folder.mkdir()
+        direct = subprocess.run([python, "-m", "jumanji.training.train", *overrides, "logger.type=terminal",
+                                 f"hydra.run.dir={folder}"], capture_output=True, text=True, cwd=folder,
+                                env={**environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": xla_flags})
+        if direct.returncode != 0:
+            raise SystemExit(direct.stderr[-3000:])
+        direct_rates.append(direct_rate((direct.stdout + direct.stderr).splitlines(), steps_per_epoch))
+        print(f"pair {pair + 1}: direct {direct_rates[-1]:.0f} env steps/s, mosaic {mosaic_rates[-1]:.0f}",
+              flush=True)
+    ratio = statistics.median(mosaic_rates) / statistics.median(direct_rates)
+    print(f"{args.environment}, {args.epochs} epochs of {steps_per_epoch} env steps{' (tiny)' if args.tiny else ''}: "
+          f"direct median {statistics.median(direct_rates):.0f} env steps/s, mosaic median "
+          f"{statistics.median(mosaic_rates):.0f}, ratio {ratio:.3f} (target >= {TARGET})")
+    return 0 if ratio >= TARGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
