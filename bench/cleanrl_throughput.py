@@ -14,6 +14,10 @@ set from the run's seed (for repeatable runs), so the direct side gets the same 
 Without it, the direct side ran with a fresh hash seed each time (a fresh memory layout of
 every dict and set) while MOSAIC's ran with one fixed layout, which is not a like-for-like
 comparison. Pair i uses seed i + 1 on both sides, so no single layout decides the result.
+For the same reason the direct script starts in a session of its own, as MOSAIC starts its
+worker and the script (so that a cancel reaches the whole process group): Linux schedules
+each session as one group (autogroup), so on a busy machine a script sharing the bench's
+session gets a different share of the CPU than one in its own.
 
 Throughput is the script's own measure, ``global_step / elapsed`` as its last
 ``SPS:`` line prints it (both sides print it; MOSAIC keeps the script's stdout in
@@ -132,7 +136,7 @@ def start_direct(python: str, command: list[str], folder: Path, base: dict, seed
     with (folder / "stdout.txt").open("w") as out, (folder / "stderr.txt").open("w") as err:
         return subprocess.Popen([python, *command], stdout=out, stderr=err, cwd=folder,
                                 env={**base, "SDL_VIDEODRIVER": "dummy", "PYTHONHASHSEED": str(seed), **threads},
-                                preexec_fn=pinned(cpu))
+                                preexec_fn=pinned(cpu), start_new_session=True)
 
 
 def main() -> int:
