@@ -23,12 +23,14 @@ ALGORITHMS = ("dqn", "ppo", "sac", "discrete_cql")
 def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
     meta = WorkerMetadata(
         name="Tianshou", version=__version__,
-        description="Tianshou's single-agent algorithms (DQN, PPO, SAC, offline discrete CQL) on "
-                    "Gymnasium envs, called in-process in its own environment.",
+        description="Tianshou's DQN, PPO, SAC and offline discrete CQL on Gymnasium envs, and DQN in one seat "
+                    "of a PettingZoo classic game through Tianshou's multi-agent algorithm, called in-process "
+                    "in its own environment.",
         upstream_library="tianshou", upstream_version=installed_version("tianshou"), license="MIT")
     caps = WorkerCapabilities(
-        worker_type="tianshou", paradigms=("single_agent",), policy_configurations=("INDEPENDENT",),
-        env_families=("gymnasium",), algorithms=ALGORITHMS, action_spaces=("discrete", "box"),
-        observation_spaces=("box",), max_agents=1, supports_checkpointing=True, supports_pause_resume=True,
+        worker_type="tianshou", paradigms=("single_agent", "multi_agent"), policy_configurations=("INDEPENDENT",),
+        env_families=("gymnasium", "classic"), algorithms=ALGORITHMS,
+        action_spaces=("discrete", "box", "masked_discrete"), observation_spaces=("box", "dict"), max_agents=2,
+        supports_checkpointing=True, supports_pause_resume=True,
         resources=ResourceEstimate(cpus=1.0, memory_mb=2000))
     return meta, caps

@@ -69,6 +69,7 @@ BUILT = frozenset({"model", "actor", "critic", "critic2", "policy", "optim", "po
 class Spaces:
     observation: Any
     action: Any
+    agents: list[str] | None = None  # a classic game's seats; None for a Gymnasium env
 
 
 def _net(spaces: Spaces, hidden: list[int], action_shape: Any = 0, concat: bool = False, **kw: Any) -> Any:

@@ -43,9 +43,10 @@ def dry_run(config: TianshouConfig, checked: Any) -> dict[str, Any]:
 
 
 def envs() -> dict[str, list[str]]:
+    from tianshou_worker import classic
     from tianshou_worker.envs import OFFERED
 
-    return {"gymnasium": list(OFFERED)}
+    return {"gymnasium": list(OFFERED), "classic": list(classic.OFFERED)}
 
 
 def make_runtime(config: TianshouConfig, context: Any) -> Any:

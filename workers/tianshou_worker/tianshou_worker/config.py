@@ -162,7 +162,13 @@ class TianshouConfig:
     run_id: str = option(help="run id (set by MOSAIC)")
     algorithm: str = option("dqn", choices=tuple(algorithms.ALGORITHMS),
                             help="Tianshou algorithm (traits: tianshou_worker/algorithms.py)")
-    env_id: str | None = option(None, help="Gymnasium id; default: CartPole-v1 (discrete), Pendulum-v1 (box)")
+    env_family: str = option("gymnasium", choices=("gymnasium", "classic"),
+                             help="gymnasium (single agent), or classic: a PettingZoo two-player game, one seat "
+                                  "learning through Tianshou's multi-agent algorithm (dqn)")
+    env_id: str | None = option(None, help="Gymnasium id (default: CartPole-v1 discrete, Pendulum-v1 box), or a "
+                                           "classic game (default: tictactoe_v3)")
+    learner_seat: str | None = option(None, help="classic: the seat DQN learns in (e.g. player_2); the other plays "
+                                                 "random legal moves; default: the first seat")
     seed: int = option(1, min=0, help="torch's and numpy's seed; env i of the vector is seeded seed + i")
     total_timesteps: int = option(50_000, min=1, help="online: env steps; offline: gradient steps")
     num_envs: int = option(1, min=1, max=256, help="training envs stepped together (Tianshou's DummyVectorEnv)")
@@ -207,8 +213,12 @@ class TianshouConfig:
         return algorithms.get(self.algorithm)
 
     @property
+    def classic(self) -> bool:
+        return self.env_family == "classic"
+
+    @property
     def resolved_env_id(self) -> str:
-        return self.env_id or self.algo.default_env
+        return self.env_id or ("tictactoe_v3" if self.classic else self.algo.default_env)
 
     @property
     def resolved_collect_steps(self) -> int:
@@ -280,6 +290,14 @@ def check_schedule(config: TianshouConfig) -> None:
         if schedule.end_at <= schedule.begin_at:
             raise ConfigError("eps_schedule.end_at", f"{schedule.end_at} is not after begin_at "
                                                      f"({schedule.begin_at})")
+    if config.classic and config.algorithm != "dqn":
+        raise ConfigError("algorithm", f"classic games train one seat with dqn here (Tianshou's multi-agent "
+                                       f"off-policy algorithm); {config.algorithm} is not offered for them")
+    if config.classic and config.fastlane.enabled:
+        raise ConfigError("fastlane.enabled", "live frames of classic games while training are not offered; "
+                                              "use mosaic eval --fastlane on a checkpoint")
+    if config.learner_seat is not None and not config.classic:
+        raise ConfigError("learner_seat", "is for classic games (env_family: classic)")
     if config.stop_at_return is not None and not config.test_every_timesteps:
         raise ConfigError("stop_at_return", "needs tests to stop on: set test_every_timesteps (env steps "
                                             "between tests) too")

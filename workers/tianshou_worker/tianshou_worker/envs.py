@@ -47,6 +47,12 @@ def probe_env(config: Any) -> Any:
     from tianshou_worker.algorithms import Spaces
 
     env_id = config.resolved_env_id
+    if config.classic:
+        from tianshou_worker import classic
+
+        obs, act, agents = classic.spaces_of(env_id)
+        classic.seat_index(agents, config.learner_seat)
+        return Spaces(obs, act, agents)
     env = make_env(env_id)
     try:
         obs, act = env.observation_space, env.action_space
@@ -96,11 +102,16 @@ def frame_tap(env: Any, lane: dict[str, Any]) -> Any:
     return Tap(env)
 
 
-def make_vector_env(env_id: str, num_envs: int, seed: int, fastlane: dict[str, Any] | None = None) -> Any:
+def make_vector_env(env_id: str, num_envs: int, seed: int, fastlane: dict[str, Any] | None = None,
+                    family: str = "gymnasium") -> Any:
     """Tianshou's in-process vector of ``num_envs`` envs, seeded ``seed + i`` (envs and action spaces)."""
     from tianshou.env import DummyVectorEnv
 
     def factory(index: int) -> Any:
+        if family == "classic":
+            from tianshou_worker import classic
+
+            return lambda: classic.make_env(env_id)
         if index == 0 and fastlane:
             return lambda: frame_tap(make_env(env_id, render_mode="rgb_array"), fastlane)
         return lambda: make_env(env_id)

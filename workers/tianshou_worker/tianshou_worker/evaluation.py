@@ -44,12 +44,16 @@ def evaluate(request: Any) -> int:
     from tianshou_worker.envs import make_env
     from tianshou_worker.runtime import load_checkpoint, quiet
 
-    if request.opponent:
-        raise UserError("--opponent: Tianshou runs here are single-agent; there is no other seat")
     quiet()
     limit_torch_threads(1)
     folder, state, config, algo = load_checkpoint(request.target, "--evaluate")
+    if request.opponent:
+        raise UserError("--opponent: " + ("the other seat of a classic game plays random legal moves here; other "
+                                          "opponents are not offered yet" if config.classic else
+                                          "Tianshou runs here are single-agent; there is no other seat"))
     algo.eval()
+    if config.classic:
+        return evaluate_game(request, folder, state, config, algo)
     policy = algo.policy
     env = make_env(config.resolved_env_id, render_mode="rgb_array" if request.video or request.fastlane else None)
     lane = eval_lane(folder) if request.fastlane else None
@@ -70,6 +74,33 @@ def evaluate(request: Any) -> int:
             lane.close()
     results = EvaluationResults(episodes, {"family": "gymnasium", "env_id": config.resolved_env_id,
                                            "algorithm": state.algorithm}, str(folder))
+    save_results(results, folder, None, videos)
+    print_results(results, request.json)
+    return 0
+
+
+def evaluate_game(request: Any, folder: Any, state: Any, config: Any, algo: Any) -> int:
+    """A classic game: the learner's seat plays its greedy masked policy, the other seat random legal moves;
+    MOSAIC's shared player (``mosaic.evaluation.play_episodes``) plays and scores them (win rates)."""
+    from mosaic.evaluation import play_episodes
+
+    from tianshou_worker import classic
+    from tianshou_worker.runtime import learner_of
+
+    env = classic.make_game(config.resolved_env_id, "rgb_array" if request.video or request.fastlane else None)
+    agents = list(env.possible_agents)
+    seat = agents[classic.seat_index(agents, config.learner_seat)]
+    seating = classic.Seating(classic.SeatActor(learner_of(config, algo).policy), seat)
+    lane = eval_lane(folder) if request.fastlane else None
+    try:
+        episodes, videos = play_episodes(env, [seating], request.episodes, request.seed,
+                                         video_episodes=request.video, lane=lane)
+    finally:
+        env.close()
+        if lane is not None:
+            lane.close()
+    results = EvaluationResults(episodes, {"family": "classic", "env_id": config.resolved_env_id,
+                                           "algorithm": state.algorithm, "learner_seat": seat}, str(folder))
     save_results(results, folder, None, videos)
     print_results(results, request.json)
     return 0

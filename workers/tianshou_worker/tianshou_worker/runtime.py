@@ -16,7 +16,7 @@ The steps a Tianshou user writes with its algorithm API, with MOSAIC around them
 6. tests and stopping (``test_every_timesteps``, ``stop_at_return``): Tianshou's
    own test collector, epochs and ``stop_fn``: the budget is split into epochs of
    about ``test_every_timesteps`` and Tianshou tests at the end of each;
-7. checkpoints: the algorithm's ``state_dict`` (networks and optimisers) plus
+7. checkpoints: the (learning) algorithm's ``state_dict`` (networks and optimisers) plus
    MOSAIC's state file; ``restore_from`` continues from one.
 """
 
@@ -37,8 +37,8 @@ from mosaic.worker_cli import WorkerContext
 
 from tianshou_worker import algorithms
 from tianshou_worker.config import TianshouConfig
-from tianshou_worker.envs import make_env, make_vector_env, probe_env
-from tianshou_worker.telemetry import Reporter, make_logger, observe_collector
+from tianshou_worker.envs import make_vector_env, probe_env
+from tianshou_worker.telemetry import Reporter, make_logger, observe_collector, observe_learner
 
 PACKAGES = ("mosaic-marl", "mosaic-tianshou-worker", "tianshou", "torch", "numpy", "gymnasium")
 WEIGHTS_FILE = "tianshou_algorithm.pt"
@@ -72,9 +72,37 @@ def seed_everything(seed: int) -> None:
 
 
 def build_algorithm(config: TianshouConfig, spaces: algorithms.Spaces) -> Any:
+    """The Tianshou algorithm; for a classic game, Tianshou's multi-agent one with it in the learner's seat."""
     policy_kw, algo_kw = config.split_params()
-    return algorithms.BUILDERS[config.algorithm](spaces, list(config.hidden_sizes), config.learning_rate,
+    algo = algorithms.BUILDERS[config.algorithm](spaces, list(config.hidden_sizes), config.learning_rate,
                                                  policy_kw, algo_kw)
+    if config.classic:
+        from tianshou_worker import classic
+
+        return classic.build(algo, config.resolved_env_id, classic.seat_index(spaces.agents, config.learner_seat))
+    return algo
+
+
+def learner_of(config: TianshouConfig, algo: Any) -> Any:
+    """The algorithm that learns: itself, or a classic game's learner seat. A checkpoint holds its state:
+    Tianshou's multi-agent algorithm cannot load its own ``state_dict`` back (its members' optimiser states
+    are unexpected keys to it), and Tianshou's tic-tac-toe example saves the learner's too."""
+    if not config.classic:
+        return algo
+    agents = list(algo.policy.policies)
+    from tianshou_worker import classic
+
+    return algo.get_algorithm(agents[classic.seat_index(agents, config.learner_seat)])
+
+
+def seats(config: TianshouConfig, spaces: algorithms.Spaces) -> dict[str, str]:
+    """agent -> who plays it, for telemetry: the policy, and a classic game's random seat."""
+    if not config.classic:
+        return {"agent_0": "policy"}
+    from tianshou_worker import classic
+
+    learner = spaces.agents[classic.seat_index(spaces.agents, config.learner_seat)]
+    return {a: classic.LEARNER if a == learner else classic.OPPONENT for a in spaces.agents}
 
 
 def load_checkpoint(path: str | Path, field: str) -> tuple[Path, TianshouCheckpointState, TianshouConfig, Any]:
@@ -86,12 +114,9 @@ def load_checkpoint(path: str | Path, field: str) -> tuple[Path, TianshouCheckpo
     data = {k: v for k, v in state.config.items() if k != "run_id"}
     data.update(run_id=state.run_id or "restored", restore_from=None, fastlane={"enabled": False})
     config = TianshouConfig.from_dict(data)
-    env = make_env(config.resolved_env_id)
-    try:
-        algo = build_algorithm(config, algorithms.Spaces(env.observation_space, env.action_space))
-    finally:
-        env.close()
-    algo.load_state_dict(torch.load(folder / state.weights_file, map_location="cpu", weights_only=False))
+    algo = build_algorithm(config, probe_env(config))
+    learner_of(config, algo).load_state_dict(torch.load(folder / state.weights_file, map_location="cpu",
+                                                        weights_only=False))
     return folder, state, config, algo
 
 
@@ -147,7 +172,7 @@ class TianshouRuntime:
         assert rep is not None and self.algo is not None
         folder = checkpoint_folder(self.ctx.run_dir.root, rep.iteration)
         folder.mkdir(parents=True, exist_ok=True)
-        torch.save(self.algo.state_dict(), folder / WEIGHTS_FILE)
+        torch.save(learner_of(self.config, self.algo).state_dict(), folder / WEIGHTS_FILE)
         TianshouCheckpointState(iteration=rep.iteration, timesteps_total=rep.timesteps, episodes=rep.episodes,
                                 run_id=self.config.run_id, algorithm=self.config.algorithm,
                                 env_id=self.config.resolved_env_id, config=self.config.to_dict()).write(folder)
@@ -159,7 +184,8 @@ class TianshouRuntime:
         import torch
 
         folder, state = check_restore(self.config)
-        self.algo.load_state_dict(torch.load(folder / state.weights_file, map_location="cpu", weights_only=False))
+        learner_of(self.config, self.algo).load_state_dict(torch.load(folder / state.weights_file, map_location="cpu",
+                                                                      weights_only=False))
         return state
 
     # -- the safe point --------------------------------------------------------
@@ -167,7 +193,7 @@ class TianshouRuntime:
         rep = self.reporter
         assert rep is not None
         if self.config.eps_schedule is not None:
-            self.algo.policy.set_eps_training(self.config.eps_schedule.at(rep.timesteps))
+            learner_of(self.config, self.algo).policy.set_eps_training(self.config.eps_schedule.at(rep.timesteps))
         if rep.due():
             rep.report()
             self.ctx.progress.tick(rep.iteration)
@@ -194,11 +220,11 @@ class TianshouRuntime:
         seed_everything(cfg.seed)
         fastlane = ({"run_id": cfg.run_id, "run_dir": str(root), "config": dict(cfg.fastlane.__dict__)}
                     if cfg.fastlane.enabled else None)
-        envs = make_vector_env(cfg.resolved_env_id, cfg.num_envs, cfg.seed, fastlane)
+        envs = make_vector_env(cfg.resolved_env_id, cfg.num_envs, cfg.seed, fastlane, cfg.env_family)
         try:
             self.algo = build_algorithm(cfg, spaces)
             self.reporter = rep = Reporter(emit, total_timesteps=cfg.total_timesteps,
-                                           report_every=cfg.report_every_timesteps)
+                                           report_every=cfg.report_every_timesteps, modules=seats(cfg, spaces))
             restored = None
             if cfg.restore_from:
                 restored = self.restore(cfg.restore_from)
@@ -213,9 +239,10 @@ class TianshouRuntime:
                 resources={"cpus": 1, "gpus": 0, "num_envs": cfg.num_envs, "torch_threads": torch.get_num_threads()},
                 algorithm=cfg.algorithm, tianshou_algorithm=type(self.algo).__name__,
                 tianshou_policy=type(self.algo.policy).__name__,
-                env={"family": "gymnasium", "env_id": cfg.resolved_env_id, "api_type": "GYMNASIUM", "env_kwargs": {}},
+                env={"family": cfg.env_family, "env_id": cfg.resolved_env_id,
+                     "api_type": "AEC" if cfg.classic else "GYMNASIUM", "env_kwargs": {}},
                 policy_configuration="INDEPENDENT", seed=cfg.seed, total_timesteps=cfg.total_timesteps,
-                agents=["agent_0"], restored_from=cfg.restore_from)
+                agents=list(rep.modules), modules=rep.modules, restored_from=cfg.restore_from)
             # A training step takes milliseconds to seconds; an iteration that takes minutes is stuck.
             self.ctx.progress.start(max(300.0, cfg.report_every_timesteps * 0.5), "report_every_timesteps × 0.5 s")
             t0 = time.perf_counter()
@@ -251,7 +278,8 @@ class TianshouRuntime:
         from tianshou.data import Collector
 
         cfg = self.config
-        self.test_envs = make_vector_env(cfg.resolved_env_id, cfg.test_episodes, cfg.seed + cfg.num_envs)
+        self.test_envs = make_vector_env(cfg.resolved_env_id, cfg.test_episodes, cfg.seed + cfg.num_envs,
+                                         family=cfg.env_family)
         return Collector(self.algo, self.test_envs, exploration_noise=True)
 
     def stop_fn(self) -> Any:
@@ -262,7 +290,11 @@ class TianshouRuntime:
         """What every trainer is given: the epochs, the tests, the stop rule, the logger, quiet output."""
         cfg = self.config
         max_epochs, epoch_steps = epochs(remaining, cfg.test_every_timesteps)
+        assert self.reporter is not None
+        seat = list(self.reporter.modules.values()).index("policy")  # the learner's column of a game's returns
+        reduce = (lambda returns: returns[:, seat]) if cfg.classic else None  # it scores tests and stop_fn
         return dict(max_epochs=max_epochs, epoch_num_steps=epoch_steps, test_collector=tests,
+                    multi_agent_return_reduction=reduce,
                     test_step_num_episodes=cfg.test_episodes, stop_fn=self.stop_fn() if tests else None,
                     logger=self.logger, verbose=False, show_progress=False)
 
@@ -291,9 +323,11 @@ class TianshouRuntime:
                               exploration_noise=not on_policy)
         collector.reset()
         observe_collector(collector, rep)
+        if cfg.classic:
+            observe_learner(learner_of(cfg, self.algo), rep)
         rep.start_clock()
         if cfg.resolved_learning_starts:
-            collector.collect(n_step=cfg.resolved_learning_starts, random=True)
+            self.warm_up(collector)
         remaining = cfg.total_timesteps - rep.timesteps
         if remaining <= 0:
             return None
@@ -306,6 +340,22 @@ class TianshouRuntime:
             params = OffPolicyTrainerParams(batch_size=cfg.batch_size,
                                             update_step_num_gradient_steps_per_sample=cfg.update_per_step, **common)
         return self.algo.run_training(params)
+
+    def warm_up(self, collector: Any) -> None:
+        """``learning_starts`` env steps before training: uniform random actions, or, in a classic game, the
+        policies' own moves with their training exploration (uniform random actions would ignore the legal-move
+        mask), as Tianshou's tic-tac-toe example collects its first data."""
+        cfg = self.config
+        if not cfg.classic:
+            collector.collect(n_step=cfg.resolved_learning_starts, random=True)
+            return
+        from tianshou.utils.torch_utils import policy_within_training_step
+
+        assert self.reporter is not None
+        if cfg.eps_schedule is not None:
+            learner_of(cfg, self.algo).policy.set_eps_training(cfg.eps_schedule.at(self.reporter.timesteps))
+        with policy_within_training_step(self.algo.policy):
+            collector.collect(n_step=cfg.resolved_learning_starts)
 
     def train_offline(self, envs: Any, tests: Any) -> Any:
         from tianshou.data import Collector, VectorReplayBuffer

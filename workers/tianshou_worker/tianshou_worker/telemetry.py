@@ -24,7 +24,7 @@ import time
 from collections import defaultdict
 from typing import Any, Callable
 
-from mosaic.episode_stats import episode_statistics
+from mosaic.episode_stats import episode_statistics, winner
 
 AGENT = "agent_0"
 MODULE = "policy"
@@ -35,8 +35,11 @@ NAMES = {"loss": "total_loss", "actor_loss": "policy_loss", "ent_loss": "entropy
 class Reporter:
     """Collects episodes and learner scalars; emits a ``metrics`` event per iteration."""
 
-    def __init__(self, emitter: Any, *, total_timesteps: int, report_every: int) -> None:
+    def __init__(self, emitter: Any, *, total_timesteps: int, report_every: int,
+                 modules: dict[str, str] | None = None) -> None:
         self.emitter = emitter
+        #: agent -> who plays it; a classic game's episode returns hold one number per agent, in this order
+        self.modules = modules or {AGENT: MODULE}
         self.total, self.every = total_timesteps, report_every
         self.iteration = self.episodes = self.timesteps = self.updates = 0
         self.window: list[dict[str, Any]] = []
@@ -57,15 +60,19 @@ class Reporter:
 
     # -- from Tianshou -------------------------------------------------------
     def collected(self, stats: Any) -> None:
-        """One ``collect`` call's ``CollectStats``: its env steps, and its episodes in the order they ended."""
+        """One ``collect`` call's ``CollectStats``: its env steps, and its episodes in the order they ended
+        (a two-player game's returns are a row of every agent's return)."""
         self.timesteps += int(stats.n_collected_steps)
+        agents = list(self.modules)
         for ret, length in zip(stats.returns, stats.lens):
-            self.episode(float(ret), int(length))
+            row = [float(r) for r in ret] if hasattr(ret, "__len__") else [float(ret)]
+            self.episode(dict(zip(agents, row)), int(length))
 
-    def episode(self, ret: float, length: int) -> None:
-        self.emitter.episode(episode=self.episodes, length=length, returns={AGENT: ret},
-                             timesteps_total=self.timesteps)
-        self.window.append({"returns": {AGENT: ret}, "length": length, "modules": {AGENT: MODULE}})
+    def episode(self, returns: dict[str, float], length: int) -> None:
+        extra = {"winner": winner(returns)} if len(returns) == 2 else {}
+        self.emitter.episode(episode=self.episodes, length=length, returns=returns,
+                             timesteps_total=self.timesteps, **extra)
+        self.window.append({"returns": returns, "length": length, "modules": self.modules})
         self.episodes += 1
 
     def learner_values(self, data: dict[str, Any]) -> None:
@@ -104,7 +111,9 @@ class Reporter:
 
     # -- to MOSAIC -----------------------------------------------------------
     def due(self) -> bool:
-        return self.timesteps >= self.next_report or self.timesteps >= self.total
+        """An iteration is over: ``report_every`` steps since the last report, or the budget reached (once:
+        Tianshou's epochs collect whole collection steps, so the last steps may run past it)."""
+        return self.timesteps >= self.next_report or self._steps_at < self.total <= self.timesteps
 
     def flush(self) -> None:
         """Report what the last, partial iteration saw, if anything."""
@@ -148,6 +157,21 @@ def observe_collector(collector: Any, reporter: Reporter) -> None:
         return stats
 
     collector.collect = observed
+
+
+def observe_learner(algorithm: Any, reporter: Reporter) -> None:
+    """A classic game's learning seat: Tianshou's multi-agent training statistics keep each seat's losses out
+    of the dict its logger is given, so the seat's own update is wrapped on the instance instead."""
+    from dataclasses import asdict
+
+    update = algorithm._update_with_batch
+
+    def observed(*args: Any, **kwargs: Any) -> Any:
+        stats = update(*args, **kwargs)
+        reporter.learner_values(asdict(stats))
+        return stats
+
+    algorithm._update_with_batch = observed
 
 
 def make_logger(tensorboard_dir: str, reporter: Reporter, on_update: Callable[[], None]) -> Any:
