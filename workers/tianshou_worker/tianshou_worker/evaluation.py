@@ -7,7 +7,8 @@ the policy has a deterministic evaluation) through ``Policy.compute_action``.
 Episode *i* is seeded ``seed + i``. Results, confidence intervals, CSV and GIF
 videos are written by :mod:`mosaic.evaluation`, as for every worker; with
 ``--fastlane`` the played frames stream as the run's ``eval`` stream
-(:func:`mosaic.evaluation.eval_lane`).
+(:func:`mosaic.evaluation.eval_lane`). A classic game's learner plays its seat
+against random legal moves through MOSAIC's shared player, which scores win rates.
 """
 
 from __future__ import annotations
