@@ -60,6 +60,13 @@ def test_build_gives_the_worker_its_own_numpy(built):
     assert record["built_at"] > 0 and record["build_seconds"] > 0
     assert (built.env / worker_envs.LOCK_NAME).is_file()
     assert not [p for p in (built.home / "envs").iterdir() if p.name.startswith((".build-", ".old-"))]
+    # bytecode is compiled at build time, where the environment lives (uv writes none, pip does)
+    compiled = list(built.env.glob("lib/python*/site-packages/numpy/__pycache__/__init__.*.pyc"))
+    assert compiled, "no bytecode compiled for the environment's numpy"
+    import marshal
+
+    code = marshal.loads(compiled[0].read_bytes()[16:])
+    assert Path(code.co_filename).parent.parent == next(built.env.glob("lib/python*/site-packages")), code.co_filename
 
     rows = built.listed()
     assert rows[WORKER]["status"] == "ok", rows[WORKER]
