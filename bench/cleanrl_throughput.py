@@ -9,20 +9,13 @@ shows it):
 * mosaic: ``mosaic run CONFIG`` (its defaults otherwise: the observers in the
   script, telemetry, checkpoint at the end, manifest).
 
-Same settings includes the process: MOSAIC starts every worker with ``PYTHONHASHSEED``
-set from the run's seed (for repeatable runs), so the direct side gets the same value.
-Without it, the direct side ran with a fresh hash seed each time (a fresh memory layout of
-every dict and set) while MOSAIC's ran with one fixed layout, which is not a like-for-like
-comparison. Pair i uses seed i + 1 on both sides, so no single layout decides the result.
-For the same reason the direct script starts in a session of its own, as MOSAIC starts its
-worker and the script (so that a cancel reaches the whole process group): Linux schedules
-each session as one group (autogroup), so on a busy machine a script sharing the bench's
-session gets a different share of the CPU than one in its own.
+The direct side is started as MOSAIC starts a worker (``PYTHONHASHSEED`` from the seed, a
+session of its own: ``bench/pairs.py`` says why); pair i uses seed i + 1 on both sides, so
+no single memory layout decides the result.
 
 Throughput is the script's own measure, ``global_step / elapsed`` as its last
 ``SPS:`` line prints it (both sides print it; MOSAIC keeps the script's stdout in
-``logs/script.stdout``). Pairs alternate (mosaic, direct, mosaic, ...) so drift
-hits both alike; the ratio is the median MOSAIC rate over the median direct rate.
+``logs/script.stdout``).
 
 This machine's rate for the same deterministic run varies by 10-20% from one
 process to the next, on either side, and drifts over time, so one pair decides
@@ -36,17 +29,9 @@ nothing. Two remedies:
   which can only make MOSAIC look slower;
 * ``--mode alternate``: one after the other (mosaic, direct, mosaic, ...).
 
-Either way the bench runs many pairs. It reports two estimates of the ratio:
-
-* the **paired** one, which decides the target: the geometric mean of the per-pair ratios
-  with a 95% t-interval on their logarithms. A pair is the design's unit (in concurrent
-  mode its two sides share the same seconds of the machine), so what drifts between pairs
-  cancels within each pair;
-* the ratio of the two medians with a 95% bootstrap interval (pairs resampled), which
-  ignores the pairing and so is wider.
-
-The target is decided only when the paired interval lies wholly on one side of it.
-``--json FILE`` keeps every pair's rates.
+Either way the bench runs many pairs, and ``bench/pairs.py`` turns them into a verdict
+(the paired ratio decides; the ratio of medians is printed beside it). ``--json FILE``
+keeps every pair's rates.
 
     python bench/cleanrl_throughput.py [--algorithm ppo] [--timesteps 20000] [--pairs 10] [--threads 1]
                                        [--mode concurrent|alternate]
@@ -58,18 +43,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import random
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from pairs import NEW_SESSION, direct_env, verdict
+
 SPS = re.compile(r"^SPS: (\d+)", re.MULTILINE)
-TARGET = 0.97
 
 
 def last_sps(text: str) -> int:
@@ -77,28 +60,6 @@ def last_sps(text: str) -> int:
     if not found:
         raise SystemExit(f"no SPS line in:\n{text[-2000:]}")
     return int(found[-1])
-
-
-def ratio_interval(mosaic: list[int], direct: list[int], draws: int = 5000) -> tuple[float, float]:
-    """95% bootstrap interval of median(mosaic) / median(direct), pairs resampled together."""
-    rng = random.Random(0)
-    pairs = list(zip(mosaic, direct))
-    ratios = []
-    for _ in range(draws):
-        sample = [rng.choice(pairs) for _ in pairs]
-        ratios.append(statistics.median(m for m, _ in sample) / statistics.median(d for _, d in sample))
-    ratios.sort()
-    return ratios[int(0.025 * draws)], ratios[int(0.975 * draws) - 1]
-
-
-def paired_ratio(mosaic: list[int], direct: list[int]) -> tuple[float, float, float]:
-    """Geometric mean of the per-pair ratios, and its 95% t-interval (on the log ratios)."""
-    from mosaic.curves import t95
-
-    logs = [math.log(m / d) for m, d in zip(mosaic, direct)]
-    mean = statistics.fmean(logs)
-    half = t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else math.inf
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
 
 def pinned(cpu: int | None):
@@ -135,8 +96,8 @@ def start_direct(python: str, command: list[str], folder: Path, base: dict, seed
     folder.mkdir()
     with (folder / "stdout.txt").open("w") as out, (folder / "stderr.txt").open("w") as err:
         return subprocess.Popen([python, *command], stdout=out, stderr=err, cwd=folder,
-                                env={**base, "SDL_VIDEODRIVER": "dummy", "PYTHONHASHSEED": str(seed), **threads},
-                                preexec_fn=pinned(cpu), start_new_session=True)
+                                env=direct_env({**base, "SDL_VIDEODRIVER": "dummy", **threads}, seed),
+                                preexec_fn=pinned(cpu), **NEW_SESSION)
 
 
 def main() -> int:
@@ -191,27 +152,17 @@ def main() -> int:
         where = f" (mosaic on CPU {cores[0]}, direct on CPU {cores[1]})" if cores[0] is not None else ""
         print(f"pair {pair + 1}: direct {direct_rates[-1]} steps/s, mosaic {mosaic_rates[-1]} steps/s{where}",
               flush=True)
-    ratio = statistics.median(mosaic_rates) / statistics.median(direct_rates)
-    low, high = ratio_interval(mosaic_rates, direct_rates)
-    paired, paired_low, paired_high = paired_ratio(mosaic_rates, direct_rates)
-    verdict = ("met" if paired_low >= TARGET else "NOT met" if paired_high < TARGET else
-               "undecided: the interval straddles the target; run more pairs")
+    result = verdict(mosaic_rates, direct_rates)
     print(f"{args.algorithm}, {args.timesteps} steps, {args.mode}, seeds 1-{args.pairs}, "
           f"last command: python {' '.join(command)}")
-    print(f"per-pair ratios: {', '.join(f'{m / d:.2f}' for m, d in zip(mosaic_rates, direct_rates))}")
-    print(f"direct median {statistics.median(direct_rates)} steps/s, mosaic median "
-          f"{statistics.median(mosaic_rates)} steps/s, ratio of medians {ratio:.3f}, 95% bootstrap interval "
-          f"[{low:.3f}, {high:.3f}]")
-    print(f"paired ratio (geometric mean of {len(mosaic_rates)} pairs) {paired:.3f}, 95% interval "
-          f"[{paired_low:.3f}, {paired_high:.3f}] (target >= {TARGET}: {verdict})")
+    print("\n".join(result.lines(mosaic_rates, direct_rates)))
     if args.json:
         args.json.write_text(json.dumps({
             "algorithm": args.algorithm, "timesteps": args.timesteps, "mode": args.mode, "threads": args.threads,
             "pairs": [{"seed": i + 1, "direct": d, "mosaic": m} for i, (m, d) in enumerate(zip(mosaic_rates,
                                                                                             direct_rates))],
-            "ratio_of_medians": [ratio, low, high], "paired_ratio": [paired, paired_low, paired_high],
-            "verdict": verdict}, indent=1) + "\n")
-    return 0 if paired >= TARGET else 1
+            **result.to_dict()}, indent=1) + "\n")
+    return 0 if result.paired[0] >= result.target else 1
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@ trainer with 10 env steps per collection and 0.1 gradient steps per env step):
 The rate is env steps over the seconds the warm-up and ``run_training`` took on
 each side (MOSAIC's ``run_completed`` reports ``train_seconds``; the direct script
 prints its own), so process start-up is left out. Pairs alternate (mosaic, direct,
-...) so drift hits both alike; the ratio is the median MOSAIC rate over the median
-direct rate.
+...); the direct side starts as MOSAIC starts a worker, and ``bench/pairs.py`` turns
+the pairs into a verdict (the paired ratio decides).
 
     python bench/tianshou_throughput.py [--timesteps 20000] [--pairs 3]
 
@@ -25,13 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-TARGET = 0.97
+from pairs import NEW_SESSION, direct_env, verdict
+
 REPO = Path(__file__).resolve().parents[1]
 DIRECT = REPO / "workers" / "tianshou_worker" / "tests" / "tianshou_direct.py"
 
@@ -56,7 +56,8 @@ def main() -> int:
                                   "report_every_timesteps": 1000, "algo_params": {"eps_training": 0.1},
                                   **settings}))
     options = {**settings, "eps_training": 0.1}
-    environ = {**os.environ, "MOSAIC_HOME": str(home)}
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+    environ = {**base, "MOSAIC_HOME": str(home)}
     direct_rates, mosaic_rates = [], []
     for pair in range(args.pairs):
         proc = subprocess.run([sys.executable, "-m", "mosaic", "run", str(config)], capture_output=True,
@@ -68,17 +69,17 @@ def main() -> int:
         summary = next(e for e in events if e["type"] == "run_completed")["summary"]
         mosaic_rates.append(summary["timesteps_total"] / summary["train_seconds"])
         direct = subprocess.run([python, str(DIRECT), json.dumps(options), "--timing"], capture_output=True,
-                                text=True, cwd=home)
+                                text=True, cwd=home, env=direct_env(base, settings["seed"]), **NEW_SESSION)
         if direct.returncode != 0:
             raise SystemExit(direct.stderr[-3000:])
         timing = json.loads(direct.stdout.strip().splitlines()[-2])
         direct_rates.append(timing["timesteps"] / timing["train_seconds"])
         print(f"pair {pair + 1}: direct {direct_rates[-1]:.0f} env steps/s, mosaic {mosaic_rates[-1]:.0f}",
               flush=True)
-    ratio = statistics.median(mosaic_rates) / statistics.median(direct_rates)
-    print(f"dqn, CartPole-v1, {args.timesteps} env steps: direct median {statistics.median(direct_rates):.0f} "
-          f"env steps/s, mosaic median {statistics.median(mosaic_rates):.0f}, ratio {ratio:.3f} (target >= {TARGET})")
-    return 0 if ratio >= TARGET else 1
+    result = verdict(mosaic_rates, direct_rates)
+    print(f"dqn, CartPole-v1, {args.timesteps} env steps, {args.pairs} pairs:")
+    print("\n".join(result.lines(mosaic_rates, direct_rates)))
+    return 0 if result.paired[0] >= result.target else 1
 
 
 if __name__ == "__main__":

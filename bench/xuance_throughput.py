@@ -11,8 +11,8 @@ seed and XuanCe options (its shipped yaml, the budget, in-process envs):
 The rate is env steps over the seconds ``agent.train`` took on each side (MOSAIC's
 ``run_completed`` reports ``train_seconds``; the direct script prints its own), so
 process start-up, which differs in kind, is left out. Pairs alternate (mosaic,
-direct, ...) so drift hits both alike; the ratio is the median MOSAIC rate over the
-median direct rate.
+direct, ...); the direct side starts as MOSAIC starts a worker, and ``bench/pairs.py``
+turns the pairs into a verdict (the paired ratio decides).
 
     python bench/xuance_throughput.py [--algorithm mappo] [--timesteps 20000] [--pairs 3]
 
@@ -24,13 +24,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-TARGET = 0.97
+from pairs import NEW_SESSION, direct_env, verdict
+
 REPO = Path(__file__).resolve().parents[1]
 DIRECT = REPO / "workers" / "xuance_worker" / "tests" / "xuance_direct.py"
 POLICY = {"mappo": "Categorical_MAAC_Policy", "ippo": "Categorical_MAAC_Policy", "qmix": "Mixing_Q_network",
@@ -57,7 +57,8 @@ def main() -> int:
     options = {"seed": 1, "env_seed": 1, "running_steps": args.timesteps, "vectorize": "DummyVecMultiAgentEnv",
                "device": "cpu", "render": False, "continuous_action": False, "policy": POLICY[args.algorithm],
                "log_dir": str(home / "direct-logs"), "model_dir": str(home / "direct-models")}
-    environ = {**os.environ, "MOSAIC_HOME": str(home)}
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+    environ = {**base, "MOSAIC_HOME": str(home)}
     direct_rates, mosaic_rates = [], []
     for pair in range(args.pairs):
         proc = subprocess.run([sys.executable, "-m", "mosaic", "run", str(config)], capture_output=True,
@@ -69,18 +70,18 @@ def main() -> int:
         summary = next(e for e in events if e["type"] == "run_completed")["summary"]
         mosaic_rates.append(summary["timesteps_total"] / summary["train_seconds"])
         direct = subprocess.run([python, str(DIRECT), args.algorithm, json.dumps(options), "--seed-action-spaces",
-                                 "--timing"], capture_output=True, text=True, cwd=home)
+                                 "--timing"], capture_output=True, text=True, cwd=home, env=direct_env(base, 1),
+                                **NEW_SESSION)
         if direct.returncode != 0:
             raise SystemExit(direct.stderr[-3000:])
         timing = json.loads(direct.stdout.strip().splitlines()[-2])
         direct_rates.append(timing["timesteps"] / timing["train_seconds"])
         print(f"pair {pair + 1}: direct {direct_rates[-1]:.0f} env steps/s, mosaic {mosaic_rates[-1]:.0f}",
               flush=True)
-    ratio = statistics.median(mosaic_rates) / statistics.median(direct_rates)
-    print(f"{args.algorithm}, {args.timesteps} env steps, XuanCe's yaml settings: direct median "
-          f"{statistics.median(direct_rates):.0f} env steps/s, mosaic median {statistics.median(mosaic_rates):.0f}, "
-          f"ratio {ratio:.3f} (target >= {TARGET})")
-    return 0 if ratio >= TARGET else 1
+    result = verdict(mosaic_rates, direct_rates)
+    print(f"{args.algorithm}, {args.timesteps} env steps, XuanCe's yaml settings, {args.pairs} pairs:")
+    print("\n".join(result.lines(mosaic_rates, direct_rates)))
+    return 0 if result.paired[0] >= result.target else 1
 
 
 if __name__ == "__main__":
