@@ -252,6 +252,9 @@ class TianshouRuntime:
                     info = self.train_online(envs, tests)
                 else:
                     info = self.train_offline(envs, tests)
+                # the warm-up and Tianshou's training loop, as a Tianshou user times them: not the replay
+                # buffer's set-up (numba compiles its index code there) nor the final checkpoint
+                train_seconds = time.perf_counter() - (rep.training_started or t0)
                 self.note_stop(info)
             except RunCancelled:
                 if cfg.checkpoint_at_end and self.last_saved != rep.timesteps:
@@ -266,7 +269,7 @@ class TianshouRuntime:
             if self.test_envs is not None:
                 self.test_envs.close()
         summary = {"timesteps_total": rep.timesteps, "episodes": rep.episodes, "iterations": rep.iteration,
-                   "train_seconds": round(time.perf_counter() - t0, 3), "stopped": self.stop_reason}
+                   "train_seconds": round(train_seconds, 3), "stopped": self.stop_reason}
         if rep.tests:
             summary["last_test"] = rep.tests[-1]
         return summary

@@ -46,6 +46,8 @@ class Reporter:
         self.learner: dict[str, list[float]] = defaultdict(list)
         self.next_report = report_every
         self._t, self._steps_at = time.perf_counter(), 0
+        #: when training (warm-up included) started: after the envs, networks and replay buffer were made
+        self.training_started: float | None = None
         self.tests: list[dict[str, Any]] = []  # every test step's result, in order
         self._test_in_window: dict[str, Any] | None = None
 
@@ -57,6 +59,7 @@ class Reporter:
     def start_clock(self) -> None:
         """Training starts now: the first iteration's env steps/s counts from here."""
         self._t, self._steps_at = time.perf_counter(), self.timesteps
+        self.training_started = self._t
 
     # -- from Tianshou -------------------------------------------------------
     def collected(self, stats: Any) -> None:
