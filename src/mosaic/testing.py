@@ -327,6 +327,17 @@ class WorkerHome:
         path.write_text(json.dumps({"worker": self.worker, **fields}))
         return path
 
+    def check_refused(self, fields: Mapping[str, Any], field: str, words: str) -> str:
+        """``mosaic run`` of a config with ``fields`` exits 2 with one line naming ``field`` (and saying
+        ``words``), no traceback, and no run folder; the line is returned."""
+        proc = self.cli("run", str(self.config("bad", **fields)))
+        assert proc.returncode == 2, (proc.stdout, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"mosaic: error: {field}: "), proc.stderr
+        assert words in lines[0]
+        assert "Traceback" not in proc.stderr and self.runs() == []
+        return lines[0]
+
     def runs(self) -> list[Path]:
         """Run folders, oldest first."""
         folder = self.root / "trainer" / "runs"

@@ -16,12 +16,7 @@ import pytest
     ({"algorithm": "random", "learning_rate": 0.1}, "learning_rate", "the random agent learns nothing"),
 ])
 def test_bad_configs_are_one_line_errors_naming_the_field(home, fields, field, words):
-    proc = home.cli("run", str(home.config("bad", **fields)))
-    assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"mosaic: error: {field}: "), proc.stderr
-    assert words in lines[0]
-    assert "Traceback" not in proc.stderr and home.runs() == []
+    home.check_refused(fields, field, words)
 
 
 def test_dry_run_shows_the_hydra_config_jumanji_composes(home):

@@ -36,12 +36,7 @@ def shipped_yaml(home, *parts: str) -> dict:
      "environment.env_id", "did you mean 'simple_spread_v3'?"),
 ])
 def test_bad_configs_are_one_line_errors_naming_the_field(home, fields, field, words):
-    proc = home.cli("run", str(home.config("bad", **fields)))
-    assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"mosaic: error: {field}: "), proc.stderr
-    assert words in lines[0]
-    assert "Traceback" not in proc.stderr and home.runs() == []
+    home.check_refused(fields, field, words)
 
 
 def test_the_schema_is_xuances_shipped_yaml(home):
