@@ -50,7 +50,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pairs import NEW_SESSION, direct_env, verdict
+from pairs import NEW_SESSION, check_mode, direct_env, pinned, save, verdict, wait_for_child, where
 
 SPS = re.compile(r"^SPS: (\d+)", re.MULTILINE)
 
@@ -62,31 +62,10 @@ def last_sps(text: str) -> int:
     return int(found[-1])
 
 
-def pinned(cpu: int | None):
-    """A preexec_fn that pins the child (and everything it starts) to one CPU."""
-    return None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
-
-
-def wait_for_script(root_pid: int, timeout: float = 300.0) -> list[str]:
-    """The command line of the CleanRL script MOSAIC starts under ``root_pid``, once it runs."""
-    import time
-
-    import psutil
-
-    deadline = time.monotonic() + timeout
-    root = psutil.Process(root_pid)
-    while time.monotonic() < deadline:
-        for child in root.children(recursive=True):
-            try:
-                line = child.cmdline()
-            except psutil.Error:
-                continue
-            if len(line) > 2 and line[1] == "-m" and line[2].startswith("cleanrl."):
-                return line[1:]
-        if not root.is_running():
-            break
-        time.sleep(0.05)
-    raise SystemExit("MOSAIC's run never started the script")
+def wait_for_script(root_pid: int) -> list[str]:
+    """The command line of the CleanRL script MOSAIC starts under ``root_pid``, once it runs (``-m cleanrl.x ...``)."""
+    return wait_for_child(root_pid, lambda line: len(line) > 2 and line[1] == "-m"
+                          and line[2].startswith("cleanrl."))[1:]
 
 
 def start_direct(python: str, command: list[str], folder: Path, base: dict, seed: int, threads: dict,
@@ -111,8 +90,7 @@ def main() -> int:
                         help="the two sides of a pair at once, each on its own CPU, or one after the other")
     parser.add_argument("--json", type=Path, help="write every pair's rates and the estimates to this file")
     args = parser.parse_args()
-    if args.mode == "concurrent" and len(os.sched_getaffinity(0)) < 2:
-        raise SystemExit("--mode concurrent needs 2 CPUs; use --mode alternate")
+    check_mode(args.mode)
 
     from mosaic import worker_envs
     from mosaic.testing import WorkerHome
@@ -149,19 +127,14 @@ def main() -> int:
         if direct.wait() != 0:
             raise SystemExit((folder / "stderr.txt").read_text()[-3000:])
         direct_rates.append(last_sps((folder / "stdout.txt").read_text()))
-        where = f" (mosaic on CPU {cores[0]}, direct on CPU {cores[1]})" if cores[0] is not None else ""
-        print(f"pair {pair + 1}: direct {direct_rates[-1]} steps/s, mosaic {mosaic_rates[-1]} steps/s{where}",
+        print(f"pair {pair + 1}: direct {direct_rates[-1]} steps/s, mosaic {mosaic_rates[-1]} steps/s{where(cores)}",
               flush=True)
     result = verdict(mosaic_rates, direct_rates)
     print(f"{args.algorithm}, {args.timesteps} steps, {args.mode}, seeds 1-{args.pairs}, "
           f"last command: python {' '.join(command)}")
     print("\n".join(result.lines(mosaic_rates, direct_rates)))
-    if args.json:
-        args.json.write_text(json.dumps({
-            "algorithm": args.algorithm, "timesteps": args.timesteps, "mode": args.mode, "threads": args.threads,
-            "pairs": [{"seed": i + 1, "direct": d, "mosaic": m} for i, (m, d) in enumerate(zip(mosaic_rates,
-                                                                                            direct_rates))],
-            **result.to_dict()}, indent=1) + "\n")
+    save(args.json, {"algorithm": args.algorithm, "timesteps": args.timesteps, "mode": args.mode,
+                     "threads": args.threads}, list(range(1, args.pairs + 1)), mosaic_rates, direct_rates, result)
     return 0 if result.paired[0] >= result.target else 1
 
 

@@ -13,10 +13,12 @@ The rate is the env steps of epochs 2..N over the wall time from the end of epoc
 to the end of epoch N, read from each side's own clock (the direct side's log line
 times, MOSAIC's ``metrics`` events): process start-up and the first epoch, which
 compiles, are left out; each epoch's evaluation counts on both sides, as it runs on
-both. Pairs alternate (mosaic, direct, ...); the direct side starts as MOSAIC starts a
-worker, and ``bench/pairs.py`` turns the pairs into a verdict (the paired ratio decides).
+both. The direct side starts as MOSAIC starts a worker. ``bench/pairs.py`` runs each pair
+(``--mode concurrent``, the default: both at once, each on its own CPU; or ``alternate``)
+and turns the pairs into a verdict (the paired ratio decides).
 
     python bench/jumanji_throughput.py [--environment tsp] [--epochs 6] [--pairs 3] [--tiny]
+                                       [--mode concurrent|alternate] [--json FILE]
 
 Target: mosaic / direct >= 0.97, on an idle machine. Needs the worker's environment
 (`mosaic envs build jumanji`).
@@ -34,7 +36,7 @@ import tempfile
 from datetime import datetime
 from pathlib import Path
 
-from pairs import NEW_SESSION, direct_env, verdict
+from pairs import MODES, Side, check_mode, direct_env, run_pair, save, verdict, where
 
 #: The worker's tests' tiny settings (--tiny): a smoke run of this script, not a measurement.
 TINY = {"n_steps": 5, "total_batch_size": 8, "num_learner_steps_per_epoch": 2, "eval_episodes": 8,
@@ -66,7 +68,10 @@ def main() -> int:
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--tiny", action="store_true", help="the tests' tiny network and batches (a smoke run)")
+    parser.add_argument("--mode", choices=MODES, default="concurrent")
+    parser.add_argument("--json", type=Path, help="write every pair's rates and the estimates to this file")
     args = parser.parse_args()
+    check_mode(args.mode)
 
     from mosaic import worker_envs
     from mosaic.testing import WorkerHome
@@ -78,7 +83,7 @@ def main() -> int:
     network = TINY_NETWORK.get(args.environment, {}) if args.tiny else {}
     steps_per_epoch = sizes["n_steps"] * sizes["total_batch_size"] * sizes["num_learner_steps_per_epoch"]
     fields = {"worker": "jumanji", "environment": args.environment, "seed": 0,
-              "total_timesteps": args.epochs * steps_per_epoch, **sizes, "network": network}
+              "total_timesteps": args.epochs * steps_per_epoch, **sizes, "network": network, "xla_cpu_threads": 1}
     config = home / "bench.json"
     config.write_text(json.dumps(fields))
     environ = {k: v for k, v in os.environ.items()
@@ -90,31 +95,36 @@ def main() -> int:
         raise SystemExit(dry.stderr[-3000:])
     overrides = json.loads(dry.stdout)["hydra_overrides"]
 
-    direct_rates, mosaic_rates, xla_flags = [], [], None
+    # the XLA flags the worker sets for itself (the direct side gets the same; checked after each pair)
+    flags = subprocess.run([python, "-c", "import json; from jumanji_worker.runtime import xla_environment; "
+                            f"print(json.dumps(xla_environment({fields['xla_cpu_threads']})))"],
+                           capture_output=True, text=True, check=True)
+    xla_flags = json.loads(flags.stdout)["XLA_FLAGS"]
+    direct_rates, mosaic_rates = [], []
     for pair in range(args.pairs):
-        proc = subprocess.run([sys.executable, "-m", "mosaic", "run", str(config)], capture_output=True,
-                              text=True, env=environ)
-        if proc.returncode != 0:
-            raise SystemExit(proc.stderr[-3000:])
+        folder = home / f"pair-{pair}"
+        mosaic = Side("mosaic", [sys.executable, "-m", "mosaic", "run", str(config)], environ, folder)
+        direct = Side("direct", [python, "-m", "jumanji.training.train", *overrides, "logger.type=terminal",
+                                 f"hydra.run.dir={folder / 'hydra'}"],
+                      direct_env({**environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": xla_flags}, fields["seed"]),
+                      folder, new_session=True)
+        mosaic, direct, cores = run_pair(pair, args.mode, mosaic, direct, folder)
         run = max((home / "trainer" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
         events = [json.loads(line) for line in (run / "telemetry.jsonl").read_text().splitlines()]
-        xla_flags = next(e for e in events if e["type"] == "run_started")["resources"]["xla_flags"]
+        started = next(e for e in events if e["type"] == "run_started")["resources"]["xla_flags"]
+        if started != xla_flags:
+            raise SystemExit(f"the worker ran with XLA_FLAGS {started!r}, the direct side with {xla_flags!r}")
         mosaic_rates.append(mosaic_rate(events, steps_per_epoch))
-        folder = home / f"direct-{pair}"
-        folder.mkdir()
-        direct = subprocess.run([python, "-m", "jumanji.training.train", *overrides, "logger.type=terminal",
-                                 f"hydra.run.dir={folder}"], capture_output=True, text=True, cwd=folder,
-                                env=direct_env({**environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": xla_flags},
-                                               fields["seed"]), **NEW_SESSION)
-        if direct.returncode != 0:
-            raise SystemExit(direct.stderr[-3000:])
-        direct_rates.append(direct_rate((direct.stdout + direct.stderr).splitlines(), steps_per_epoch))
-        print(f"pair {pair + 1}: direct {direct_rates[-1]:.0f} env steps/s, mosaic {mosaic_rates[-1]:.0f}",
-              flush=True)
+        direct_rates.append(direct_rate((direct.out + direct.err).splitlines(), steps_per_epoch))
+        print(f"pair {pair + 1}: direct {direct_rates[-1]:.0f} env steps/s, mosaic {mosaic_rates[-1]:.0f}"
+              f"{where(cores)}", flush=True)
     result = verdict(mosaic_rates, direct_rates)
     print(f"{args.environment}, {args.epochs} epochs of {steps_per_epoch} env steps{' (tiny)' if args.tiny else ''}, "
-          f"{args.pairs} pairs:")
+          f"{args.mode}, {args.pairs} pairs:")
     print("\n".join(result.lines(mosaic_rates, direct_rates)))
+    save(args.json, {"worker": "jumanji", "environment": args.environment, "epochs": args.epochs,
+                     "steps_per_epoch": steps_per_epoch, "tiny": args.tiny, "mode": args.mode},
+         [fields["seed"]] * args.pairs, mosaic_rates, direct_rates, result)
     return 0 if result.paired[0] >= result.target else 1
 
 

@@ -16,15 +16,29 @@ they are the same for every worker:
   bootstrap interval beside it (it ignores the pairing, so it is wider).
 
 The target is met only when the paired interval lies wholly at or above it.
+
+How the two sides of a pair share the machine (:func:`run_pair`):
+
+* ``concurrent`` (the default, needs 2 CPUs): both at once, each pinned to its own CPU
+  (MOSAIC's whole process tree, ``mosaic run`` included, on one; the direct run on the
+  other; swapped every pair). The direct run starts when MOSAIC's worker process does.
+  Drift over time hits both sides alike, and MOSAIC's own processes compete with its
+  worker for one CPU, which can only make MOSAIC look slower;
+* ``alternate``: one after the other, MOSAIC first in even pairs and second in odd ones,
+  so neither side always runs on a machine the other has just warmed or heated.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import random
 import statistics
-from dataclasses import dataclass
-from typing import Any
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
 
 TARGET = 0.97
 
@@ -36,6 +50,91 @@ NEW_SESSION = {"start_new_session": True}
 def direct_env(environ: dict[str, str], seed: int) -> dict[str, str]:
     """``environ`` with the ``PYTHONHASHSEED`` MOSAIC gives a worker whose run has ``seed``."""
     return {**environ, "PYTHONHASHSEED": str(seed % 4294967296)}
+
+
+MODES = ("concurrent", "alternate")
+
+
+def pinned(cpu: int | None) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that pins the child (and everything it starts) to one CPU; ``None`` for no pinning."""
+    return None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
+
+
+def wait_for_child(root_pid: int, match: Callable[[list[str]], bool], timeout: float = 300.0) -> list[str]:
+    """The command line of the first process under ``root_pid`` that ``match`` accepts, once it runs."""
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    root = psutil.Process(root_pid)
+    while time.monotonic() < deadline:
+        for child in root.children(recursive=True):
+            try:
+                line = child.cmdline()
+            except psutil.Error:
+                continue
+            if match(line):
+                return line
+        if not root.is_running() or root.status() == psutil.STATUS_ZOMBIE:
+            break
+        time.sleep(0.05)
+    raise SystemExit(f"no matching process started under {root_pid}")
+
+
+def is_worker(line: list[str]) -> bool:
+    """A MOSAIC worker running a run (``<worker>.cli --config ... --run-dir ...``), not a describe call."""
+    return "--run-dir" in line
+
+
+def check_mode(mode: str) -> None:
+    if mode == "concurrent" and len(os.sched_getaffinity(0)) < 2:
+        raise SystemExit("--mode concurrent needs 2 CPUs; use --mode alternate")
+
+
+@dataclass
+class Side:
+    """How one side of a pair is started; its output goes to ``<folder>/<name>.stdout`` and ``.stderr``."""
+
+    name: str
+    command: list[str]
+    env: dict[str, str]
+    cwd: Path
+    new_session: bool = False
+    out: str = field(default="", init=False)
+    err: str = field(default="", init=False)
+
+    def start(self, folder: Path, cpu: int | None) -> subprocess.Popen:
+        folder.mkdir(parents=True, exist_ok=True)
+        self._files = (folder / f"{self.name}.stdout", folder / f"{self.name}.stderr")
+        # files, not pipes: a pipe nobody reads while the other side runs could fill and stall the child
+        with self._files[0].open("w") as out, self._files[1].open("w") as err:
+            return subprocess.Popen(self.command, stdout=out, stderr=err, cwd=self.cwd, env=self.env,
+                                    preexec_fn=pinned(cpu), start_new_session=self.new_session)
+
+    def finish(self, proc: subprocess.Popen) -> "Side":
+        code = proc.wait()
+        self.out, self.err = (f.read_text() for f in self._files)
+        if code != 0:
+            raise SystemExit(f"{self.name} exited with {code}:\n{self.err[-3000:]}")
+        return self
+
+
+def run_pair(pair: int, mode: str, mosaic: Side, direct: Side, folder: Path,
+             worker: Callable[[list[str]], bool] = is_worker) -> tuple[Side, Side, tuple[int | None, int | None]]:
+    """Run pair number ``pair`` (from 0) in ``mode``; both sides' output, and the CPUs they were pinned to."""
+    if mode == "concurrent":
+        cores = (pair % 2, 1 - pair % 2)
+        proc = mosaic.start(folder, cores[0])
+        wait_for_child(proc.pid, worker)
+        other = direct.start(folder, cores[1])
+        return mosaic.finish(proc), direct.finish(other), cores
+    first, second = (mosaic, direct) if pair % 2 == 0 else (direct, mosaic)
+    first.finish(first.start(folder, None))
+    second.finish(second.start(folder, None))
+    return mosaic, direct, (None, None)
+
+
+def where(cores: tuple[int | None, int | None]) -> str:
+    return f" (mosaic on CPU {cores[0]}, direct on CPU {cores[1]})" if cores[0] is not None else ""
 
 
 def paired_ratio(mosaic: list[float], direct: list[float]) -> tuple[float, float, float]:
@@ -89,3 +188,15 @@ class Verdict:
 
 def verdict(mosaic: list[float], direct: list[float], target: float = TARGET) -> Verdict:
     return Verdict(paired_ratio(mosaic, direct), ratio_of_medians(mosaic, direct), target)
+
+
+def save(path: Path | None, meta: dict[str, Any], seeds: list[int], mosaic: list[float], direct: list[float],
+         result: Verdict) -> None:
+    """Every pair's rates and the verdict, as JSON (nothing when ``path`` is None)."""
+    if path is None:
+        return
+    import json
+
+    path.write_text(json.dumps({**meta, "pairs": [{"seed": s, "direct": d, "mosaic": m}
+                                                  for s, m, d in zip(seeds, mosaic, direct)],
+                                **result.to_dict()}, indent=1) + "\n")

@@ -58,11 +58,15 @@ class ObservationCodec:
     """Each agent's observation as XuanCe is given it: unchanged, or flattened by :mod:`mosaic.spaces`."""
 
     def __init__(self, spaces: dict[str, Any]) -> None:
-        from mosaic.spaces import encoded_space
+        from mosaic.spaces import encode, encoded_space
 
         self.raw = dict(spaces)
         self.kinds = {a: observation_kind(s) for a, s in spaces.items()}
         self.spaces = {a: encoded_space(s) if self.kinds[a] == FLATTENED else s for a, s in spaces.items()}
+        #: The agents whose observations are flattened; when none are, observations pass through untouched
+        #: (this runs at every env step: the common case costs one truth test, as in XuanCe's own MPE class).
+        self.flattened = frozenset(a for a, kind in self.kinds.items() if kind == FLATTENED)
+        self._encode = encode
 
     def encodings(self) -> dict[str, str]:
         """Agent → how its observations are flattened (``flatten(27x5)``, ``one-hot(4)``), for flattened agents."""
@@ -71,11 +75,11 @@ class ObservationCodec:
         return {a: encoding_name(s) for a, s in self.raw.items() if self.kinds[a] == FLATTENED}
 
     def observation(self, agent: str, value: Any) -> Any:
-        from mosaic.spaces import encode
-
-        return encode(self.raw[agent], value) if self.kinds[agent] == FLATTENED else value
+        return self._encode(self.raw[agent], value) if agent in self.flattened else value
 
     def __call__(self, observations: dict[str, Any]) -> dict[str, Any]:
+        if not self.flattened:
+            return observations
         return {a: self.observation(a, o) for a, o in observations.items()}
 
 
@@ -205,7 +209,8 @@ def make_raw_env_class() -> type:
 
         def state(self) -> np.ndarray:
             if self._has_state:
-                return self._state_codec.observation("state", self.env.state())
+                state = self.env.state()
+                return self._state_codec.observation("state", state) if self._state_codec.flattened else state
             return np.concatenate([np.asarray(self._last_obs[a], np.float32).ravel() for a in self.agents])
 
         def avail_actions(self) -> dict | None:
