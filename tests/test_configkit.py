@@ -61,3 +61,31 @@ def test_explain_lists_every_leaf_field():
     for path in ["count", "mode", "inner.name", "inner.rate", "limit", "tags"]:
         assert f"{path} = " in text
     assert "one of a, b" in text
+
+
+@pytest.mark.parametrize("default, good, converted, bad, kind", [
+    (0.99, 1, 1.0, "high", "number"),
+    (3, 4, 4, 4.5, "integer"),
+    (True, False, False, 1, "boolean"),
+    ("relu", "tanh", "tanh", 3, "string"),
+    ([64, 64], [32], [32], 32, "array"),
+])
+def test_upstream_param_takes_the_type_of_its_default(default, good, converted, bad, kind):
+    param = configkit.UpstreamParam("opt", default, "Lib", "what it does")
+    assert param.check(good, "algo_params.opt") == converted
+    assert type(param.check(good, "algo_params.opt")) is type(converted)
+    with pytest.raises(ConfigError) as info:
+        param.check(bad, "algo_params.opt")
+    assert str(info.value) == f"algo_params.opt: {bad!r} is not a{'n' if kind[0] in 'aeiou' else ''} {kind} " \
+                              f"(Lib's default is {default!r})"
+    assert param.schema() == {"default": default, "type": kind, "description": "what it does"}
+
+
+def test_upstream_param_with_a_none_default():
+    anything = configkit.UpstreamParam("opt", None, "Lib")
+    assert anything.check({"a": 1}, "f") == {"a": 1} and anything.schema() == {"default": None}
+    optional = configkit.UpstreamParam("delta", None, "Lib", null_type="number")
+    assert optional.check(None, "f") is None and optional.check(2, "f") == 2.0
+    assert optional.schema() == {"default": None, "type": ["number", "null"]}
+    with pytest.raises(ConfigError, match=r"^f: 'x' is not a number or null \(Lib's default is None\)$"):
+        optional.check("x", "f")

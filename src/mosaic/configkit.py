@@ -273,3 +273,65 @@ def json_schema(cls: type, *, title: str | None = None) -> dict[str, Any]:
     """
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **({"title": title} if title else {}),
             **_object_schema(cls)}
+
+
+@dataclasses.dataclass(frozen=True)
+class UpstreamParam:
+    """One option a worker passes through to its library, typed by the library's own default.
+
+    Workers that expose a library's options (XuanCe's yaml keys, Tianshou's keyword
+    arguments) read the names and defaults from the installed library, so the schema
+    follows upstream. The JSON type is the default's; a ``None`` default accepts
+    ``null_type`` or null (``any``: anything). ``owner`` says where upstream declares it
+    (a class, a yaml file), ``library`` names upstream in errors.
+    """
+
+    name: str
+    default: Any
+    library: str
+    description: str = ""
+    owner: str = ""
+    null_type: str = "any"
+
+    @property
+    def type(self) -> str:
+        d = self.default
+        if isinstance(d, bool):
+            return "boolean"
+        if isinstance(d, int):
+            return "integer"
+        if isinstance(d, float):
+            return "number"
+        if isinstance(d, str):
+            return "string"
+        if isinstance(d, (list, tuple)):
+            return "array"
+        if d is None and self.null_type != "any":
+            return f"{self.null_type} or null"
+        return "any"
+
+    def schema(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"default": list(self.default) if isinstance(self.default, tuple) else self.default}
+        kind = self.type
+        if kind.endswith(" or null"):
+            out["type"] = [self.null_type, "null"]
+        elif kind != "any":
+            out["type"] = kind
+        if self.description:
+            out["description"] = self.description
+        return out
+
+    def check(self, value: Any, field: str) -> Any:
+        """``value`` if it has the default's type (an integer where a number is wanted becomes a float)."""
+        kind = self.type
+        if value is None and kind.endswith(" or null"):
+            return None
+        base = kind.removesuffix(" or null")
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = {"integer": isinstance(value, int) and not isinstance(value, bool), "number": number,
+              "string": isinstance(value, str), "boolean": isinstance(value, bool),
+              "array": isinstance(value, list), "any": True}[base]
+        if not ok:
+            raise ConfigError(field, f"{value!r} is not a{'n' if kind[0] in 'aeiou' else ''} {kind} "
+                                     f"({self.library}'s default is {self.default!r})")
+        return float(value) if base == "number" else value

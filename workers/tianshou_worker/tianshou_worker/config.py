@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from mosaic import configkit
-from mosaic.configkit import option
+from mosaic.configkit import UpstreamParam, option
 from mosaic.errors import ConfigError, UserError
 from mosaic.fastlane.config import FastLaneConfig
 
@@ -29,41 +29,10 @@ from tianshou_worker import algorithms
 from tianshou_worker.algorithms import BUILT, Algorithm, class_name
 
 
-@dataclass(frozen=True)
-class Param:
-    """One keyword argument of a Tianshou class, with its default."""
-
-    name: str
-    default: Any
-    owner: str  # "policy" or "algorithm": which Tianshou class takes it
-
-    @property
-    def type(self) -> str:
-        d = self.default
-        if isinstance(d, bool):
-            return "boolean"
-        if isinstance(d, int):
-            return "integer"
-        if isinstance(d, float):
-            return "number"
-        if isinstance(d, str):
-            return "string"
-        return "number_or_null"  # a None default: Tianshou's optional numbers (huber_loss_delta, ...)
-
-    def schema(self) -> dict[str, Any]:
-        kind = {"number_or_null": ["number", "null"]}.get(self.type, self.type)
-        return {"default": self.default, "type": kind, "description": f"keyword argument of Tianshou's {self.owner}"}
-
-    def check(self, value: Any, field: str) -> Any:
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        ok = {"integer": isinstance(value, int) and not isinstance(value, bool), "number": number,
-              "string": isinstance(value, str), "boolean": isinstance(value, bool),
-              "number_or_null": value is None or number}[self.type]
-        if not ok:
-            shown = self.type.replace("_", " ")
-            raise ConfigError(field, f"{value!r} is not a{'n' if shown[0] in 'aeiou' else ''} {shown} "
-                                     f"(Tianshou's default is {self.default!r})")
-        return float(value) if self.type == "number" else value
+def tianshou_param(name: str, default: Any, owner: str) -> UpstreamParam:
+    """One keyword argument of a Tianshou class (``owner``), with its default."""
+    return UpstreamParam(name, default, "Tianshou", f"keyword argument of Tianshou's {owner}", owner=owner,
+                         null_type="number")  # a None default: Tianshou's optional numbers (huber_loss_delta, ...)
 
 
 def tianshou_folder() -> Path:
@@ -104,15 +73,15 @@ def keyword_defaults(path: str) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=None)
-def tianshou_params(name: str) -> dict[str, Param]:
+def tianshou_params(name: str) -> dict[str, UpstreamParam]:
     """The tunable keyword arguments of the algorithm's policy and algorithm classes, with their defaults."""
     algo = algorithms.get(name)
     fixed = {f[0] for f in algo.fixed}
-    out: dict[str, Param] = {}
+    out: dict[str, UpstreamParam] = {}
     for path in (algo.policy_class, algo.tianshou_class):
         for key, default in keyword_defaults(path).items():
             if key not in BUILT and key not in fixed and (default is None or isinstance(default, (bool, int, float, str))):
-                out[key] = Param(key, default, class_name(path))
+                out[key] = tianshou_param(key, default, class_name(path))
     return out
 
 

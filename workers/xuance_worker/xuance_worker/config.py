@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from mosaic import configkit
-from mosaic.configkit import option
+from mosaic.configkit import UpstreamParam, option
 from mosaic.envs import EnvironmentConfig
 from mosaic.errors import ConfigError, UserError
 from mosaic.fastlane.config import FastLaneConfig
@@ -55,46 +55,9 @@ OWNED = {
 }
 
 
-@dataclass(frozen=True)
-class Param:
-    """One XuanCe option and its shipped default."""
-
-    name: str
-    default: Any
-    comment: str = ""
-
-    @property
-    def type(self) -> str:
-        d = self.default
-        if isinstance(d, bool):
-            return "boolean"
-        if isinstance(d, int):
-            return "integer"
-        if isinstance(d, float):
-            return "number"
-        if isinstance(d, str):
-            return "string"
-        if isinstance(d, list):
-            return "array"
-        return "any"
-
-    def schema(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"default": self.default}
-        if self.type != "any":
-            out["type"] = self.type
-        if self.comment:
-            out["description"] = self.comment
-        return out
-
-    def check(self, value: Any, field: str) -> Any:
-        ok = {"integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-              "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-              "string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
-              "array": lambda v: isinstance(v, list), "any": lambda v: True}[self.type]
-        if not ok(value):
-            raise ConfigError(field, f"{value!r} is not a{'n' if self.type[0] in 'aeiou' else ''} {self.type} "
-                                     f"(XuanCe's default is {self.default!r})")
-        return float(value) if self.type == "number" else value
+def xuance_param(name: str, default: Any, comment: str = "") -> UpstreamParam:
+    """One XuanCe option and its shipped default (``comment``: the yaml's own, if any)."""
+    return UpstreamParam(name, default, "XuanCe", comment)
 
 
 def configs_folder() -> Path:
@@ -135,14 +98,14 @@ def yaml_file(algorithm: str, family: str, env_id: str, images: bool = False) ->
 
 @functools.lru_cache(maxsize=None)
 def xuance_params(algorithm: str, family: str = "mpe", env_id: str = BASE_ENV,
-                  images: bool = False) -> dict[str, Param]:
+                  images: bool = False) -> dict[str, UpstreamParam]:
     """Every option of the algorithm on the env, with XuanCe's shipped defaults (basic.yaml, then its own)."""
     import yaml
 
     basic, own = configs_folder() / "basic.yaml", yaml_file(algorithm, family, env_id, images)
     values = {**yaml.safe_load(basic.read_text()), **yaml.safe_load(own.read_text())}
     comments = {**_comments(basic), **_comments(own)}
-    return {k: Param(k, v, comments.get(k, "")) for k, v in values.items()}
+    return {k: xuance_param(k, v, comments.get(k, "")) for k, v in values.items()}
 
 
 def params_schema(name: str) -> dict[str, Any]:
@@ -154,8 +117,9 @@ def params_schema(name: str) -> dict[str, Any]:
         # Basic_CNN's layers, for envs whose agents observe images (which take all of the image yaml's defaults)
         for option_name, param in xuance_params(algo.name, images=True).items():
             if option_name in CNN_OPTIONS:
-                params[option_name] = Param(option_name, param.default, f"image observations only (XuanCe's Basic_CNN; "
-                                                                       f"default from {algo.name}/{IMAGE_YAML})")
+                params[option_name] = xuance_param(option_name, param.default,
+                                                   f"image observations only (XuanCe's Basic_CNN; "
+                                                   f"default from {algo.name}/{IMAGE_YAML})")
         title += f"over basic.yaml; envs observing images take {algo.name}/{IMAGE_YAML})"
     else:
         title += "over basic.yaml; image observations are not supported)"
@@ -226,7 +190,7 @@ class XuanCeConfig:
 
         return observes_images(self.environment)
 
-    def params(self) -> dict[str, Param]:
+    def params(self) -> dict[str, UpstreamParam]:
         env = self.environment
         return xuance_params(self.algo.name, env.family, env.env_id, self.observes_images())
 
