@@ -130,21 +130,34 @@ def test_same_seed_same_episodes_as_xuance_run_directly(home, algorithm):
 
 PONG = {"family": "butterfly", "env_id": "cooperative_pong_v5", "api_type": "PARALLEL",
         "env_kwargs": {"render_ratio": 8, "max_cycles": 30}}  # 70x120 frames, the smallest the env draws
+#: Every algorithm the docs say takes images: its budget on PONG besides 60 env steps of one env, and a scalar that
+#: only its gradient update logs. On-policy: one update of the 60 steps (IPPO's image yaml does 10 epochs; one here).
+#: Off-policy: a replay buffer of 60 transitions (the image yaml's 500000 do not fit in memory), learning from step 50:
+#: ten gradient steps of 32 transitions.
+IMAGE_RUNS = {
+    "mappo": ({"batch_size": 60}, "critic_loss"),
+    "ippo": ({"batch_size": 60, "algo_params": {"n_epochs": 1}}, "critic_loss"),
+    "vdn": ({"batch_size": 32, "algo_params": {"buffer_size": 60, "start_training": 50}}, "loss_Q"),
+    "iql": ({"batch_size": 32, "algo_params": {"buffer_size": 60, "start_training": 50}}, "loss_Q"),
+}
 
 
 @pytest.mark.slow
-def test_an_image_env_trains_a_cnn_and_evaluates_on_the_frames_the_env_gives(home):
-    """cooperative_pong's frames go to XuanCe's CNN (its image settings, mappo/atari.yaml), in training and, the same
-    way, in `mosaic eval`; the walk in test_xc_envs.py leaves this env to this test."""
-    proc, run = home.run("mappo", environment=PONG, total_timesteps=60, batch_size=60, num_envs=1,
-                         report_every_timesteps=60)
+@pytest.mark.parametrize("algorithm", list(IMAGE_RUNS))
+def test_an_image_env_trains_a_cnn_and_evaluates_on_the_frames_the_env_gives(home, algorithm):
+    """cooperative_pong's frames go to XuanCe's CNN (its image settings, <algo>/atari.yaml), in training and, the
+    same way, in `mosaic eval`; the walk in test_xc_envs.py leaves this env to this test."""
+    budget, scalar = IMAGE_RUNS[algorithm]
+    proc, run = home.run(algorithm, environment=PONG, total_timesteps=60, num_envs=1, report_every_timesteps=60,
+                         **budget)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (started,) = home.events(run, "run_started")
     assert started["observations"] == {a: "image 70x120x3 uint8 (XuanCe's CNN)" for a in ("paddle_0", "paddle_1")}
     assert started["set_for_env"] == {"representation": "Basic_CNN", "use_cnn": True}
-    assert started["xuance_yaml"] == "mappo/atari.yaml"
+    assert started["xuance_yaml"] == f"{algorithm}/atari.yaml"
     (metrics,) = home.events(run, "metrics")
-    assert metrics["timesteps_total"] == 60 and metrics["learner"]["shared"]["critic_loss"] > 0
+    # XuanCe logs the scalar from its update only: at least one gradient step was taken on the frames
+    assert metrics["timesteps_total"] == 60 and metrics["learner"]["shared"][scalar] > 0, metrics["learner"]
     (saved,) = home.events(run, "checkpoint_saved")
     evaluated = home.cli("eval", run.name, "--episodes", "2", "--seed", "4", "--json")
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
