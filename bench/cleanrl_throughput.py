@@ -47,10 +47,9 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from pairs import NEW_SESSION, check_mode, direct_env, pinned, save, verdict, wait_for_child, where
+from pairs import NEW_SESSION, bench_home, check_mode, conclude, direct_env, pinned, wait_for_child, where
 
 SPS = re.compile(r"^SPS: (\d+)", re.MULTILINE)
 
@@ -92,13 +91,8 @@ def main() -> int:
     args = parser.parse_args()
     check_mode(args.mode)
 
-    from mosaic import worker_envs
-    from mosaic.testing import WorkerHome
-
-    # a fresh home whose envs/cleanrl is the checkout's environment (built first: a no-op when up to date)
-    bench_home = WorkerHome.create(Path(tempfile.mkdtemp(prefix="mosaic-bench-cleanrl-")), "cleanrl",
-                                   worker_envs.build("cleanrl").path)
-    home, python = bench_home.root, bench_home.python
+    worker_home = bench_home("cleanrl")
+    home, python = worker_home.root, worker_home.python
     config = home / "bench.json"
     threads = {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)} if args.threads else {}
     base = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
@@ -129,13 +123,10 @@ def main() -> int:
         direct_rates.append(last_sps((folder / "stdout.txt").read_text()))
         print(f"pair {pair + 1}: direct {direct_rates[-1]} steps/s, mosaic {mosaic_rates[-1]} steps/s{where(cores)}",
               flush=True)
-    result = verdict(mosaic_rates, direct_rates)
-    print(f"{args.algorithm}, {args.timesteps} steps, {args.mode}, seeds 1-{args.pairs}, "
-          f"last command: python {' '.join(command)}")
-    print("\n".join(result.lines(mosaic_rates, direct_rates)))
-    save(args.json, {"algorithm": args.algorithm, "timesteps": args.timesteps, "mode": args.mode,
-                     "threads": args.threads}, list(range(1, args.pairs + 1)), mosaic_rates, direct_rates, result)
-    return 0 if result.paired[0] >= result.target else 1
+    return conclude(f"{args.algorithm}, {args.timesteps} steps, {args.mode}, seeds 1-{args.pairs}, "
+                    f"last command: python {' '.join(command)}",
+                    {"algorithm": args.algorithm, "timesteps": args.timesteps, "mode": args.mode,
+                     "threads": args.threads}, list(range(1, args.pairs + 1)), mosaic_rates, direct_rates, args.json)
 
 
 if __name__ == "__main__":

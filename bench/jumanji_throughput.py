@@ -32,11 +32,10 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 from datetime import datetime
 from pathlib import Path
 
-from pairs import MODES, Side, check_mode, direct_env, run_pair, save, verdict, where
+from pairs import MODES, Side, bench_home, check_mode, conclude, direct_env, measure, newest_run_events
 
 #: The worker's tests' tiny settings (--tiny): a smoke run of this script, not a measurement.
 TINY = {"n_steps": 5, "total_batch_size": 8, "num_learner_steps_per_epoch": 2, "eval_episodes": 8,
@@ -73,12 +72,8 @@ def main() -> int:
     args = parser.parse_args()
     check_mode(args.mode)
 
-    from mosaic import worker_envs
-    from mosaic.testing import WorkerHome
-
-    bench_home = WorkerHome.create(Path(tempfile.mkdtemp(prefix="mosaic-bench-jumanji-")), "jumanji",
-                                   worker_envs.build("jumanji").path)
-    home, python = bench_home.root, bench_home.python
+    worker_home = bench_home("jumanji")
+    home, python = worker_home.root, worker_home.python
     sizes = TINY if args.tiny else DEFAULT
     network = TINY_NETWORK.get(args.environment, {}) if args.tiny else {}
     steps_per_epoch = sizes["n_steps"] * sizes["total_batch_size"] * sizes["num_learner_steps_per_epoch"]
@@ -100,33 +95,28 @@ def main() -> int:
                             f"print(json.dumps(xla_environment({fields['xla_cpu_threads']})))"],
                            capture_output=True, text=True, check=True)
     xla_flags = json.loads(flags.stdout)["XLA_FLAGS"]
-    direct_rates, mosaic_rates = [], []
-    for pair in range(args.pairs):
-        folder = home / f"pair-{pair}"
-        mosaic = Side("mosaic", [sys.executable, "-m", "mosaic", "run", str(config)], environ, folder)
-        direct = Side("direct", [python, "-m", "jumanji.training.train", *overrides, "logger.type=terminal",
-                                 f"hydra.run.dir={folder / 'hydra'}"],
-                      direct_env({**environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": xla_flags}, fields["seed"]),
-                      folder, new_session=True)
-        mosaic, direct, cores = run_pair(pair, args.mode, mosaic, direct, folder)
-        run = max((home / "trainer" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
-        events = [json.loads(line) for line in (run / "telemetry.jsonl").read_text().splitlines()]
+
+    def sides(pair: int, folder: Path) -> tuple[Side, Side]:
+        return (Side("mosaic", [sys.executable, "-m", "mosaic", "run", str(config)], environ, folder),
+                Side("direct", [python, "-m", "jumanji.training.train", *overrides, "logger.type=terminal",
+                                f"hydra.run.dir={folder / 'hydra'}"],
+                     direct_env({**environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": xla_flags}, fields["seed"]),
+                     folder, new_session=True))
+
+    def mosaic_side(_: Side) -> float:
+        events = newest_run_events(home)
         started = next(e for e in events if e["type"] == "run_started")["resources"]["xla_flags"]
         if started != xla_flags:
             raise SystemExit(f"the worker ran with XLA_FLAGS {started!r}, the direct side with {xla_flags!r}")
-        mosaic_rates.append(mosaic_rate(events, steps_per_epoch))
-        direct_rates.append(direct_rate((direct.out + direct.err).splitlines(), steps_per_epoch))
-        print(f"pair {pair + 1}: direct {direct_rates[-1]:.0f} env steps/s, mosaic {mosaic_rates[-1]:.0f}"
-              f"{where(cores)}", flush=True)
-    result = verdict(mosaic_rates, direct_rates)
-    print(f"{args.environment}, {args.epochs} epochs of {steps_per_epoch} env steps{' (tiny)' if args.tiny else ''}, "
-          f"{args.mode}, {args.pairs} pairs:")
-    print("\n".join(result.lines(mosaic_rates, direct_rates)))
-    save(args.json, {"worker": "jumanji", "environment": args.environment, "epochs": args.epochs,
-                     "steps_per_epoch": steps_per_epoch, "tiny": args.tiny, "mode": args.mode},
-         [fields["seed"]] * args.pairs, mosaic_rates, direct_rates, result)
-    return 0 if result.paired[0] >= result.target else 1
+        return mosaic_rate(events, steps_per_epoch)
 
+    mosaic_rates, direct_rates = measure(args.pairs, args.mode, home, sides, mosaic_side,
+                                         lambda d: direct_rate((d.out + d.err).splitlines(), steps_per_epoch))
+    return conclude(f"{args.environment}, {args.epochs} epochs of {steps_per_epoch} env steps"
+                    f"{' (tiny)' if args.tiny else ''}, {args.mode}, {args.pairs} pairs:",
+                    {"worker": "jumanji", "environment": args.environment, "epochs": args.epochs,
+                     "steps_per_epoch": steps_per_epoch, "tiny": args.tiny, "mode": args.mode},
+                    [fields["seed"]] * args.pairs, mosaic_rates, direct_rates, args.json)
 
 if __name__ == "__main__":
     sys.exit(main())

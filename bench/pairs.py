@@ -200,3 +200,68 @@ def save(path: Path | None, meta: dict[str, Any], seeds: list[int], mosaic: list
     path.write_text(json.dumps({**meta, "pairs": [{"seed": s, "direct": d, "mosaic": m}
                                                   for s, m, d in zip(seeds, mosaic, direct)],
                                 **result.to_dict()}, indent=1) + "\n")
+
+
+def bench_home(worker: str) -> Any:
+    """A fresh MOSAIC home (``mosaic.testing.WorkerHome``) whose ``envs/<worker>`` is the worker's environment in
+    ``$MOSAIC_HOME``, else in the checkout's ``var/`` whatever the working folder (built first: a no-op when it is
+    up to date)."""
+    import tempfile
+
+    from mosaic import worker_envs
+    from mosaic.testing import WorkerHome
+
+    built = worker_envs.build(worker, home=os.environ.get("MOSAIC_HOME") or Path(__file__).resolve().parents[1] / "var")
+    return WorkerHome.create(Path(tempfile.mkdtemp(prefix=f"mosaic-bench-{worker}-")), worker, built.path)
+
+
+def newest_run_events(home: Path) -> list[dict[str, Any]]:
+    """The telemetry of the newest run in ``home`` (the one ``mosaic run`` just made)."""
+    import json
+
+    run = max((home / "trainer" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
+    return [json.loads(line) for line in (run / "telemetry.jsonl").read_text().splitlines()]
+
+
+def mosaic_train_rate(home: Path) -> float:
+    """Env steps/s of the newest run in ``home``: ``run_completed``'s env steps over its ``train_seconds``."""
+    summary = next(e for e in newest_run_events(home) if e["type"] == "run_completed")["summary"]
+    return summary["timesteps_total"] / summary["train_seconds"]
+
+
+def direct_train_rate(out: str) -> float:
+    """Env steps/s a direct script printed with ``--timing`` (``{"timesteps", "train_seconds"}``, the line before
+    its last)."""
+    import json
+
+    timing = json.loads(out.strip().splitlines()[-2])
+    return timing["timesteps"] / timing["train_seconds"]
+
+
+def measure(count: int, mode: str, home: Path, sides: Callable[[int, Path], tuple[Side, Side]],
+            mosaic_rate: Callable[[Side], float],
+            direct_rate: Callable[[Side], float]) -> tuple[list[float], list[float]]:
+    """Run ``count`` pairs: ``sides(pair, folder)`` says how each side of pair ``pair`` starts (``folder`` is the
+    pair's own, under ``home``), and the two rate functions read each finished side's env steps/s."""
+    mosaic_rates: list[float] = []
+    direct_rates: list[float] = []
+    for pair in range(count):
+        folder = home / f"pair-{pair}"
+        folder.mkdir()
+        mosaic, direct = sides(pair, folder)
+        mosaic, direct, cores = run_pair(pair, mode, mosaic, direct, folder)
+        mosaic_rates.append(mosaic_rate(mosaic))
+        direct_rates.append(direct_rate(direct))
+        print(f"pair {pair + 1}: direct {direct_rates[-1]:.0f} env steps/s, mosaic {mosaic_rates[-1]:.0f}"
+              f"{where(cores)}", flush=True)
+    return mosaic_rates, direct_rates
+
+
+def conclude(title: str, meta: dict[str, Any], seeds: list[int], mosaic: list[float], direct: list[float],
+             path: Path | None) -> int:
+    """Print the verdict under ``title``, keep every pair in ``path`` (JSON) if given; the bench's exit code."""
+    result = verdict(mosaic, direct)
+    print(title)
+    print("\n".join(result.lines(mosaic, direct)))
+    save(path, meta, seeds, mosaic, direct, result)
+    return 0 if result.paired[0] >= result.target else 1

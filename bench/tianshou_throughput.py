@@ -28,10 +28,10 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
-from pairs import MODES, Side, check_mode, direct_env, run_pair, save, verdict, where
+from pairs import (MODES, Side, bench_home, check_mode, conclude, direct_env, direct_train_rate, measure,
+                   mosaic_train_rate)
 
 REPO = Path(__file__).resolve().parents[1]
 DIRECT = REPO / "workers" / "tianshou_worker" / "tests" / "tianshou_direct.py"
@@ -46,17 +46,12 @@ def main() -> int:
     args = parser.parse_args()
     check_mode(args.mode)
 
-    from mosaic import worker_envs
-    from mosaic.testing import WorkerHome
-
-    bench_home = WorkerHome.create(Path(tempfile.mkdtemp(prefix="mosaic-bench-tianshou-")), "tianshou",
-                                   worker_envs.build("tianshou").path)
-    home, python = bench_home.root, bench_home.python
+    worker_home = bench_home("tianshou")
+    home, python = worker_home.root, worker_home.python
     base = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
-    direct_rates, mosaic_rates, seeds = [], [], []
-    for pair in range(args.pairs):
-        seed, folder = pair + 1, home / f"pair-{pair}"
-        folder.mkdir()
+
+    def sides(pair: int, folder: Path) -> tuple[Side, Side]:
+        seed = pair + 1
         settings = {"env_id": "CartPole-v1", "seed": seed, "num_envs": 1, "hidden_sizes": [64, 64],
                     "learning_rate": 0.001, "buffer_size": args.timesteps, "batch_size": 64, "learning_starts": 100,
                     "collect_steps": 10, "update_per_step": 0.1, "total_timesteps": args.timesteps}
@@ -64,26 +59,16 @@ def main() -> int:
         config.write_text(json.dumps({"worker": "tianshou", "algorithm": "dqn", "checkpoint_at_end": True,
                                       "report_every_timesteps": 1000, "algo_params": {"eps_training": 0.1},
                                       **settings}))
-        mosaic = Side("mosaic", [sys.executable, "-m", "mosaic", "run", str(config)],
-                      {**base, "MOSAIC_HOME": str(home)}, folder)
-        direct = Side("direct", [python, str(DIRECT), json.dumps({**settings, "eps_training": 0.1}), "--timing"],
-                      direct_env(base, seed), folder, new_session=True)
-        mosaic, direct, cores = run_pair(pair, args.mode, mosaic, direct, folder)
-        run = max((home / "trainer" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
-        events = [json.loads(line) for line in (run / "telemetry.jsonl").read_text().splitlines()]
-        summary = next(e for e in events if e["type"] == "run_completed")["summary"]
-        mosaic_rates.append(summary["timesteps_total"] / summary["train_seconds"])
-        timing = json.loads(direct.out.strip().splitlines()[-2])
-        direct_rates.append(timing["timesteps"] / timing["train_seconds"])
-        seeds.append(seed)
-        print(f"pair {pair + 1}: direct {direct_rates[-1]:.0f} env steps/s, mosaic {mosaic_rates[-1]:.0f}"
-              f"{where(cores)}", flush=True)
-    result = verdict(mosaic_rates, direct_rates)
-    print(f"dqn, CartPole-v1, {args.timesteps} env steps, {args.mode}, seeds 1-{args.pairs}:")
-    print("\n".join(result.lines(mosaic_rates, direct_rates)))
-    save(args.json, {"worker": "tianshou", "algorithm": "dqn", "env_id": "CartPole-v1",
-                     "timesteps": args.timesteps, "mode": args.mode}, seeds, mosaic_rates, direct_rates, result)
-    return 0 if result.paired[0] >= result.target else 1
+        return (Side("mosaic", [sys.executable, "-m", "mosaic", "run", str(config)],
+                     {**base, "MOSAIC_HOME": str(home)}, folder),
+                Side("direct", [python, str(DIRECT), json.dumps({**settings, "eps_training": 0.1}), "--timing"],
+                     direct_env(base, seed), folder, new_session=True))
+
+    mosaic_rates, direct_rates = measure(args.pairs, args.mode, home, sides, lambda _: mosaic_train_rate(home),
+                                         lambda direct: direct_train_rate(direct.out))
+    return conclude(f"dqn, CartPole-v1, {args.timesteps} env steps, {args.mode}, seeds 1-{args.pairs}:",
+                    {"worker": "tianshou", "algorithm": "dqn", "env_id": "CartPole-v1", "timesteps": args.timesteps,
+                     "mode": args.mode}, list(range(1, args.pairs + 1)), mosaic_rates, direct_rates, args.json)
 
 if __name__ == "__main__":
     sys.exit(main())

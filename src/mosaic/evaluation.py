@@ -17,7 +17,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -302,6 +302,32 @@ def play_episodes(env: Any, seatings: Sequence[Controller], num_episodes: int, s
                                        players, winner(returns)))
         if record:
             videos.append(frames)
+    return episodes, videos
+
+
+def play_single_agent(play: Callable[[int, "FrameSink | None"], tuple[float, int]], num_episodes: int,
+                      seed: int = 0, agent: str = "agent_0", module: str = "policy", video_episodes: int = 0,
+                      lane: Any = None) -> tuple[list[EpisodeMetrics], list[list[np.ndarray]]]:
+    """Play ``num_episodes`` of a single-agent env, episode i seeded ``seed + i``.
+
+    ``play(seed, frames)`` plays one episode with the worker's policy and returns its
+    return and length, rendering each step into ``frames`` when it is not None (the
+    first ``video_episodes`` episodes, and every episode while ``lane`` streams).
+    Returns the episodes (``agent`` played by ``module``) and the recorded videos.
+    """
+    import time
+
+    episodes: list[EpisodeMetrics] = []
+    videos: list[list[np.ndarray]] = []
+    for i in range(num_episodes):
+        video: list | None = [] if i < video_episodes else None
+        sink = FrameSink(video, lane, i) if video is not None or lane is not None else None
+        start = time.perf_counter()
+        total, length = play(seed + i, sink)
+        episodes.append(EpisodeMetrics(i, seed + i, {agent: total}, length, time.perf_counter() - start,
+                                       {agent: module}))
+        if video is not None:
+            videos.append(video)
     return episodes, videos
 
 

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import importlib
 import os
-import time
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 from mosaic.errors import UserError
-from mosaic.evaluation import (print_results, EpisodeMetrics, EvaluationResults, FrameSink, eval_lane,
+from mosaic.evaluation import (EvaluationResults, FrameSink, eval_lane, play_single_agent, print_results,
                                save_results)
 
 from cleanrl_worker import algorithms
@@ -114,17 +113,9 @@ def evaluate(request: Any) -> int:
     policy = Policy(state, folder)
     env = make_env(policy, render=request.video > 0 or request.fastlane)
     lane = eval_lane(folder) if request.fastlane else None
-    episodes, videos = [], []
     try:
-        for i in range(request.episodes):
-            video: list | None = [] if i < request.video else None
-            sink = FrameSink(video, lane, i) if video is not None or lane is not None else None
-            start = time.perf_counter()
-            total, length = play(policy, env, request.seed + i, sink)
-            episodes.append(EpisodeMetrics(i, request.seed + i, {AGENT: total}, length,
-                                           time.perf_counter() - start, {AGENT: MODULE}))
-            if video is not None:
-                videos.append(video)
+        episodes, videos = play_single_agent(lambda seed, frames: play(policy, env, seed, frames), request.episodes,
+                                             request.seed, AGENT, MODULE, request.video, lane)
     finally:
         env.close()
         if lane is not None:

@@ -4,6 +4,8 @@ random legal moves; trained, tested with the learner's return, evaluated with wi
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +61,46 @@ def test_a_game_without_what_tianshous_wrapper_needs_is_refused(module_home):
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("mosaic: error: env_id: rps_v2 observes") and "action_mask" in proc.stderr
     assert len(module_home.runs()) == runs
+
+
+def test_same_seed_same_games_and_weights_as_tianshou_run_directly(module_home, game_run, tmp_path):
+    """The shim observes and never changes what is learned: Tianshou's multi-agent algorithm used directly
+    (tianshou_game_direct.py) with the run's settings plays the same training games and ends with the same
+    learner weights, tensor for tensor. The envs' games interleave, so games are compared sorted."""
+    import torch
+
+    config = json.loads((game_run / "config.json").read_text())
+    algo = config["algo_params"]
+    options = {"n_step": algo["n_step_return_horizon"], "test_every": config["test_every_timesteps"],
+               **{k: algo[k] for k in ("gamma", "target_update_freq", "eps_training")},
+               **{k: config[k] for k in ("seed", "learner_seat", "hidden_sizes", "learning_rate", "batch_size",
+                                         "buffer_size", "num_envs", "test_episodes", "learning_starts",
+                                         "total_timesteps", "collect_steps", "update_per_step")}}
+    script = Path(__file__).with_name("tianshou_game_direct.py")
+    weights = tmp_path / "direct.pt"
+    direct = subprocess.run([module_home.python, str(script), json.dumps(options), str(weights)],
+                            capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert direct.returncode == 0, direct.stderr[-3000:]
+    upstream = json.loads(direct.stdout.strip().splitlines()[-1])
+    games = sorted([[e["returns"]["player_1"], e["returns"]["player_2"]], e["length"]]
+                   for e in module_home.events(game_run, "episode"))
+    assert len(games) > 50
+    assert upstream == games
+    (saved,) = module_home.events(game_run, "checkpoint_saved")
+    ours = torch.load(Path(saved["path"]) / "tianshou_algorithm.pt", weights_only=False)
+    theirs = torch.load(weights, weights_only=False)
+    assert list(ours) == list(theirs) and sum(isinstance(v, torch.Tensor) for v in ours.values()) >= 6
+    assert all(same(v, theirs[k]) for k, v in ours.items())
+
+
+def same(a, b) -> bool:
+    """Equal, tensor for tensor, through the lists and dicts of a state dict (an optimiser's state)."""
+    import torch
+
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b

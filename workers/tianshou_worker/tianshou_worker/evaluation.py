@@ -13,11 +13,11 @@ against random legal moves through MOSAIC's shared player, which scores win rate
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from mosaic.errors import UserError
-from mosaic.evaluation import EpisodeMetrics, EvaluationResults, FrameSink, eval_lane, print_results, save_results
+from mosaic.evaluation import (EvaluationResults, FrameSink, eval_lane, play_single_agent, print_results,
+                               save_results)
 
 from tianshou_worker.telemetry import AGENT, MODULE
 
@@ -58,17 +58,9 @@ def evaluate(request: Any) -> int:
     policy = algo.policy
     env = make_env(config.resolved_env_id, render_mode="rgb_array" if request.video or request.fastlane else None)
     lane = eval_lane(folder) if request.fastlane else None
-    episodes, videos = [], []
     try:
-        for i in range(request.episodes):
-            video: list | None = [] if i < request.video else None
-            sink = FrameSink(video, lane, i) if video is not None or lane is not None else None
-            start = time.perf_counter()
-            total, length = play(policy, env, request.seed + i, sink)
-            episodes.append(EpisodeMetrics(i, request.seed + i, {AGENT: total}, length,
-                                           time.perf_counter() - start, {AGENT: MODULE}))
-            if video is not None:
-                videos.append(video)
+        episodes, videos = play_single_agent(lambda seed, frames: play(policy, env, seed, frames), request.episodes,
+                                             request.seed, AGENT, MODULE, request.video, lane)
     finally:
         env.close()
         if lane is not None:
