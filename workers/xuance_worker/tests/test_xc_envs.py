@@ -137,3 +137,38 @@ def test_an_agent_leaving_mid_episode_stops_the_env_adapter_naming_it(home):
     said = out.stdout.strip().splitlines()[-1]
     assert said.startswith("knights_archers_zombies_v10: ") and " left the episode at step " in said, out.stdout
     assert said.endswith("XuanCe's multi-agent loop needs every agent at every step")
+
+
+STEP_BOUND = """
+import json
+from argparse import Namespace
+from xuance_worker import envs
+from xuance_worker.runtime import quiet_xuance
+quiet_xuance()
+out = {}
+for family, env_id in json.loads(__import__("sys").argv[1]):
+    spec = {"family": family, "env_id": env_id, "api_type": "PARALLEL", "env_kwargs": {"max_cycles": 7}}
+    env = envs.make_raw_env_class()(Namespace(mosaic_env=spec, env_seed=1, seed=1))
+    env.reset()
+    steps, done = 0, False
+    while not done and steps < 50:
+        _, _, terminated, done, _ = env.step({a: env.action_space[a].sample() for a in env.agents})
+        steps += 1
+        done = done or all(terminated.values())
+    out[env_id] = [env.max_episode_steps, steps]
+    env.close()
+print(json.dumps(out))
+"""
+
+
+def test_the_adapter_reads_each_familys_step_bound(home):
+    """max_cycles from env_kwargs is the adapter's bound for every family: SISL keeps it on the game object its
+    raw env holds, where the adapter once missed it and fell back to 500."""
+    envs = [("mpe", "simple_spread_v3"), ("sisl", "pursuit_v4"), ("sisl", "waterworld_v4"),
+            ("butterfly", "pistonball_v6")]  # (multiwalker needs Box2D, which this environment does not have)
+    out = subprocess.run([home.python, "-c", STEP_BOUND, json.dumps(envs)], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    bounds = json.loads(out.stdout.strip().splitlines()[-1])
+    assert {env_id: bound for env_id, (bound, _) in bounds.items()} == {env_id: 7 for _, env_id in envs}
+    assert {env_id: steps for env_id, (_, steps) in bounds.items()} == {env_id: 7 for _, env_id in envs}

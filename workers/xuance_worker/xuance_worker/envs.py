@@ -131,6 +131,17 @@ def observes_images(environment: Any) -> bool:
     return any(is_image_space(s) for s in env_spaces(environment)["observation_spaces"].values())
 
 
+def max_cycles_of(env: Any) -> int | None:
+    """The env's step bound: ``max_cycles`` on its raw env (MPE, Butterfly), or on the game object the raw env
+    holds as ``env`` (SISL's pursuit, waterworld and multiwalker keep it there); None when it states none."""
+    raw = env.unwrapped
+    for holder in (raw, getattr(raw, "env", None)):
+        value = getattr(holder, "max_cycles", None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
 def seed_action_spaces(env: Any, agents: list[str], env_seed: int) -> None:
     """Seed each agent's action space (``env_seed`` × 1000 + its index).
 
@@ -170,7 +181,7 @@ def make_raw_env_class() -> type:
             env_state = getattr(self.env, "state_space", None)
             self._has_state = env_state is not None
             self._state_codec = ObservationCodec({"state": env_state}) if self._has_state else None
-            self.max_episode_steps = int(getattr(self.env.unwrapped, "max_cycles", 0) or DEFAULT_MAX_STEPS)
+            self.max_episode_steps = max_cycles_of(self.env) or DEFAULT_MAX_STEPS
             self.metadata = getattr(self.env, "metadata", {})
             self._box = {a: action_kind(s) == "box" for a, s in self.action_space.items()}
             self._last_obs: dict[str, Any] = {}
