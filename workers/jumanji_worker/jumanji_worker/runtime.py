@@ -72,6 +72,27 @@ def xla_environment(threads: int | None) -> dict[str, str]:
     return out
 
 
+#: Env configs whose env loads data from the Hugging Face Hub when it is made (repo, file): not in Jumanji's wheel.
+HUB_DATA = {"sokoban": ("InstaDeepAI/boxoban-levels", "unfiltered-train.npy")}
+
+
+def fetch_hub_data(environment: str) -> None:
+    """Have the data an env loads from the Hugging Face Hub at hand before anything compiles (from the local cache,
+    else downloaded, as Jumanji would), or fail naming it: Jumanji's own error is a bare cache miss."""
+    if environment not in HUB_DATA:
+        return
+    from huggingface_hub import hf_hub_download
+
+    repo, filename = HUB_DATA[environment]
+    try:
+        hf_hub_download(repo_id=repo, filename=filename)
+    except Exception as exc:
+        raise RuntimeError(f"{environment}: Jumanji's env loads its levels from the Hugging Face Hub ({repo}, "
+                           f"{filename}) when it is made; they are not in this machine's Hugging Face cache and "
+                           f"could not be downloaded ({type(exc).__name__}); fetch them once where the Hub is "
+                           f"reachable (`hf download {repo} {filename}`)") from None
+
+
 def prepare_process(config: JumanjiConfig) -> None:
     """What must be set before JAX and matplotlib are imported."""
     for key, value in xla_environment(config.xla_cpu_threads).items():
@@ -180,6 +201,7 @@ class JumanjiRuntime:
         cfg, emit = self.config, self.ctx.emitter
         prepare_process(cfg)
         relay_cancel(self.ctx.control)
+        fetch_hub_data(cfg.environment)
         import jax
         import jumanji.training.train as jumanji_train
 

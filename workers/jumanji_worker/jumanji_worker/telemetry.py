@@ -91,11 +91,15 @@ class Reporter:
                                   "num_episodes_lifetime": self.episodes, "jumanji": logged}
         if "steps_per_second" in train:
             values["env_steps_per_s"] = train["steps_per_second"]
-        learner = {k: v for k, v in train.items() if k not in TIMER_KEYS}
+        stochastic, greedy = logged.get("eval_stochastic", {}), logged.get("eval_greedy", {})
+        # Jumanji's agents add the env's extras of their training rollouts (BinPack's volume_utilization, Cleaner's
+        # ratio_dirty_tiles) to the training statistics; those are the env's measures, not the learner's: they stay
+        # under ``jumanji.train`` only. The env's extras are what its evaluation reports beside return and length.
+        extras = set(env_measures(self.environment, stochastic)) | set(env_measures(self.environment, greedy))
+        learner = {k: v for k, v in train.items() if k not in TIMER_KEYS and k not in extras}
         learner.update({NAMES[k]: v for k, v in learner.items() if k in NAMES})
         if learner:
             values["learner"] = {MODULE: learner}
-        stochastic, greedy = logged.get("eval_stochastic", {}), logged.get("eval_greedy", {})
         if "episode_return" in stochastic:
             ret = stochastic["episode_return"]
             values.update(episode_return_mean=ret, episode_len_mean=stochastic.get("episode_length"),

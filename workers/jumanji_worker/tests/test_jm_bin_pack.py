@@ -17,5 +17,7 @@ def test_a2c_trains_on_bin_pack_and_reports_volume_utilisation(home):
     # BinPack's reward is the volume each placed item adds: the return is the utilisation
     assert abs(m["episode_return_mean"] - measures["volume_utilization"]) < 1e-5
     assert {"total_loss", "policy_loss", "vf_loss", "entropy"} <= set(m["learner"]["policy"])
+    # the training rollouts' utilisation (A2C logs it with its losses) is the env's measure, not a learner value
+    assert "volume_utilization" in m["jumanji"]["train"] and "volume_utilization" not in m["learner"]["policy"]
     (saved,) = home.events(run, "checkpoint_saved")
     assert saved["iteration"] == 1

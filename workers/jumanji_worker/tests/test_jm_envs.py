@@ -1,0 +1,69 @@
+"""Every env config the worker offers runs through MOSAIC: one epoch of jumanji.training's random agent each.
+
+A2C is trained in tests on TSP and BinPack (test_jm_tsp.py, test_jm_bin_pack.py): compiling its networks takes
+about a minute per env on this machine, too long for a walk of all 24. The walk shows, for every other config
+Jumanji ships, that MOSAIC composes it, runs Jumanji's own loop with MOSAIC's logger, reports the epoch's
+metrics and saves a checkpoint. It does not show that A2C learns there.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from jm_support import STEPS_PER_EPOCH
+
+TRAINED = ("bin_pack", "tsp")  # with A2C, by the tests named above
+WALKED = ("cleaner", "connector", "cvrp", "flat_pack", "game_2048", "graph_coloring", "job_shop", "knapsack", "lbf",
+          "maze", "minesweeper", "mmst", "multi_cvrp", "pac_man", "robot_warehouse", "rubiks_cube",
+          "search_and_rescue", "sliding_tile_puzzle", "snake", "sudoku", "tetris")
+SOKOBAN = ("InstaDeepAI/boxoban-levels", "unfiltered-train.npy")  # its levels: from the Hugging Face Hub
+EPOCH = {"algorithm": "random", "seed": 0, "total_timesteps": STEPS_PER_EPOCH, "n_steps": 5, "total_batch_size": 8,
+         "num_learner_steps_per_epoch": 2, "eval_episodes": 8, "greedy_eval_episodes": 8}
+
+
+def test_the_walk_and_the_a2c_tests_cover_every_env_the_worker_offers(home):
+    described = json.loads(subprocess.run([home.python, "-m", "jumanji_worker.cli", "--describe"],
+                                          capture_output=True, text=True, timeout=300, check=True).stdout)
+    assert sorted(described["envs"]["jumanji"]) == sorted(TRAINED + WALKED + ("sokoban",))
+
+
+@pytest.mark.parametrize("environment", WALKED)
+def test_an_epoch_runs_on_every_offered_env(home, environment):
+    proc = home.cli("run", str(home.config(environment, environment=environment, **EPOCH)))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = home.runs()[-1]
+    (started,) = home.events(run, "run_started")
+    assert started["env"]["family"] == "jumanji" and started["env"]["config"] == environment
+    (metrics,) = home.events(run, "metrics")
+    # random: nothing learned (the env's measures of its rollouts are not learner values)
+    assert metrics["timesteps_total"] == STEPS_PER_EPOCH and "learner" not in metrics
+    assert isinstance(metrics["episode_return_mean"], float) and metrics["episode_len_mean"] > 0
+    (saved,) = home.events(run, "checkpoint_saved")
+    assert saved["iteration"] == 1
+    (completed,) = home.events(run, "run_completed")
+    assert completed["summary"]["timesteps_total"] == STEPS_PER_EPOCH
+
+
+def test_sokoban_runs_an_epoch_or_fails_at_once_naming_the_levels_it_cannot_fetch(home):
+    """Jumanji's Sokoban loads its Boxoban levels from the Hugging Face Hub when the env is made. With the levels
+    in the local cache, an epoch runs; without them and without the Hub (this machine reaches only package
+    registries), the run fails before anything compiles, naming the data and how to fetch it."""
+    probe = ("import json; from huggingface_hub import try_to_load_from_cache as cached; "
+             f"print(json.dumps(isinstance(cached(*{SOKOBAN!r}), str)))")
+    in_cache = json.loads(subprocess.run([home.python, "-c", probe], capture_output=True, text=True, timeout=120,
+                                         check=True).stdout)
+    proc = home.cli("run", str(home.config("sokoban", environment="sokoban", **EPOCH)))
+    run = home.runs()[-1]
+    if in_cache:
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert home.events(run, "metrics")[0]["timesteps_total"] == STEPS_PER_EPOCH
+        return
+    assert proc.returncode == 1
+    (failed,) = home.events(run, "run_failed")
+    assert failed["message"].startswith("sokoban: Jumanji's env loads its levels from the Hugging Face Hub "
+                                        "(InstaDeepAI/boxoban-levels, unfiltered-train.npy)"), failed["message"]
+    assert "hf download InstaDeepAI/boxoban-levels unfiltered-train.npy" in failed["message"]
+    assert home.events(run, "metrics") == []
