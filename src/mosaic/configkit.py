@@ -294,7 +294,13 @@ class UpstreamParam:
     null_type: str = "any"
 
     @property
+    def nullable(self) -> bool:
+        """Whether null is accepted besides ``type``: a ``None`` default with a ``null_type``."""
+        return self.default is None and self.null_type != "any"
+
+    @property
     def type(self) -> str:
+        """The JSON type a value must have (``any``: no check)."""
         d = self.default
         if isinstance(d, bool):
             return "boolean"
@@ -306,32 +312,28 @@ class UpstreamParam:
             return "string"
         if isinstance(d, (list, tuple)):
             return "array"
-        if d is None and self.null_type != "any":
-            return f"{self.null_type} or null"
-        return "any"
+        return self.null_type if self.nullable else "any"
 
     def schema(self) -> dict[str, Any]:
         out: dict[str, Any] = {"default": list(self.default) if isinstance(self.default, tuple) else self.default}
-        kind = self.type
-        if kind.endswith(" or null"):
-            out["type"] = [self.null_type, "null"]
-        elif kind != "any":
-            out["type"] = kind
+        if self.nullable:
+            out["type"] = [self.type, "null"]
+        elif self.type != "any":
+            out["type"] = self.type
         if self.description:
             out["description"] = self.description
         return out
 
     def check(self, value: Any, field: str) -> Any:
         """``value`` if it has the default's type (an integer where a number is wanted becomes a float)."""
-        kind = self.type
-        if value is None and kind.endswith(" or null"):
+        if value is None and self.nullable:
             return None
-        base = kind.removesuffix(" or null")
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         ok = {"integer": isinstance(value, int) and not isinstance(value, bool), "number": number,
               "string": isinstance(value, str), "boolean": isinstance(value, bool),
-              "array": isinstance(value, list), "any": True}[base]
+              "array": isinstance(value, list), "any": True}[self.type]
         if not ok:
-            raise ConfigError(field, f"{value!r} is not a{'n' if kind[0] in 'aeiou' else ''} {kind} "
+            shown = f"{self.type} or null" if self.nullable else self.type
+            raise ConfigError(field, f"{value!r} is not a{'n' if shown[0] in 'aeiou' else ''} {shown} "
                                      f"({self.library}'s default is {self.default!r})")
-        return float(value) if base == "number" else value
+        return float(value) if self.type == "number" else value
