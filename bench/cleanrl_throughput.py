@@ -84,7 +84,7 @@ def main() -> int:
     parser.add_argument("--timesteps", type=int, default=20_000)
     parser.add_argument("--pairs", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads on both sides (torch_num_threads / OMP_NUM_THREADS); 0 = torch's default")
+                        help="torch threads on both sides (resources.threads / OMP_NUM_THREADS); 0 = torch's default")
     parser.add_argument("--mode", choices=("concurrent", "alternate"), default="concurrent",
                         help="the two sides of a pair at once, each on its own CPU, or one after the other")
     parser.add_argument("--json", type=Path, help="write every pair's rates and the estimates to this file")
@@ -102,7 +102,7 @@ def main() -> int:
         seed = pair + 1
         config.write_text(json.dumps({"worker": "cleanrl", "algorithm": args.algorithm, "seed": seed,
                                       "total_timesteps": args.timesteps,
-                                      **({"torch_num_threads": args.threads} if args.threads else {})}))
+                                      **({"resources": {"threads": args.threads}} if args.threads else {})}))
         cores = (pair % 2, 1 - pair % 2) if args.mode == "concurrent" else (None, None)
         proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config)], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=environ, preexec_fn=pinned(cores[0]))

@@ -42,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 TARGET_EVENTS_PER_S = 50_000
 TARGET_P99_MS = 50.0
 CONFIG = {"worker": "random", "environment": {"family": "mpe", "env_id": "simple_spread_v3",
-                                             "api_type": "PARALLEL"}, "heartbeat_interval_s": 0}
+                                             "api_type": "PARALLEL"}, "reporting": {"heartbeat_interval_s": 0}}
 
 
 def start_bench_daemon(home: Path) -> LocalDaemon:

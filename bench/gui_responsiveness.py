@@ -36,8 +36,8 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 RUN = {"environment.family": "mpe", "environment.env_id": "simple_spread_v3", "environment.api_type": "PARALLEL",
-       "environment.env_kwargs": {"max_cycles": 25}, "total_timesteps": 10_000_000, "steps_per_iteration": 50,
-       "step_delay_s": 0.005, "heartbeat_interval_s": 1.0, "fastlane.enabled": True, "fastlane.fps": 60,
+       "environment.env_kwargs": {"max_cycles": 25}, "total_timesteps": 10_000_000, "reporting.every_timesteps": 50,
+       "step_delay_s": 0.005, "reporting.heartbeat_interval_s": 1.0, "fastlane.enabled": True, "fastlane.fps": 60,
        "fastlane.max_overhead": 0}
 
 

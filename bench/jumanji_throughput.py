@@ -38,12 +38,12 @@ from pathlib import Path
 from pairs import MODES, Side, bench_home, check_mode, conclude, direct_env, measure, newest_run_events
 
 #: The worker's tests' tiny settings (--tiny): a smoke run of this script, not a measurement.
-TINY = {"n_steps": 5, "total_batch_size": 8, "num_learner_steps_per_epoch": 2, "eval_episodes": 8,
+TINY = {"n_steps": 5, "num_envs": 8, "num_learner_steps_per_epoch": 2, "eval_episodes": 8,
         "greedy_eval_episodes": 8}
 TINY_NETWORK = {"tsp": {"transformer_num_blocks": 1, "transformer_num_heads": 2, "transformer_key_size": 8,
                         "transformer_mlp_units": [32]}}
 #: Moderate settings: epochs of seconds, not of minutes, with Jumanji's own network.
-DEFAULT = {"n_steps": 20, "total_batch_size": 32, "num_learner_steps_per_epoch": 20, "eval_episodes": 100,
+DEFAULT = {"n_steps": 20, "num_envs": 32, "num_learner_steps_per_epoch": 20, "eval_episodes": 100,
            "greedy_eval_episodes": 100}
 TRAIN_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]\[.*Train >> Env Steps: ([0-9.e+]+)")
 
@@ -76,9 +76,10 @@ def main() -> int:
     home, python = worker_home.root, worker_home.python
     sizes = TINY if args.tiny else DEFAULT
     network = TINY_NETWORK.get(args.environment, {}) if args.tiny else {}
-    steps_per_epoch = sizes["n_steps"] * sizes["total_batch_size"] * sizes["num_learner_steps_per_epoch"]
-    fields = {"worker": "jumanji", "environment": args.environment, "seed": 0,
-              "total_timesteps": args.epochs * steps_per_epoch, **sizes, "network": network, "xla_cpu_threads": 1}
+    steps_per_epoch = sizes["n_steps"] * sizes["num_envs"] * sizes["num_learner_steps_per_epoch"]
+    fields = {"worker": "jumanji", "environment": {"family": "jumanji", "env_id": args.environment}, "seed": 0,
+              "total_timesteps": args.epochs * steps_per_epoch, **sizes, "network": network,
+              "resources": {"threads": 1}}
     config = home / "bench.json"
     config.write_text(json.dumps(fields))
     environ = {k: v for k, v in os.environ.items()
@@ -92,7 +93,7 @@ def main() -> int:
 
     # the XLA flags the worker sets for itself (the direct side gets the same; checked after each pair)
     flags = subprocess.run([python, "-c", "import json; from jumanji_worker.runtime import xla_environment; "
-                            f"print(json.dumps(xla_environment({fields['xla_cpu_threads']})))"],
+                            f"print(json.dumps(xla_environment({fields['resources']['threads']})))"],
                            capture_output=True, text=True, check=True)
     xla_flags = json.loads(flags.stdout)["XLA_FLAGS"]
 

@@ -35,10 +35,10 @@ def make_checkpoint(home: Path) -> str:
 
     run_id = new_run_id("bench-")
     config = RayWorkerConfig.from_dict({
-        "run_id": run_id, "resources": {"num_workers": 0},
+        "run_id": run_id, "rllib": {"num_env_runners": 0},
         "environment": {"family": "mpe", "env_id": "simple_spread_v3", "env_kwargs": {"N": 3}},
-        "training": {"total_timesteps": 400, "algo_params": {"train_batch_size_per_learner": 200,
-                                                              "minibatch_size": 100, "num_epochs": 1}}})
+        "total_timesteps": 400, "algo_params": {"train_batch_size_per_learner": 200,
+                                                "minibatch_size": 100, "num_epochs": 1}})
     run = RunStore(home).create(run_id, config.to_dict(), {"worker": "ray"})
     emitter = TelemetryEmitter(run_id, stream=io.StringIO())
     summary = RayWorkerRuntime(config, WorkerContext(emitter, RunControl(emitter), run)).run()

@@ -75,10 +75,10 @@ def mosaic_worker(iterations: int, home: Path) -> float:
 
     run_id = new_run_id("bench-")
     config = RayWorkerConfig.from_dict({
-        "run_id": run_id, "seed": 0, "resources": {"num_workers": 0},
+        "run_id": run_id, "seed": 0, "rllib": {"num_env_runners": 0},
         "environment": {"family": "mpe", "env_id": "simple_spread_v3", "env_kwargs": ENV_KWARGS},
-        "training": {"algorithm": "PPO", "total_timesteps": BATCH * iterations, "algo_params": PARAMS},
-        "checkpoint": {"at_end": False}, "heartbeat_interval_s": 0,
+        "algorithm": "ppo", "total_timesteps": BATCH * iterations, "algo_params": PARAMS,
+        "checkpoint": {"at_end": False}, "reporting": {"heartbeat_interval_s": 0},
     })
     run = RunStore(home).create(run_id, config.to_dict(), {"worker": "ray"})
     out = io.StringIO()

@@ -52,7 +52,7 @@ PLAIN = textwrap.dedent('''\
     from ray.tune.registry import register_env
 
     TOTAL, OUT = int(sys.argv[1]), sys.argv[2]
-    torch.set_num_threads({threads})  # the driver's learner: as MOSAIC's resources.torch_num_threads
+    torch.set_num_threads({threads})  # the driver's learner: as MOSAIC's resources.threads
     ray.init(address="local", num_cpus=max(os.cpu_count() or 1, 2), include_dashboard=False, log_to_driver=True)
     register_env("spread", lambda _: ParallelPettingZooEnv(simple_spread_v3.parallel_env(**{env_kwargs!r})))
     algo = (
@@ -79,8 +79,8 @@ def mosaic_config(timesteps: int) -> dict:
     return {"worker": "ray", "seed": 0, "policy_configuration": "PARAMETER_SHARING",
             "environment": {"family": "mpe", "env_id": "simple_spread_v3", "api_type": "PARALLEL",
                             "env_kwargs": ENV_KWARGS},
-            "training": {"algorithm": "PPO", "total_timesteps": timesteps, "algo_params": PARAMS},
-            "resources": {"num_workers": 1, "num_envs_per_worker": 1, "torch_num_threads": THREADS},
+            "algorithm": "ppo", "total_timesteps": timesteps, "algo_params": PARAMS,
+            "rllib": {"num_env_runners": 1}, "num_envs": 1, "resources": {"threads": THREADS},
             "checkpoint": {"at_end": True}}
 
 

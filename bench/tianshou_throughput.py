@@ -56,9 +56,11 @@ def main() -> int:
                     "learning_rate": 0.001, "buffer_size": args.timesteps, "batch_size": 64, "learning_starts": 100,
                     "collect_steps": 10, "update_per_step": 0.1, "total_timesteps": args.timesteps}
         config = folder / "bench.json"
-        config.write_text(json.dumps({"worker": "tianshou", "algorithm": "dqn", "checkpoint_at_end": True,
-                                      "report_every_timesteps": 1000, "algo_params": {"eps_training": 0.1},
-                                      **settings}))
+        shared = {k: v for k, v in settings.items() if k != "env_id"}
+        config.write_text(json.dumps({"worker": "tianshou", "algorithm": "dqn",
+                                      "environment": {"family": "gymnasium", "env_id": settings["env_id"]},
+                                      "checkpoint": {"at_end": True}, "reporting": {"every_timesteps": 1000},
+                                      "algo_params": {"eps_training": 0.1}, **shared}))
         return (Side("mosaic", [sys.executable, "-m", "mosaic", "run", str(config)],
                      {**base, "MOSAIC_HOME": str(home)}, folder),
                 Side("direct", [python, str(DIRECT), json.dumps({**settings, "eps_training": 0.1}), "--timing"],

@@ -56,7 +56,7 @@ def main() -> int:
         seed = pair + 1
         config = folder / "bench.json"
         config.write_text(json.dumps({"worker": "xuance", "algorithm": args.algorithm, "seed": seed,
-                                      "total_timesteps": args.timesteps, "checkpoint_at_end": True}))
+                                      "total_timesteps": args.timesteps, "checkpoint": {"at_end": True}}))
         options = {"seed": seed, "env_seed": seed, "running_steps": args.timesteps,
                    "vectorize": "DummyVecMultiAgentEnv", "device": "cpu", "render": False,
                    "continuous_action": False, "policy": POLICY[args.algorithm],

@@ -23,13 +23,13 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
-RAY_RUN = {"resources.num_workers": 0, "training.algorithm": "PPO", "training.total_timesteps": 6000,
+RAY_RUN = {"rllib.num_env_runners": 0, "algorithm": "ppo", "total_timesteps": 6000,
            "environment.family": "mpe", "environment.env_id": "simple_spread_v3", "environment.api_type": "PARALLEL",
            "environment.env_kwargs": {"N": 2, "max_cycles": 25}}
 RAY_PARAMS = {"train_batch_size_per_learner": 1000, "minibatch_size": 250, "num_epochs": 4}
 PISTONBALL = {"environment.family": "butterfly", "environment.env_id": "pistonball_v6",
               "environment.api_type": "PARALLEL", "environment.env_kwargs": {"n_pistons": 5, "max_cycles": 60},
-              "total_timesteps": 1_000_000, "steps_per_iteration": 60, "step_delay_s": 0.02,
+              "total_timesteps": 1_000_000, "reporting.every_timesteps": 60, "step_delay_s": 0.02,
               "fastlane.enabled": True, "fastlane.fps": 30}
 
 
@@ -62,7 +62,7 @@ def main() -> int:
         ray_runs = []
         for seed in (1, 2):
             form = await fill(window, "ray", seed=seed, **RAY_RUN)
-            form._dynamic_forms["training.algo_params"].set_value(RAY_PARAMS)
+            form._dynamic_forms["algo_params"].set_value(RAY_PARAMS)
             if seed == 1:
                 window.tabs.setCurrentWidget(window.new_run)
                 await shot("new_run")
@@ -92,7 +92,7 @@ def main() -> int:
         window.tabs.setCurrentWidget(window.compare)
         window.compare.check(ray_runs)
         await wait(lambda: all(r in window.compare.history for r in ray_runs), "the runs' histories", 120)
-        window.compare.group_by.setText("training.algorithm")
+        window.compare.group_by.setText("algorithm")
         window.compare.redraw()
         await shot("compare")
 

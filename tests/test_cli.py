@@ -58,16 +58,16 @@ def test_run_example_shows_progress_and_leaves_a_valid_run_folder(home):
 
 def test_default_run_without_config_trains_the_default_worker(home):
     """The README's main job: `mosaic run` on the built-in default (RLlib PPO), shortened."""
-    proc = run_cli("run", "--set", "training.total_timesteps=400", "--set", "resources.num_workers=0",
-                   "--set", 'training.algo_params={"train_batch_size_per_learner": 200, "minibatch_size": 100}',
+    proc = run_cli("run", "--set", "total_timesteps=400", "--set", "rllib.num_env_runners=0",
+                   "--set", 'algo_params={"train_batch_size_per_learner": 200, "minibatch_size": 100}',
                    home=home, timeout=300, env={"RAY_AUTH_MODE": "disabled"})
     assert proc.returncode == 0, proc.stderr
     (run,) = runs_in(home)
     manifest = json.loads((run / "analytics.json").read_text())
     assert manifest["status"] == "completed" and manifest["worker"] == "ray"
-    assert manifest["algorithm"] == "PPO" and manifest["env"]["env_id"] == "simple_spread_v3"
+    assert manifest["algorithm"] == "ppo" and manifest["env"]["env_id"] == "simple_spread_v3"
     config = json.loads((run / "config.json").read_text())
-    assert config["training"]["total_timesteps"] == 400
+    assert config["total_timesteps"] == 400
     # it ends by saying what was learned and where to look next
     assert "mean episode return: " in proc.stderr and "where to look next:" in proc.stderr
     assert f"mosaic eval {run.name} --episodes 20 --video" in proc.stderr
@@ -136,8 +136,8 @@ def start_slow_run(home: Path, tmp_path: Path, **overrides) -> tuple[subprocess.
     config = write_config(tmp_path / "slow.json", {
         "worker": "random", "environment": {"family": "mpe", "env_id": "simple_spread_v3",
                                             "api_type": "PARALLEL"},
-        "total_timesteps": 100_000, "steps_per_iteration": 20, "step_delay_s": 0.005,
-        "heartbeat_interval_s": 0.5, **overrides})
+        "total_timesteps": 100_000, "step_delay_s": 0.005,
+        "reporting": {"every_timesteps": 20, "heartbeat_interval_s": 0.5}, **overrides})
     proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "MOSAIC_HOME": str(home)})

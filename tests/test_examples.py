@@ -45,3 +45,41 @@ def test_examples_cover_the_documented_set():
             "xuance_vdn_spread", "xuance_iql_spread", "xuance_maddpg_spread", "xuance_mappo_waterworld",
             "balrog_babyai", "tianshou_dqn_cartpole", "tianshou_ppo_cartpole", "tianshou_sac_pendulum",
             "tianshou_cql_cartpole", "llm_tictactoe_vs_random", "llm_spread_message_round"} <= names
+
+
+#: The configuration examples of the specification (reference/worker-examples.rst), as written there,
+#: with only the worker named: each runs with the worker's defaults for what it leaves out.
+SPEC_EXAMPLES = {
+    "cleanrl": {"algorithm": "ppo", "learning_rate": 3e-4, "total_timesteps": 1_000_000, "num_envs": 4,
+                "capture_video": True},
+    "xuance": {"algorithm": "mappo", "learning_rate": 5e-4, "batch_size": 256, "backend": "torch"},
+    "ray": {"algorithm": "PPO", "num_workers": 8, "num_envs_per_worker": 4, "framework": "torch"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPEC_EXAMPLES))
+def test_the_specifications_example_configs_run_as_written(name, tmp_path):
+    """`mosaic run --dry-run` checks each as a run would (RLlib's 8 env runners are not started) and
+    prints the normalised config, which keeps every value the example gave."""
+    import os
+    import subprocess
+    import sys
+
+    from mosaic.runs import RunStore
+
+    example = SPEC_EXAMPLES[name]
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({"worker": name, **example}))
+    runs = RunStore().runs_dir  # the home whose worker environments are built
+    before = sorted(runs.iterdir()) if runs.is_dir() else []
+    proc = subprocess.run([sys.executable, "-m", "mosaic", "run", str(path), "--dry-run"], capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "RAY_AUTH_MODE": "disabled"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    config = json.loads(proc.stdout)["config"]
+    assert config["worker"] == name and config["algorithm"] == example["algorithm"].lower()
+    for key in ("learning_rate", "total_timesteps", "num_envs", "batch_size", "capture_video", "backend"):
+        if key in example:
+            assert config[key] == example[key], (key, config[key])
+    if name == "ray":
+        assert config["num_envs"] == 4 and config["rllib"]["num_env_runners"] == 8
+    assert (sorted(runs.iterdir()) if runs.is_dir() else []) == before  # a dry run creates no run folder

@@ -44,3 +44,12 @@ def test_learning_summary_compares_the_first_iterations_with_the_last():
     summary = view.learning_summary()
     assert summary.startswith("mean episode return: -39.00 over the first 2 iterations, -29.50 over the last")
     assert "(+9.50; best iteration -29.00, 8 iterations)" in summary
+
+
+def test_the_summary_counts_every_iteration_not_only_those_that_finished_an_episode():
+    """An iteration without a finished episode (no episode_return_mean) is still an iteration."""
+    view = ProgressView(io.StringIO())
+    for i, ret in enumerate([-5.0, None, -3.0], start=1):
+        view({"type": "metrics", "iteration": i, "timesteps_total": 100 * i,
+              **({"episode_return_mean": ret} if ret is not None else {})})
+    assert view.learning_summary().endswith("3 iterations, 2 with finished episodes)")

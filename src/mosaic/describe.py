@@ -84,11 +84,18 @@ DOCUMENT_SCHEMA: dict[str, Any] = {
         "config_schema": _JSON_SCHEMA,
         "default_config": {"type": "object"},
         "algo_params_schemas": {"type": "object", "additionalProperties": _JSON_SCHEMA,
-                                "description": "algorithm -> JSON Schema of training.algo_params"},
+                                "description": "algorithm -> JSON Schema of algo_params"},
         "envs": {"type": "object", "additionalProperties": _STRINGS,
                  "description": "env family -> the env ids this worker offers, as installed"},
         "can_evaluate": {"type": "boolean"},
         "flags": _STRINGS,
+        "shared_fields": {
+            "type": "object", "required": ["honoured", "refused"], "additionalProperties": False,
+            "description": "how the worker treats the fields every run shares (mosaic.run_fields): shared "
+                           "field -> the library's own name (honoured) or why not (refused)",
+            "properties": {"honoured": {"type": "object", "additionalProperties": {"type": "string"}},
+                           "refused": {"type": "object", "additionalProperties": {"type": "string"}}},
+        },
     },
 }
 
@@ -128,6 +135,7 @@ def _versions(names: Iterable[str]) -> dict[str, str]:
 def describe_program(program: "WorkerProgram") -> dict[str, Any]:
     """The describe document of ``program`` (run in the worker's own interpreter)."""
     from mosaic import configkit
+    from mosaic.run_fields import field_map
 
     if program.describe is None:
         raise UserError(f"worker {program.name!r} has no describe function (WorkerProgram.describe)")
@@ -146,7 +154,9 @@ def describe_program(program: "WorkerProgram") -> dict[str, Any]:
     # config files name their worker; build_config takes the key off before the typed config sees it
     config_schema.setdefault("properties", {})["worker"] = {
         "const": program.name, "description": "the worker this config is for"}
+    shared = field_map(program.config_class)
     return {
+        **({"shared_fields": shared} if shared is not None else {}),
         "describe_version": DESCRIBE_VERSION,
         "worker": program.name,
         "cli_module": _cli_module(entry_point),
@@ -156,7 +166,7 @@ def describe_program(program: "WorkerProgram") -> dict[str, Any]:
         "capabilities": caps.to_dict(),
         "versions": _versions(program.packages),
         "config_schema": config_schema,
-        "default_config": {"worker": program.name, **program.default_config()},
+        "default_config": {**program.default_config(), "worker": program.name},
         "algo_params_schemas": schemas,
         "envs": {family: list(ids) for family, ids in (program.envs() if program.envs else {}).items()},
         "can_evaluate": program.evaluate is not None,

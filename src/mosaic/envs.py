@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 from mosaic.configkit import option
 from mosaic.errors import ConfigError, one_of
+from mosaic.run_fields import Environment
 
 ENV_FAMILIES = ("sisl", "classic", "butterfly", "mpe")
 API_TYPES = ("AEC", "PARALLEL")
@@ -151,8 +152,8 @@ def make_env(family: str, env_id: str, api_type: str = "PARALLEL",
 
 
 @dataclass
-class EnvironmentConfig:
-    """Which PettingZoo env to build; workers compose this into their configs."""
+class EnvironmentConfig(Environment):
+    """Which PettingZoo env to build: the shared ``environment`` section with PettingZoo's API type."""
 
     family: str = option("classic", choices=ENV_FAMILIES, help="PettingZoo env family")
     env_id: str = option("connect_four_v3", help="versioned env id within the family, e.g. pistonball_v6")

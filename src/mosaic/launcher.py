@@ -25,7 +25,7 @@ from mosaic.errors import UserError
 from mosaic.pids import signal_group
 from mosaic.recorder import EventCallback, LineSplitter, RunRecorder
 from mosaic.run_status import RunState
-from mosaic.runs import RunDir
+from mosaic.runs import RunDir, RunStore
 
 VALIDATE_TIMEOUT_S = 120
 
@@ -55,8 +55,8 @@ def validate_config(worker: DiscoveredWorker, config: Mapping[str, Any],
     if proc.returncode != 0:
         lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
         message = lines[-1] if lines else f"exit code {proc.returncode}"
-        prefix = f"{worker.name}: error: "
-        message = message[len(prefix):] if message.startswith(prefix) else message
+        for prefix in ("mosaic: error: ", f"{worker.name}: error: "):
+            message = message[len(prefix):] if message.startswith(prefix) else message
         if proc.returncode == 2:
             raise UserError(message)
         raise UserError(f"worker {worker.name!r} could not check the config: {message}")
@@ -64,6 +64,22 @@ def validate_config(worker: DiscoveredWorker, config: Mapping[str, Any],
         return json.loads(proc.stdout)
     except ValueError:
         raise UserError(f"worker {worker.name!r} printed an invalid normalised config") from None
+
+
+def create_run(store: "RunStore", worker: DiscoveredWorker, config: Mapping[str, Any], *, status: str,
+               python: str | None = None, **manifest: Any) -> RunDir:
+    """The run folder of a validated config, with its manifest: the one place `mosaic run` and the
+    daemon create runs (status, versions, host, the shared fields' summary)."""
+    import time
+
+    from mosaic.provenance import host_info, package_versions
+    from mosaic.run_fields import summarize
+
+    return store.create(str(config["run_id"]), config, {
+        "worker": worker.name, "worker_version": worker.metadata.version, "status": status,
+        "created_at": time.time(), "host": host_info(), "versions": package_versions(["mosaic-marl"]),
+        "python": python or worker.python or sys.executable,
+        "run": summarize(config, worker=worker.name).to_dict(), **manifest})
 
 
 def _hash_seed(run: RunDir) -> dict[str, str]:

@@ -25,6 +25,7 @@ class ProgressView:
         self.episodes = 0
         self.last_return: float | None = None
         self.iteration_returns: list[float] = []  # each iteration's mean episode return, for the summary
+        self.iterations = 0  # every metrics event, with finished episodes or not
         self.checkpoints: list[str] = []
         self.line = ""
 
@@ -40,6 +41,7 @@ class ProgressView:
             returns = event.get("returns") or {}
             self.last_return = sum(v for v in returns.values() if isinstance(v, (int, float)))
         elif kind == "metrics":
+            self.iterations += 1
             ret = event.get("episode_return_mean")
             if isinstance(ret, (int, float)) and not isinstance(ret, bool):
                 self.iteration_returns.append(float(ret))
@@ -96,7 +98,8 @@ class ProgressView:
         first, last = sum(returns[:k]) / k, sum(returns[-k:]) / k
         span = "iteration" if k == 1 else f"{k} iterations"
         return (f"mean episode return: {first:.2f} over the first {span}, {last:.2f} over the last "
-                f"({last - first:+.2f}; best iteration {max(returns):.2f}, {len(returns)} iterations)")
+                f"({last - first:+.2f}; best iteration {max(returns):.2f}, {self.iterations} iterations"
+                + (f", {len(returns)} with finished episodes)" if len(returns) != self.iterations else ")"))
 
     def close(self) -> None:
         if self.tty and self.line:

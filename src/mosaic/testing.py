@@ -103,8 +103,13 @@ def _raw_stdout_events(worker: DiscoveredWorker, config_path: Path, run_root: Pa
 
 def check_worker(name: str, config: Mapping[str, Any], home: str | Path | None = None,
                  bad_config: Mapping[str, Any] | None = None, check_raw_stdout: bool = True,
-                 env: Mapping[str, str] | None = None) -> ConformanceReport:
-    """Run worker ``name`` on ``config`` and assert it honours the MOSAIC contract."""
+                 env: Mapping[str, str] | None = None, resume: bool = False) -> ConformanceReport:
+    """Run worker ``name`` on ``config`` and assert it honours the MOSAIC contract.
+
+    ``resume``: also resume a second run from the first one's last checkpoint
+    (``checkpoint.restore_from``) and hold its telemetry to the same rules (its first
+    event is ``run_started`` too).
+    """
     found = discover_workers()
     try:
         worker = found.get(name)
@@ -170,6 +175,9 @@ def check_worker(name: str, config: Mapping[str, Any], home: str | Path | None =
             raw = _raw_stdout_events(worker, raw_run.config_path, raw_run.root)
         problems.extend(f"own stdout: {p}" for p in check_event_stream(raw, run_id, check_schema=False))
 
+    if resume:
+        problems.extend(_resume_problems(worker, normalised, events, store, env))
+
     bad = dict(bad_config) if bad_config is not None else {"seed": "not-a-number"}
     problems.extend(_usage_error(worker, ["--validate", "--config", "-"], {**bad, "worker": name}, env,
                                  "a bad config"))
@@ -178,6 +186,26 @@ def check_worker(name: str, config: Mapping[str, Any], home: str | Path | None =
         raise ConformanceError(f"worker {name!r} does not conform ({elapsed:.1f} s run):\n  - "
                                + "\n  - ".join(problems))
     return ConformanceReport(name, run, outcome, events, raw)
+
+
+def _resume_problems(worker: DiscoveredWorker, normalised: Mapping[str, Any], events: list[dict[str, Any]],
+                     store: RunStore, env: Mapping[str, str] | None) -> list[str]:
+    """Resume from the run's last checkpoint as a new run; what is wrong with that run's telemetry."""
+    saved = [e for e in events if e.get("type") == "checkpoint_saved"]
+    if not saved:
+        return ["resume: the run saved no checkpoint to resume from"]
+    run_id = new_run_id("conformance-resume-")
+    config = {**dict(normalised), "run_id": run_id,
+              "checkpoint": {**dict(normalised.get("checkpoint") or {}), "restore_from": saved[-1]["path"]}}
+    if isinstance(normalised.get("total_timesteps"), int):  # a budget left to train on after the checkpoint
+        config["total_timesteps"] = 2 * normalised["total_timesteps"]
+    resumed_config = validate_config(worker, config)
+    run = store.create(run_id, resumed_config, {"worker": worker.name, "status": RunState.CREATED.manifest})
+    outcome = WorkerProcess(worker, run, env=env).follow()
+    found = [f"resume: {p}" for p in check_event_stream(list(run.iter_events()), run_id)]
+    if outcome.status != RunState.COMPLETED.manifest:
+        found.append(f"resume: ended {outcome.status}: {outcome.terminal.get('message', '')}")
+    return found
 
 
 def _call(worker: DiscoveredWorker, args: list[str], stdin: Mapping[str, Any] | None = None,
@@ -242,7 +270,9 @@ def check_shared_flags(worker: DiscoveredWorker, config: Mapping[str, Any],
         shown = json.loads(proc.stdout) if proc.returncode == 0 else None
     except ValueError:
         shown = None
-    if not isinstance(shown, dict) or shown.get("config") != {k: v for k, v in config.items() if k != "worker"}:
+    without_worker = lambda c: {k: v for k, v in c.items() if k != "worker"}  # noqa: E731
+    if not isinstance(shown, dict) or not isinstance(shown.get("config"), dict) or \
+            without_worker(shown["config"]) != without_worker(config):
         found.append(f"--dry-run exited {proc.returncode} without the config as JSON: "
                      f"{proc.stderr.strip()[-300:]!r}")
     found += _usage_error(worker, ["--evaluate", "/nonexistent/mosaic-run"], None, env,

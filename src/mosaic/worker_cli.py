@@ -77,7 +77,7 @@ class WorkerProgram:
     config_class: type | None = None
     #: Distributions whose installed versions ``--describe`` reports (the worker's, upstream's).
     packages: tuple[str, ...] = ()
-    #: ``ALGORITHM -> JSON Schema`` of ``training.algo_params`` (``--schema``).
+    #: ``ALGORITHM -> JSON Schema`` of ``algo_params`` (``--schema``).
     algo_params_schema: Callable[[str], dict[str, Any]] | None = None
     #: ``() -> {family: [env ids]}``: the envs this worker offers, as installed.
     envs: Callable[[], Mapping[str, Sequence[str]]] | None = None
@@ -111,13 +111,23 @@ def load_config_data(source: str, stdin: IO[str] | None = None) -> dict[str, Any
 
 def build_config(program: WorkerProgram, data: dict[str, Any]) -> Any:
     data = dict(data)
-    named = data.pop("worker", program.name)
+    named = data.pop("worker", None) or program.name
     if named != program.name:
         raise UserError(f"worker: this config is for worker {named!r}, not {program.name!r}")
     if data.get("run_id") is None:
         data["run_id"] = new_run_id()
     validate_run_id(data["run_id"])
+    from mosaic.run_fields import RunConfig
+
+    if isinstance(program.config_class, type) and issubclass(program.config_class, RunConfig):
+        data["worker"] = program.name  # the shared field: the config says which worker it is for
     return program.config_from_dict(data)
+
+
+def _prog(program: WorkerProgram) -> str:
+    """How this worker's command line was started: ``python -m <the module running now>``."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return f"python -m {spec.name}" if spec is not None and spec.name else f"mosaic worker {program.name}"
 
 
 def _telemetry_stream() -> IO[str]:
@@ -130,7 +140,7 @@ def _telemetry_stream() -> IO[str]:
 
 
 def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m {program.name}_worker.cli",
+    parser = argparse.ArgumentParser(prog=_prog(program),
                                      description=f"MOSAIC {program.name} worker")
     parser.add_argument("--config", help="run config: a JSON file, or - for stdin")
     parser.add_argument("--run-dir", help="run folder to write artefacts into")
@@ -142,7 +152,7 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
                         help="print this worker's describe document (metadata, capabilities, config "
                              "schema, algo_params schemas, envs, default config) as JSON and exit")
     parser.add_argument("--schema", metavar="ALGORITHM",
-                        help="print the JSON Schema of one algorithm's training.algo_params and exit")
+                        help="print the JSON Schema of one algorithm's algo_params and exit")
     parser.add_argument("--dry-run", action="store_true",
                         help="check the config as a run would (building the env once), print what "
                              "the run would use, and exit without training")
@@ -176,7 +186,7 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
         if args.evaluate:
             return evaluate(program, args)
         if args.default_config:
-            print(json.dumps({"worker": program.name, **program.default_config()}, indent=2))
+            print(json.dumps({**program.default_config(), "worker": program.name}, indent=2))
             return EXIT_COMPLETED
         if not args.config:
             raise UserError("config: --dry-run needs --config PATH" if args.dry_run else
@@ -197,7 +207,7 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
             run_dir = RunStore().create(config.run_id, {"worker": program.name, **config.to_dict()},
                                         {"worker": program.name})
     except UserError as exc:
-        print(f"{program.name}: error: {exc}", file=sys.stderr)
+        print(f"mosaic: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
     emitter = TelemetryEmitter(config.run_id, stream=_telemetry_stream())

@@ -15,8 +15,8 @@ from mosaic.testing import start_daemon, wait_until  # noqa: F401
 RANDOM_CONFIG: dict[str, Any] = {
     "worker": "random",
     "environment": {"family": "mpe", "env_id": "simple_spread_v3", "api_type": "PARALLEL"},
-    "total_timesteps": 100_000, "step_delay_s": 0.005, "heartbeat_interval_s": 0.5,
-    "steps_per_iteration": 100,
+    "total_timesteps": 100_000, "step_delay_s": 0.005,
+    "reporting": {"every_timesteps": 100, "heartbeat_interval_s": 0.5},
 }
 SHORT_CONFIG: dict[str, Any] = {**RANDOM_CONFIG, "total_timesteps": 300, "step_delay_s": 0.0}
 

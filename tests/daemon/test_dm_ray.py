@@ -9,10 +9,10 @@ import pytest
 pytest.importorskip("ray_worker", reason="the Ray worker is not installed")
 
 RAY_CONFIG = {
-    "worker": "ray", "resources": {"num_workers": 0},
-    "training": {"algorithm": "PPO", "total_timesteps": 400,
-                 "algo_params": {"train_batch_size_per_learner": 200, "minibatch_size": 100,
-                                 "num_epochs": 1, "fcnet_hiddens": [32, 32]}},
+    "worker": "ray", "rllib": {"num_env_runners": 0},
+    "algorithm": "ppo", "total_timesteps": 400,
+    "algo_params": {"train_batch_size_per_learner": 200, "minibatch_size": 100,
+                    "num_epochs": 1, "fcnet_hiddens": [32, 32]},
     "environment": {"family": "mpe", "env_id": "simple_spread_v3", "api_type": "PARALLEL",
                     "env_kwargs": {"N": 2, "max_cycles": 25}},
 }
@@ -25,7 +25,7 @@ def test_ray_ppo_run_under_the_daemon(shared_daemon):
     streamed = [json.loads(e.json) for e in d.client.telemetry(run_id, 0, follow=True)]
     info = d.wait_state(run_id, {"COMPLETED", "FAILED"}, timeout=10)
     assert info.state_reason == "completed", (info.failure_reason, d.log()[-2000:])
-    assert info.exit_code == 0 and info.algorithm == "PPO" and info.env_id == "simple_spread_v3"
+    assert info.exit_code == 0 and info.algorithm == "ppo" and info.env_id == "simple_spread_v3"
     assert streamed == d.events(run_id)
     types = [e["type"] for e in streamed]
     assert types[0] == "run_started" and types[-1] == "run_completed"

@@ -180,7 +180,7 @@ def test_control_calls_on_unknown_or_finished_runs_are_clear_errors(shared_daemo
 def test_watchdog_kills_a_silent_worker(shared_daemon):
     d = shared_daemon
     # no heartbeats and 5 s per step: silent right after run_started
-    run_id = d.submit(random_config(heartbeat_interval_s=0, step_delay_s=5.0), heartbeat_timeout_s=1.0)
+    run_id = d.submit(random_config(reporting={"heartbeat_interval_s": 0}, step_delay_s=5.0), heartbeat_timeout_s=1.0)
     info = d.wait_state(run_id, "RUNNING", timeout=30)
     info = d.wait_state(run_id, "FAILED", timeout=5)
     assert "heartbeat timeout" in info.failure_reason
@@ -196,7 +196,7 @@ def test_workers_and_health(shared_daemon):
     assert "random" in by_name and by_name["random"].supports_pause_resume
     assert by_name["random"].python and by_name["random"].cpus > 0
     if "ray" in by_name:
-        schema = json.loads(by_name["ray"].algo_params_schema_json["PPO"])
+        schema = json.loads(by_name["ray"].algo_params_schema_json["ppo"])
         assert "lr" in schema["properties"]
     health = d.client.health()
     assert health.pid == d.proc.pid and not health.token_required

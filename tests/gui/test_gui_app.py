@@ -89,7 +89,7 @@ def test_the_catalog_lists_the_installed_workers(gui):
         row = shown.index(worker.name)
         assert gui.catalog.table.item(row, 1).text() == worker.metadata.upstream_library
         assert gui.catalog.table.item(row, 3).text() == ", ".join(worker.capabilities.algorithms)
-    assert "PPO" in gui.catalog.table.item(shown.index("ray"), 3).text()
+    assert "ppo" in gui.catalog.table.item(shown.index("ray"), 3).text()
     for broken in found.broken:
         reason = gui.catalog.table.item(shown.index(f"{broken.name} (broken)"), 1).text()
         assert reason == broken.reason and reason
@@ -100,7 +100,7 @@ def test_the_catalog_lists_the_installed_workers(gui):
 async def test_a_filled_form_starts_a_run_that_completes(gui, loop):
     form = await fill_random(gui, **{"environment.family": "mpe", "environment.env_id": "simple_spread_v3",
                                      "environment.api_type": "PARALLEL", "total_timesteps": 400,
-                                     "steps_per_iteration": 100, "seed": 3})
+                                     "reporting.every_timesteps": 100, "seed": 3})
     assert form.fields["environment.env_id"].value() == "simple_spread_v3"
     assert "total_timesteps" in form.changed_paths()
     shot = gui.new_run.grab()
@@ -146,7 +146,7 @@ async def test_advanced_json_edits_the_same_config(gui, loop):
 async def test_pause_resume_and_cancel_from_the_buttons(gui, loop):
     await fill_random(gui, **{"environment.family": "mpe", "environment.env_id": "simple_spread_v3",
                               "environment.api_type": "PARALLEL", "total_timesteps": 10_000_000,
-                              "steps_per_iteration": 200, "step_delay_s": 0.002})
+                              "reporting.every_timesteps": 200, "step_delay_s": 0.002})
     (run_id,) = await submit(gui)
     await wait(lambda: state(gui, run_id) == "RUNNING", "RUNNING")
     gui.runs.select(run_id)
@@ -161,7 +161,7 @@ async def test_the_run_view_curve_gains_points_while_the_run_trains_and_frames_a
     await fill_random(gui, **{"environment.family": "butterfly", "environment.env_id": "pistonball_v6",
                               "environment.api_type": "PARALLEL",
                               "environment.env_kwargs": {"n_pistons": 3, "max_cycles": 30},
-                              "total_timesteps": 100_000, "steps_per_iteration": 30, "step_delay_s": 0.01,
+                              "total_timesteps": 100_000, "reporting.every_timesteps": 30, "step_delay_s": 0.01,
                               "fastlane.enabled": True, "fastlane.fps": 30})
     (run_id,) = await submit(gui)
     view = gui.open_run(run_id)
@@ -187,7 +187,7 @@ async def test_compare_overlays_two_runs_and_groups_them(gui, loop, tmp_path):
     for seed in (1, 2):
         await fill_random(gui, **{"environment.family": "mpe", "environment.env_id": "simple_spread_v3",
                                   "environment.api_type": "PARALLEL", "total_timesteps": 500,
-                                  "steps_per_iteration": 100, "seed": seed})
+                                  "reporting.every_timesteps": 100, "seed": seed})
         new = await submit(gui)
         assert len(new) == 1, (new, {r: gui.runs.state_of(r) for r in new})
         ids.append(new.pop())
@@ -219,7 +219,8 @@ async def test_fork_loads_a_runs_config_and_offers_its_checkpoints(gui, loop):
     await wait(lambda: gui.new_run.checkpoint.count() > 1, "the checkpoints offered")
     gui.new_run.checkpoint.setCurrentIndex(gui.new_run.checkpoint.count() - 1)
     config = gui.new_run.config()
-    assert config["restore_from"] and config["restore_from"].startswith(gui.runs.runs[completed[0]].run_dir)
+    restore = config["checkpoint"]["restore_from"]
+    assert restore and restore.startswith(gui.runs.runs[completed[0]].run_dir + "/checkpoints/")
     (run_id,) = await submit(gui)
     await wait(lambda: state(gui, run_id) in TERMINAL, "the forked run")
     assert state(gui, run_id) == "COMPLETED"
@@ -228,12 +229,12 @@ async def test_fork_loads_a_runs_config_and_offers_its_checkpoints(gui, loop):
 
 @in_loop
 async def test_a_tiny_ray_run_from_the_form(gui, loop):
-    form = await fill(gui, "ray", **{"resources.num_workers": 0, "training.algorithm": "PPO",
-                                     "training.total_timesteps": 400,
+    form = await fill(gui, "ray", **{"rllib.num_env_runners": 0, "algorithm": "ppo",
+                                     "total_timesteps": 400,
                                      "environment.family": "mpe", "environment.env_id": "simple_spread_v3",
                                      "environment.api_type": "PARALLEL",
                                      "environment.env_kwargs": {"N": 2, "max_cycles": 25}})
-    params = form._dynamic_forms["training.algo_params"]  # PPO's own parameters, from the worker's schema
+    params = form._dynamic_forms["algo_params"]  # PPO's own parameters, from the worker's schema
     assert {"train_batch_size_per_learner", "minibatch_size", "num_epochs"} <= set(params.fields)
     params.set_value({"train_batch_size_per_learner": 200, "minibatch_size": 100, "num_epochs": 1})
     (run_id,) = await submit(gui)
@@ -263,10 +264,10 @@ async def test_save_and_load_a_config_file(gui, loop, tmp_path):
     assert form.value()["seed"] == 0
     gui.new_run.load_from(tmp_path / "mine.json")
     assert gui.new_run.config() == saved
-    (tmp_path / "ray.json").write_text(json.dumps({"worker": "ray", "seed": 9, "training": {"algorithm": "DQN"}}))
+    (tmp_path / "ray.json").write_text(json.dumps({"worker": "ray", "seed": 9, "algorithm": "dqn"}))
     gui.new_run.load_from(tmp_path / "ray.json")  # another worker: its form comes first, then the values
     await wait(lambda: gui.new_run.document["worker"] == "ray" and gui.new_run.config()["seed"] == 9, "the ray form")
-    assert gui.new_run.config()["training"]["algorithm"] == "DQN"
+    assert gui.new_run.config()["algorithm"] == "dqn"
     (tmp_path / "other.json").write_text(json.dumps({"worker": "no_such_worker"}))
     gui.new_run.load_from(tmp_path / "other.json")
     assert gui.new_run.error.text().startswith("worker: 'no_such_worker' is not installed here (installed: ")
@@ -278,7 +279,8 @@ async def test_save_and_load_a_config_file(gui, loop, tmp_path):
 @in_loop
 async def test_a_run_submitted_from_the_cli_appears_in_the_table(gui, loop, tmp_path):
     config = tmp_path / "cli.json"
-    config.write_text(json.dumps({"worker": "random", "seed": 4, "total_timesteps": 200, "steps_per_iteration": 100}))
+    config.write_text(json.dumps({"worker": "random", "seed": 4, "total_timesteps": 200,
+                                  "reporting": {"every_timesteps": 100}}))
     proc = subprocess.run([sys.executable, "-m", "mosaic", "submit", str(config)], capture_output=True, text=True,
                           timeout=300, env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr
@@ -297,6 +299,6 @@ async def test_a_restarted_daemon_is_found_again(gui, loop):
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     await wait(lambda: gui.reconnects > before, "the reconnect")
     assert gui.daemon_label.text().startswith("reconnected to the daemon at ")
-    await fill_random(gui, total_timesteps=200, steps_per_iteration=100)
+    await fill_random(gui, **{"total_timesteps": 200, "reporting.every_timesteps": 100})
     (run_id,) = await submit(gui)
     await wait(lambda: state(gui, run_id) == "COMPLETED", "a run on the new daemon")

@@ -7,8 +7,9 @@ import sys
 import pytest
 from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLabel, QLineEdit, QSpinBox
 
-from mosaic.gui.schema_form import (CHANGED_MARK, FieldError, SchemaForm, algorithm_paths, split_error,
-                                    suggestions_from_envs, with_algorithm_choices)
+from mosaic.gui.new_run import restore_path
+from mosaic.gui.schema_form import (CHANGED_MARK, FieldError, SchemaForm, split_error, suggestions_from_envs,
+                                    with_shared_choices)
 
 SCHEMA = {
     "type": "object",
@@ -35,7 +36,7 @@ ENVS = {"mpe": ["simple_spread_v3", "simple_tag_v3"], "sisl": ["waterworld_v4"]}
 
 
 def make_form(qtbot, values=None):
-    schema = with_algorithm_choices(SCHEMA, "algorithm", list(PARAMS))
+    schema = with_shared_choices(SCHEMA, {"capabilities": {"algorithms": list(PARAMS)}, "envs": ENVS})
 
     def params(_path, vals):
         return PARAMS.get(vals.get("algorithm"))
@@ -125,12 +126,34 @@ def test_errors_go_under_the_field_they_name(qtbot):
 
 
 def test_error_lines_split_into_field_and_message():
-    assert split_error("training.algorithm: 'PPOO' is not one of PPO, DQN", []) == \
-        ("training.algorithm", "'PPOO' is not one of PPO, DQN")
+    assert split_error("environment.env_id: 'x' is not one of a, b", []) == \
+        ("environment.env_id", "'x' is not one of a, b")
     assert split_error("worker 'x' could not check the config: boom", []) == (None, "worker 'x' could not check the config: boom")
-    assert algorithm_paths({"properties": {"training": {"type": "object", "properties": {
-        "algorithm": {"type": "string"}, "algo_params": {"type": "object"}}}}}) == \
-        ("training.algorithm", "training.algo_params")
+
+
+def test_pickers_come_from_the_description_not_from_field_names():
+    """The algorithm and env family pickers list what the worker describes; a field merely called
+    'algorithm' somewhere else in the config gets no picker."""
+    schema = {"properties": {
+        "algorithm": {"type": "string"},
+        "environment": {"type": "object", "properties": {"family": {"type": "string"},
+                                                         "env_id": {"type": "string"}}},
+        "players": {"type": "object", "properties": {"algorithm": {"type": "string"}}}}}
+    picked = with_shared_choices(schema, {"capabilities": {"algorithms": ["ppo", "dqn"]}, "envs": ENVS})
+    assert picked["properties"]["algorithm"]["enum"] == ["ppo", "dqn"]
+    assert picked["properties"]["environment"]["properties"]["family"]["enum"] == ["mpe", "sisl"]
+    assert "enum" not in picked["properties"]["players"]["properties"]["algorithm"]
+    assert "enum" not in schema["properties"]["algorithm"]  # the worker's schema is not changed in place
+    suggest = suggestions_from_envs(ENVS)
+    assert suggest("environment.env_id", {"environment": {"family": "sisl"}}) == ["waterworld_v4"]
+    assert suggest("players.env_id", {"environment": {"family": "sisl"}}) is None
+
+
+def test_resume_goes_to_the_shared_restore_field_unless_the_worker_refuses_it():
+    schema = {"properties": {"checkpoint": {"type": "object", "properties": {"restore_from": {}}}}}
+    assert restore_path({"config_schema": schema, "shared_fields": {"refused": {}}}) == "checkpoint.restore_from"
+    refused = {"refused": {"checkpoint.restore_from": "cannot resume"}}
+    assert restore_path({"config_schema": schema, "shared_fields": refused}) is None
 
 
 def test_setting_text_does_not_leak_references_to_none(qtbot):

@@ -19,7 +19,7 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """``--set training.total_timesteps=400``: values are JSON, else plain strings."""
+    """``--set total_timesteps=400``: values are JSON, else plain strings."""
     for item in overrides:
         path, sep, raw = item.partition("=")
         if not sep or not path or any(not part for part in path.split(".")):
@@ -47,14 +47,41 @@ def _format_event(e: dict[str, Any]) -> str:
     return f"{stamp} #{e.get('seq')} {e.get('type')} {json.dumps(body, default=str)}"
 
 
+#: The columns of `mosaic runs`, with or without a daemon.
+RUN_COLUMNS = ["RUN", "STATUS", "WORKER", "ENV", "ALGORITHM", "SEED", "PROGRESS", "RETURN"]
+
+
+def _config_of(run: RunDir) -> dict[str, Any]:
+    try:
+        return run.read_config()
+    except (OSError, ValueError):
+        return {}
+
+
+def progress_text(summary: Any, metrics: dict[str, Any]) -> str:
+    """``done/budget unit`` from the last metrics and the config's budget (``-`` when neither is known)."""
+    unit = summary.budget_unit or "env steps"
+    done = metrics.get("episodes_total") if unit == "episodes" else metrics.get("timesteps_total")
+    if done is None and summary.budget is None:
+        return "-"
+    shown = "-" if done is None else str(done)
+    return f"{shown}/{summary.budget} {unit}" if summary.budget is not None else f"{shown} {unit}"
+
+
+def listing_row(run_id: str, status: str, summary: Any, metrics: dict[str, Any]) -> list[str]:
+    """One row of :data:`RUN_COLUMNS`: every field read from the shared vocabulary."""
+    ret = metrics.get("episode_return_mean")
+    return [run_id, status, summary.worker or "?", summary.env_id or "?", summary.algorithm or "-",
+            "-" if summary.seed is None else str(summary.seed), progress_text(summary, metrics),
+            f"{ret:.3f}" if isinstance(ret, (int, float)) else "-"]
+
+
 def _summary_row(run: RunDir) -> list[str]:
+    from mosaic.run_fields import summarize
+
     m = run.read_manifest()
-    env = m.get("env") or {}
-    last = run.last_event("metrics") or {}
-    ret = last.get("episode_return_mean")
-    return [run.run_id, m.get("status", "?"), m.get("worker", "?"),
-            env.get("env_id", "?") if isinstance(env, dict) else str(env), m.get("algorithm", "-"),
-            str(last.get("timesteps_total", "-")), f"{ret:.3f}" if isinstance(ret, (int, float)) else "-"]
+    summary = summarize(_config_of(run), worker=m.get("worker", ""))
+    return listing_row(run.run_id, m.get("status", "?"), summary, run.last_event("metrics") or {})
 
 
 def _daemon_client(required: bool = False) -> Any:

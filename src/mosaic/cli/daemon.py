@@ -11,10 +11,10 @@ import sys
 import time
 from typing import Any
 
-from mosaic.cli.common import _daemon_client, _format_event, _summary_row, _table, apply_overrides
+from mosaic.cli.common import RUN_COLUMNS, _config_of, _daemon_client, _format_event, _summary_row, _table, apply_overrides, listing_row
 from mosaic.errors import UserError
 from mosaic.lifecycle import EXIT_CANCELLED, EXIT_FAILED
-from mosaic.runs import RunStore
+from mosaic.runs import RunDir, RunStore
 from mosaic.worker_cli import load_config_data
 
 
@@ -132,15 +132,20 @@ def _daemon_runs(client: Any, args: argparse.Namespace) -> int:
     """`mosaic runs` through the daemon, plus runs it never saw (made by `mosaic run`)."""
     from mosaic.daemon.client import state_name
 
+    from mosaic.run_fields import RunSummary, summarize
+
     rows = {}
+    store = RunStore()
     for info in client.list():
         metrics = json.loads(info.last_metrics_json) if info.last_metrics_json else {}
-        ret = metrics.get("episode_return_mean")
         state = state_name(info.state).lower()
-        rows[info.run_id] = [info.run_id, f"{state} #{info.queue_position}" if info.queue_position else state,
-                             info.worker, info.env_id or "?", info.algorithm or "-",
-                             str(metrics.get("timesteps_total", "-")),
-                             f"{ret:.3f}" if isinstance(ret, (int, float)) else "-"]
+        summary = summarize(_config_of(RunDir(store.path_for(info.run_id))), worker=info.worker)
+        if not summary.env_id or not summary.algorithm:
+            summary = RunSummary(**{**summary.to_dict(), "worker": info.worker,
+                                    "env_id": summary.env_id or info.env_id,
+                                    "algorithm": summary.algorithm or info.algorithm})
+        rows[info.run_id] = listing_row(
+            info.run_id, f"{state} #{info.queue_position}" if info.queue_position else state, summary, metrics)
     for run in RunStore().list():
         if run.run_id not in rows:
             rows[run.run_id] = _summary_row(run)
@@ -149,7 +154,7 @@ def _daemon_runs(client: Any, args: argparse.Namespace) -> int:
     if not ordered:
         print("no runs yet")
         return 0
-    print(_table(ordered, ["RUN", "STATUS", "WORKER", "ENV", "ALGORITHM", "TIMESTEPS", "RETURN"]))
+    print(_table(ordered, RUN_COLUMNS))
     return 0
 
 

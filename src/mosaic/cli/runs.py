@@ -9,14 +9,13 @@ import sys
 import time
 from typing import Any
 
-from mosaic.cli.common import _daemon_client, _format_event, _summary_row, _table, apply_overrides
+from mosaic.cli.common import RUN_COLUMNS, _config_of, _daemon_client, _format_event, _summary_row, _table, apply_overrides
 from mosaic.cli.daemon import _daemon_logs, _daemon_runs
 from mosaic.discovery import Discovery, discover_workers
 from mosaic.errors import UserError
-from mosaic.launcher import run_in_foreground, validate_config, worker_command
+from mosaic.launcher import create_run, run_in_foreground, validate_config, worker_command
 from mosaic.lifecycle import EXIT_CANCELLED, EXIT_FAILED
 from mosaic.progress import ProgressView
-from mosaic.provenance import host_info, package_versions
 from mosaic.run_status import RunState
 from mosaic.runs import RunDir, RunStore, new_run_id, validate_run_id
 from mosaic.telemetry import TERMINAL_TYPES
@@ -57,11 +56,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                               input=json.dumps({**data, "worker": name, "run_id": run_id}), text=True)
         return proc.returncode
     config = validate_config(worker, {**data, "worker": name, "run_id": run_id})
-    run = store.create(run_id, config, {
-        "worker": name, "worker_version": worker.metadata.version, "status": RunState.CREATED.manifest,
-        "created_at": time.time(), "host": host_info(), "versions": package_versions(["mosaic-marl"]),
-        "python": worker.python or sys.executable,
-    })
+    run = create_run(store, worker, config, status=RunState.CREATED.manifest)
     view = ProgressView()
     print(f"run folder: {run.root}", file=sys.stderr)
     outcome = run_in_foreground(worker, run, on_event=view,
@@ -103,15 +98,21 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not runs:
         print("no runs yet")
         return 0
-    print(_table([_summary_row(r) for r in runs],
-                 ["RUN", "STATUS", "WORKER", "ENV", "ALGORITHM", "TIMESTEPS", "RETURN"]))
+    print(_table([_summary_row(r) for r in runs], RUN_COLUMNS))
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from mosaic.cli.common import progress_text
+    from mosaic.run_fields import summarize
+
     run = RunStore().resolve(args.run)
-    print(json.dumps({"run_dir": str(run.root), "manifest": run.read_manifest(),
-                      "last_metrics": run.last_event("metrics")}, indent=2))
+    manifest = run.read_manifest()
+    summary = summarize(_config_of(run), worker=manifest.get("worker", ""))
+    last = run.last_event("metrics")
+    print(json.dumps({"run_dir": str(run.root), "run": {**summary.to_dict(),
+                                                        "progress": progress_text(summary, last or {})},
+                      "manifest": manifest, "last_metrics": last}, indent=2))
     return 0
 
 
@@ -191,7 +192,7 @@ def add_parsers(sub: Any) -> None:
                    help="let the worker check the config as a run would and show what it would use; "
                         "no run folder, no training")
     p.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
-                   help="override one config value (JSON value), e.g. --set training.total_timesteps=4000")
+                   help="override one config value (JSON value), e.g. --set total_timesteps=4000 (the same path for every worker)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("runs", help="list runs")

@@ -39,8 +39,8 @@ from mosaic.daemon.settings import DaemonSettings
 from mosaic.daemon.states import TERMINAL_EVENT_STATE, RunState
 from mosaic.errors import UserError
 from mosaic.pids import is_running, start_ticks
-from mosaic.launcher import _stderr_tail, run_launch, validate_config
-from mosaic.provenance import config_digest, host_info, package_versions
+from mosaic.launcher import _stderr_tail, create_run, run_launch, validate_config
+from mosaic.provenance import config_digest
 from mosaic.recorder import RunRecorder, signal_name
 from mosaic.runs import RunDir, RunStore, new_run_id, validate_run_id
 
@@ -80,11 +80,11 @@ class ActiveRun:
 
 
 def _config_summary(config: Mapping[str, Any]) -> tuple[str, str]:
-    """(algorithm, env_id) as far as a config tells, for listings before the run starts."""
-    training = config.get("training") if isinstance(config.get("training"), dict) else {}
-    algorithm = training.get("algorithm") or config.get("algorithm") or ""
-    env = config.get("environment") if isinstance(config.get("environment"), dict) else {}
-    return str(algorithm), str(env.get("env_id") or "")
+    """(algorithm, env_id) of a config, read from the shared fields, for listings before the run starts."""
+    from mosaic.run_fields import summarize
+
+    summary = summarize(config)
+    return summary.algorithm, summary.env_id
 
 
 class Supervisor:
@@ -211,10 +211,8 @@ class Supervisor:
                                                               heartbeat_timeout_s, cpus)
         now = time.time()
         try:
-            run = self.store.create(rid, normalised, {
-                "worker": worker.name, "worker_version": worker.metadata.version,
-                "status": RunState.QUEUED.manifest, "created_at": now, "host": host_info(), "submitted_via": "daemon",
-                "versions": package_versions(["mosaic-marl"])})
+            run = create_run(self.store, worker, normalised, status=RunState.QUEUED.manifest, python=python,
+                             submitted_via="daemon")
         except UserError as exc:  # lost a race for the same run id
             raise ConfigRejected([split_field(str(exc), "run_id")]) from None
         algorithm, env_id = _config_summary(normalised)

@@ -3,7 +3,7 @@
 Runs are picked from the daemon's list; their stored telemetry is fetched by
 the main window (``StreamTelemetry`` without follow) and handed to
 :meth:`CompareView.set_history`. Grouping by a config path (``seed``'s
-siblings, say ``training.algo_params.lr``) draws each group's mean with its
+siblings, say ``algo_params.lr``) draws each group's mean with its
 95% t-interval over runs (``mosaic.curves.mean_band``). The figure exports to
 PNG and the drawn data to CSV.
 """
@@ -60,7 +60,7 @@ class CompareView(QWidget):
         self.x_axis.addItems(X_AXES)
         self.x_axis.currentTextChanged.connect(lambda _t: self.redraw())
         self.group_by = QLineEdit()
-        self.group_by.setPlaceholderText("group by a config path, e.g. algorithm or training.algorithm")
+        self.group_by.setPlaceholderText("group by a config path, e.g. algorithm, environment.env_id or learning_rate")
         self.group_by.editingFinished.connect(self.redraw)
         self.plot = pg.PlotWidget(background="w")
         self.plot.showGrid(x=True, y=True, alpha=0.3)

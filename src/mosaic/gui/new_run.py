@@ -20,23 +20,19 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton,
                                QScrollArea, QTabWidget, QVBoxLayout, QWidget)
 
-from mosaic.gui.schema_form import (FieldError, SchemaForm, algorithm_paths, split_error, suggestions_from_envs,
-                                    with_algorithm_choices)
+from mosaic.gui.schema_form import (ALGO_PARAMS_PATH, ALGORITHM_PATH, RESTORE_PATH, FieldError, SchemaForm,
+                                    split_error, suggestions_from_envs, with_shared_choices)
 
 HIDDEN = frozenset({"run_id", "worker"})
 ERROR_STYLE = "color: #c62828;"
 
 
-def restore_path(schema: dict, prefix: str = "") -> str | None:
-    """Where a worker's config takes the checkpoint to resume from (a ``restore_from`` key)."""
-    for name, prop in (schema.get("properties") or {}).items():
-        if name == "restore_from":
-            return f"{prefix}{name}"
-        if prop.get("type") == "object" and prop.get("properties"):
-            found = restore_path(prop, f"{prefix}{name}.")
-            if found:
-                return found
-    return None
+def restore_path(document: dict) -> str | None:
+    """``checkpoint.restore_from``, unless the worker refuses it (it cannot resume)."""
+    refused = (document.get("shared_fields") or {}).get("refused") or {}
+    props = ((document.get("config_schema") or {}).get("properties") or {})
+    checkpoint = (props.get("checkpoint") or {}).get("properties") or {}
+    return RESTORE_PATH if "restore_from" in checkpoint and RESTORE_PATH not in refused else None
 
 
 def checkpoints_of(run_dir: Path) -> list[Path]:
@@ -130,16 +126,13 @@ class NewRunView(QWidget):
     def show_worker(self, document: dict[str, Any]) -> None:
         """Build the form of ``document`` (a worker's describe document)."""
         self.document = document
-        schema = document["config_schema"]
-        algo_path, params_path = algorithm_paths(schema)
+        schema = with_shared_choices(document["config_schema"], document)
         schemas = document.get("algo_params_schemas") or {}
-        schema = with_algorithm_choices(schema, algo_path, list(schemas))
+        params_path = ALGO_PARAMS_PATH if schemas else None
 
         def params_schema(_path: str, values: dict) -> dict | None:
-            node: Any = values
-            for part in (algo_path or "").split("."):
-                node = node.get(part) if isinstance(node, dict) else None
-            return schemas.get(node) if isinstance(node, str) else None
+            name = values.get(ALGORITHM_PATH) if isinstance(values, dict) else None
+            return schemas.get(name) if isinstance(name, str) else None
 
         values = self._pending if self._pending is not None else document.get("default_config") or {}
         self._pending = None
@@ -270,7 +263,7 @@ class NewRunView(QWidget):
     def _checkpoint_chosen(self, _index: int) -> None:
         if self.form is None or self.document is None:
             return
-        where = restore_path(self.document["config_schema"])
+        where = restore_path(self.document)
         if where is None:
             self.error.setText(f"{self.document['worker']} cannot resume from a checkpoint")
             return

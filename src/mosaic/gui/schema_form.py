@@ -19,7 +19,7 @@ anything else                one line of JSON
 
 Descriptions become tooltips, defaults are filled in, and a field whose value
 differs from its default is marked and its label coloured. Errors are shown under
-the field they name (``show_error("training.algorithm", ...)``). Two fields
+the field they name (``show_error("environment.env_id", ...)``). Two fields
 follow the worker contract's conventions: an ``algorithm`` string offers the
 algorithms the worker describes, and a sibling ``algo_params`` object is
 rebuilt from that algorithm's schema whenever the algorithm changes; an
@@ -520,7 +520,7 @@ def _get(values: Any, path: str) -> Any:
 
 
 def split_error(message: str, paths: list[str]) -> tuple[str | None, str]:
-    """("training.algorithm", "...") from a worker's "training.algorithm: ..." error line."""
+    """("environment.env_id", "...") from a worker's "environment.env_id: ..." error line."""
     head, sep, rest = message.partition(": ")
     if sep and " " not in head and head:
         return head, rest
@@ -530,14 +530,21 @@ def split_error(message: str, paths: list[str]) -> tuple[str | None, str]:
     return None, message
 
 
+#: Where every worker's config keeps what the form offers pickers for (mosaic.run_fields).
+ALGORITHM_PATH = "algorithm"
+ALGO_PARAMS_PATH = "algo_params"
+FAMILY_PATH = "environment.family"
+ENV_ID_PATH = "environment.env_id"
+RESTORE_PATH = "checkpoint.restore_from"
+
+
 def suggestions_from_envs(envs: dict[str, list[str]]) -> Suggest:
-    """``env_id`` fields suggest the ids of the sibling ``family`` (all ids when there is none)."""
+    """``environment.env_id`` suggests the ids of the chosen ``environment.family`` (all ids when none is)."""
 
     def suggest(path: str, values: dict) -> list[str] | None:
-        if path.rsplit(".", 1)[-1] != "env_id":
+        if path != ENV_ID_PATH:
             return None
-        parent = path.rsplit(".", 1)[0] if "." in path else ""
-        family = _get(values, f"{parent}.family" if parent else "family")
+        family = _get(values, FAMILY_PATH)
         if isinstance(family, str) and family in envs:
             return list(envs[family])
         return sorted({e for ids in envs.values() for e in ids})
@@ -545,31 +552,27 @@ def suggestions_from_envs(envs: dict[str, list[str]]) -> Suggest:
     return suggest
 
 
-def algorithm_paths(schema: dict, prefix: str = "") -> tuple[str | None, str | None]:
-    """(path of the ``algorithm`` field, path of its sibling ``algo_params``) in a config schema."""
-    props = schema.get("properties") or {}
-    if "algorithm" in props:
-        params = f"{prefix}algo_params" if "algo_params" in props else None
-        return f"{prefix}algorithm", params
-    for name, prop in props.items():
-        if prop.get("type") == "object" and prop.get("properties"):
-            found = algorithm_paths(prop, f"{prefix}{name}.")
-            if found[0]:
-                return found
-    return None, None
+def _has(schema: dict, path: str) -> dict | None:
+    node: Any = schema
+    for part in path.split("."):
+        node = (node.get("properties") or {}).get(part) if isinstance(node, dict) else None
+        if node is None:
+            return None
+    return node
 
 
-def with_algorithm_choices(schema: dict, path: str | None, algorithms: list[str]) -> dict:
-    """``schema`` with ``enum`` on the algorithm field, so it is a combo box of what the worker offers."""
-    if not path or not algorithms:
-        return schema
+def with_shared_choices(schema: dict, document: dict) -> dict:
+    """``schema`` with pickers from the worker's description: its algorithms and its env families.
+
+    Nothing is guessed from field names: the shared fields (mosaic.run_fields) are where
+    every worker keeps the algorithm and the env, and the describe document says what
+    the worker offers.
+    """
     schema = json.loads(json.dumps(schema))
-    node = schema
-    parts = path.split(".")
-    for part in parts[:-1]:
-        node = node["properties"][part]
-    prop = node["properties"][parts[-1]]
-    if "enum" not in prop:
-        prop["enum"] = list(algorithms)
+    algorithms = list((document.get("capabilities") or {}).get("algorithms") or [])
+    families = list(document.get("envs") or {})
+    for path, choices in ((ALGORITHM_PATH, algorithms), (FAMILY_PATH, families)):
+        prop = _has(schema, path)
+        if prop is not None and choices and "enum" not in prop and "anyOf" not in prop:
+            prop["enum"] = choices
     return schema
-

@@ -50,19 +50,20 @@ def deep_validate(config: BalrogConfig) -> dict[str, Any]:
 
     known, gone = task_ids(), unavailable()
     for index, task in enumerate(config.tasks):
+        field = config.task_field(index)
         if task in gone:
-            raise ConfigError(f"tasks[{index}]", f"{task} cannot be played here: {gone[task]}")
+            raise ConfigError(field, f"{task} cannot be played here: {gone[task]}")
         if task not in known:
             near = difflib.get_close_matches(task, known, n=3)
-            raise ConfigError(f"tasks[{index}]", f"{task!r} is not a MiniGrid or BabyAI id"
-                                                 + (f"; did you mean {', '.join(near)}?" if near else
-                                                    f" ({len(known)} are installed: `--describe` lists them)"))
+            raise ConfigError(field, f"{task!r} is not a MiniGrid or BabyAI id"
+                                     + (f"; did you mean {', '.join(near)}?" if near else
+                                        f" ({len(known)} are installed: `--describe` lists them)"))
         try:
-            gym.make(task, **({"max_steps": config.max_steps} if config.max_steps else {})).close()
+            gym.make(task, **config.gym_kwargs()).close()
         except Exception as exc:  # noqa: BLE001  (what the env itself says is the message)
-            raise ConfigError(f"tasks[{index}]", f"{task} cannot be built here: {type(exc).__name__}: {exc}") from None
+            raise ConfigError(field, f"{task} cannot be built here: {type(exc).__name__}: {exc}") from None
     check_endpoint(config.model)
-    return {"tasks": list(config.tasks)}
+    return {"family": config.environment.family, "tasks": list(config.tasks)}
 
 
 def make_runtime(config: BalrogConfig, context: Any) -> Any:
@@ -73,7 +74,7 @@ def make_runtime(config: BalrogConfig, context: Any) -> Any:
 
 PROGRAM = WorkerProgram(name="balrog", config_from_dict=BalrogConfig.from_dict, make_runtime=make_runtime,
                         default_config=default_config, deep_validate=deep_validate,
-                        heartbeat_interval_s=lambda config: config.heartbeat_interval_s,
+                        heartbeat_interval_s=lambda config: config.reporting.heartbeat_interval_s,
                         describe=get_worker_metadata, config_class=BalrogConfig,
                         packages=("mosaic-balrog-worker", "minigrid", "gymnasium", "openai"), envs=envs,
                         dry_run=lambda config, checked: checked)

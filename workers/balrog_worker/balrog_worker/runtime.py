@@ -61,10 +61,10 @@ class BalrogRuntime:
         root = Path(self.ctx.run_dir.root)
         client = make_client(cfg.model)
         rng = random.Random(cfg.seed)
-        total_episodes = cfg.episodes_per_task * len(cfg.tasks)
+        total_episodes = cfg.episodes * len(cfg.tasks)
         emit.run_started(worker="balrog", config_digest=config_digest(cfg.to_dict()),
                          versions=package_versions(PACKAGES), resources={"cpus": 1, "gpus": 0},
-                         algorithm="llm", env={"family": family_of(cfg.tasks[0]), "env_id": cfg.tasks[0],
+                         algorithm="llm", env={"family": cfg.environment.family, "env_id": cfg.tasks[0],
                                                "tasks": list(cfg.tasks)},
                          policy_configuration="LANGUAGE_MODEL", seed=cfg.seed, agents=[AGENT],
                          model={"backend": cfg.model.backend, "model": cfg.model.model,
@@ -93,13 +93,12 @@ class BalrogRuntime:
 
     def _play_task(self, task: str, client: Any, rng: random.Random) -> list[dict[str, Any]]:
         cfg, emit = self.config, self.ctx.emitter
-        kwargs = {"max_steps": cfg.max_steps} if cfg.max_steps else {}
-        env = gym.make(task, render_mode="rgb_array" if self.lane is not None else None, **kwargs)
+        env = gym.make(task, render_mode="rgb_array" if self.lane is not None else None, **cfg.gym_kwargs())
         block = []
         path = Path(self.ctx.run_dir.root) / "transcripts" / f"{task}.jsonl"
         try:
             with path.open("a", encoding="utf-8") as transcript:
-                for index in range(cfg.episodes_per_task):
+                for index in range(cfg.episodes):
                     started = time.perf_counter()
                     episode = self._play_episode(env, task, cfg.seed + index, client, rng, transcript)
                     episode.update(episode=len(self.episodes), duration_s=round(time.perf_counter() - started, 3))
@@ -149,10 +148,6 @@ class BalrogRuntime:
                 "tokens": tokens}
 
 
-def family_of(task: str) -> str:
-    return "babyai" if task.startswith("BabyAI-") else "minigrid"
-
-
 def scored(episodes: list[dict[str, Any]]) -> dict[str, Any]:
     steps = sum(e["length"] for e in episodes)
     return {"episodes": len(episodes), "steps": steps,
@@ -178,7 +173,7 @@ def summarise(episodes: list[dict[str, Any]], cfg: BalrogConfig, llm: dict[str, 
     return {"protocol": "BALROG-style (MiniGrid/BabyAI): text observations, one action per reply",
             "model": {"backend": cfg.model.backend, "model": cfg.model.model, "base_url": cfg.model.base_url,
                       "temperature": cfg.model.temperature},
-            "seed": cfg.seed, "episodes_per_task": cfg.episodes_per_task,
+            "seed": cfg.seed, "episodes_per_task": cfg.episodes,
             "tasks": {task: scored([e for e in episodes if e["task"] == task]) for task in cfg.tasks},
             "overall": scored(episodes), "llm": llm,
             "episodes": episodes}

@@ -32,7 +32,7 @@ def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
         upstream_library="cleanrl", upstream_version=installed_version("cleanrl"), license="MIT")
     caps = WorkerCapabilities(
         worker_type="cleanrl", paradigms=("single_agent",), policy_configurations=("INDEPENDENT",),
-        env_families=("classic_control",), algorithms=ALGORITHMS, action_spaces=("discrete", "box"),
+        env_families=("gymnasium",), algorithms=ALGORITHMS, action_spaces=("discrete", "box"),
         observation_spaces=("box",), max_agents=1, supports_checkpointing=True, supports_pause_resume=True,
         resources=ResourceEstimate(cpus=1.0, memory_mb=1500))
     return meta, caps

@@ -56,7 +56,36 @@ ENV_IDS = {
     "discrete": ("CartPole-v1", "Acrobot-v1", "MountainCar-v0"),
     "box": ("Pendulum-v1", "MountainCarContinuous-v0"),
 }
-ENV_FAMILY = "classic_control"
+#: The env family of a CleanRL run's config (``environment.family``): Gym/Gymnasium ids.
+FAMILY = "gymnasium"
+ENV_FAMILY = FAMILY
+
+
+def env_steps(algorithm: Algorithm, params: dict) -> int:
+    """The env steps a script runs to its end with these options (each sub-env's steps counted).
+
+    The off-policy scripts loop ``for global_step in range(total_timesteps)``, stepping their envs once
+    each pass; ppo runs ``total_timesteps // (num_envs × num_steps)`` whole rollouts.
+    """
+    total, num_envs = int(params["total_timesteps"]), int(params.get("num_envs") or 1)
+    if algorithm.on_policy and "num_steps" in params:
+        rollout = num_envs * int(params["num_steps"])
+        return (total // rollout) * rollout
+    return total * num_envs
+
+
+def budget_note(algorithm: Algorithm, params: dict) -> str | None:
+    """Why the script runs a different number of env steps than total_timesteps; None when it runs them all."""
+    total, steps = int(params["total_timesteps"]), env_steps(algorithm, params)
+    if steps == total:
+        return None
+    if algorithm.on_policy and "num_steps" in params:
+        rollout = int(params.get("num_envs") or 1) * int(params["num_steps"])
+        return (f"total_timesteps {total} is not a whole number of {algorithm.name} rollouts (num_envs × "
+                f"num_steps = {rollout} env steps): the script runs {total // rollout} iterations, "
+                f"{steps} env steps")
+    return (f"total_timesteps {total} is stepped in each of num_envs = {params.get('num_envs')} envs: "
+            f"the script runs {steps} env steps")
 
 
 def get(name: str, field: str = "algorithm") -> Algorithm:

@@ -9,7 +9,9 @@ patches has been imported by the script:
   record to the file descriptor ``$MOSAIC_CLEANRL_FD`` (never stdout, which the
   script prints on). Every ``charts/SPS`` scalar ends one iteration; with
   ``$MOSAIC_CLEANRL_CHECKPOINT_EVERY`` the script's networks are checkpointed
-  when that many env steps have passed, and always when the writer closes.
+  when that many env steps have passed, and when the writer closes (unless
+  ``$MOSAIC_CLEANRL_CHECKPOINT_AT_END`` is 0); the closing record carries the
+  env steps the script ran (``$MOSAIC_CLEANRL_ENV_STEPS``).
 - ``gym`` / ``gymnasium``: with ``$MOSAIC_CLEANRL_FASTLANE``, the first env the
   script makes publishes rendered frames to FastLane from its ``step``.
 - ``stable_baselines3.common.buffers``: SB3 2.x's ``ReplayBuffer`` only takes
@@ -169,7 +171,12 @@ def _patch_tensorboard(module: Any) -> None:
         return result
 
     def close_(self: Any) -> Any:
-        save_checkpoint()
+        # The script has finished its loop: it ran exactly the env steps MOSAIC computed from its options
+        # (its scalars' global_step labels stop short: the off-policy loops label a step by its index).
+        planned = int(os.environ.get("MOSAIC_CLEANRL_ENV_STEPS", "0") or 0)
+        _state["step"] = max(_state["step"], planned)
+        if os.environ.get("MOSAIC_CLEANRL_CHECKPOINT_AT_END", "1") != "0":
+            save_checkpoint()
         send("closed", step=_state["step"], iteration=_state["iteration"], episodes=_state["episodes"])
         return close(self)
 

@@ -14,7 +14,8 @@ from cleanrl_worker.config import CleanRLConfig, params_schema
 def default_config() -> dict[str, Any]:
     data = CleanRLConfig(run_id="unset").to_dict()
     del data["run_id"]
-    data.update(algorithm="ppo", env_id="CartPole-v1", total_timesteps=20_000)
+    data.update(algorithm="ppo", total_timesteps=20_000)
+    data["environment"].update(family="gymnasium", env_id="CartPole-v1")
     return data
 
 
@@ -36,9 +37,13 @@ def dry_run(config: CleanRLConfig, checked: Any) -> dict[str, Any]:
 
     from cleanrl_worker.runtime import command
 
-    threads = thread_env(config.torch_num_threads)
-    return {"command": command(config)[1:], "script_params": config.params(), "env": checked,
-            "env_api": config.algo.env_api, "thread_variables": threads}
+    threads = thread_env(config.resources.threads)
+    shown = {"command": command(config)[1:], "script_params": config.params(), "env": checked,
+             "env_api": config.algo.env_api, "thread_variables": threads, "env_steps": config.env_steps()}
+    note = config.budget_note()
+    if note:
+        shown["warnings"] = [note]
+    return shown
 
 
 def envs() -> dict[str, list[str]]:
@@ -62,7 +67,7 @@ PROGRAM = WorkerProgram(name="cleanrl", config_from_dict=CleanRLConfig.from_dict
                         describe=get_worker_metadata, config_class=CleanRLConfig,
                         packages=("mosaic-cleanrl-worker", "cleanrl", "torch", "gym", "gymnasium", "numpy"),
                         algo_params_schema=params_schema, envs=envs, dry_run=dry_run, evaluate=evaluate,
-                        heartbeat_interval_s=lambda config: config.heartbeat_interval_s)
+                        heartbeat_interval_s=lambda config: config.reporting.heartbeat_interval_s)
 
 
 def main(argv: list[str] | None = None) -> int:

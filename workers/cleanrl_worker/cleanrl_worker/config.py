@@ -20,21 +20,24 @@ import functools
 import importlib
 import importlib.util
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 from mosaic import configkit, diskcache
 from mosaic.configkit import option
 from mosaic.errors import ConfigError, UserError
-from mosaic.fastlane.config import FastLaneConfig
+from mosaic.run_fields import Environment, FieldMap, RunConfig
 
 from cleanrl_worker import algorithms
-from cleanrl_worker.algorithms import Algorithm
+from cleanrl_worker.algorithms import FAMILY, Algorithm
 
-#: Script options MOSAIC sets from its own top-level fields.
-OWNED = {"seed": "seed", "env_id": "env_id", "total_timesteps": "total_timesteps",
+#: Script options MOSAIC sets from its own top-level fields (never in ``algo_params``).
+OWNED = {"seed": "seed", "env_id": "environment.env_id", "total_timesteps": "total_timesteps",
          "capture_video": "capture_video"}
-#: Script options that need what this machine has not got, refused when switched on.
-NOT_WIRED = {"track": "W&B tracking of CleanRL runs is not wired into MOSAIC yet (MOSAIC keeps the "
+#: Shared hyperparameters -> the script option each one sets (where the script has it).
+SHARED_OPTIONS = {"num_envs": "num_envs", "learning_rate": "learning_rate", "gamma": "gamma",
+                  "batch_size": "batch_size"}
+#: Script options that need what MOSAIC does not offer: not in the schema, refused whenever given.
+NOT_WIRED = {"track": "W&B tracking of CleanRL runs is not wired into MOSAIC (MOSAIC keeps the "
                       "TensorBoard files in the run folder)",
              "upload_model": "uploading to the Hugging Face Hub is not supported"}
 
@@ -146,35 +149,71 @@ def params_schema(name: str) -> dict[str, Any]:
     """JSON Schema of ``algo_params`` for one algorithm (what ``--schema ALGO`` prints)."""
     algo = algorithms.get(name)
     params = script_params(name)
-    settable = {n: p for n, p in params.items() if n not in OWNED}
+    settable = {n: p for n, p in params.items() if n not in OWNED and n not in NOT_WIRED}
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
             "title": f"algo_params of cleanrl {name} ({algo.module}, read from its own argument parser)",
             "type": "object", "additionalProperties": False,
             "properties": {n: p.schema() for n, p in sorted(settable.items())}}
 
 
+FIELDS = FieldMap(
+    honoured={
+        "algorithm": "which CleanRL script runs (ppo, dqn, c51, sac, td3, ddpg)",
+        "environment.family": "gymnasium (the only family: Gym/Gymnasium classic-control tasks)",
+        "environment.env_id": "the script's --env-id (empty: CartPole-v1 for discrete scripts, Pendulum-v1 "
+                              "for continuous ones)",
+        "seed": "the script's --seed",
+        "total_timesteps": "the script's --total-timesteps (ppo runs whole rollouts: the steps that will "
+                           "run are said up front)",
+        "num_envs": "the script's --num-envs (ppo, dqn; refused for scripts without that option)",
+        "learning_rate": "the script's --learning-rate (refused for sac: algo_params.policy_lr and q_lr)",
+        "gamma": "the script's --gamma",
+        "batch_size": "the script's --batch-size (refused for ppo: its minibatch is num_envs × num_steps / "
+                      "algo_params.num_minibatches)",
+        "checkpoint.every_timesteps": "the script's networks saved at the first iteration end at or past "
+                                      "each multiple",
+        "checkpoint.at_end": "the script's networks saved when its TensorBoard writer closes",
+        "reporting.heartbeat_interval_s": "MOSAIC's heartbeat while the script runs",
+        "fastlane": "frames of the script's first env",
+        "resources.threads": "OMP_NUM_THREADS / MKL_NUM_THREADS of the script's process",
+        "resources.cpus": "CPUs the daemon reserves for the run",
+        "algo_params": "the script's other options by their argparse names (`--schema ALGO` lists them)",
+    },
+    refused={
+        "environment.env_ids": "a CleanRL script trains on one env id",
+        "environment.env_kwargs": "a CleanRL script makes its env from --env-id alone",
+        "episodes": "a training worker: its budget is total_timesteps",
+        "checkpoint.keep": "every checkpoint a CleanRL run saves is kept (set checkpoint.every_timesteps "
+                           "to save fewer)",
+        "checkpoint.restore_from": "CleanRL's scripts always start from freshly initialised networks and "
+                                   "have no option to load saved ones, so a run cannot resume",
+        "reporting.every_timesteps": "a metrics event follows each iteration the script logs (its "
+                                     "charts/SPS scalar); the script sets that cadence",
+        "resources.gpus": "no GPU path in this version of the worker",
+    })
+
+
+def _default_environment() -> Environment:
+    return Environment(family=FAMILY)
+
+
 @dataclass
-class CleanRLConfig:
+class CleanRLConfig(RunConfig):
     """A CleanRL run: one script, one classic-control task, the script's own hyperparameters."""
 
-    run_id: str = option(help="run id (set by MOSAIC)")
-    algorithm: str = option("ppo", choices=tuple(algorithms.ALGORITHMS),
-                            help="which CleanRL script runs (traits: cleanrl_worker/algorithms.py)")
-    env_id: str | None = option(None, help="Gym/Gymnasium id; default: CartPole-v1 (discrete), Pendulum-v1 (box)")
+    FIELDS: ClassVar[FieldMap] = FIELDS
+
+    algorithm: str = option("ppo", help="which CleanRL script runs: ppo, dqn, c51, sac, td3, ddpg (traits: "
+                                        "cleanrl_worker/algorithms.py); any case is accepted")
+    environment: Environment = option(default_factory=_default_environment,
+                                      help="family 'gymnasium'; env_id a classic-control task (empty: "
+                                           "CartPole-v1 discrete, Pendulum-v1 box)")
     seed: int = option(1, min=0, help="the script's --seed (CleanRL's default is 1)")
-    total_timesteps: int | None = option(None, min=1, help="env steps; default: the script's own")
     capture_video: bool = option(False, help="the script records videos of env 0 into videos/ of the run")
-    algo_params: dict[str, Any] = option(default_factory=dict,
-                                         help="the script's other options by their argparse names "
-                                              "(learning_rate, num_envs, ...): `--schema ALGO` lists them")
-    torch_num_threads: int | None = option(None, min=1, help="OMP_NUM_THREADS / MKL_NUM_THREADS of the script: "
-                                           "1 makes these small networks many times faster on a busy "
-                                           "machine; default: torch's own choice, as when run directly")
-    heartbeat_interval_s: float = option(5.0, min=0.1, help="seconds between heartbeats")
-    checkpoint_every_timesteps: int = option(0, min=0, help="also checkpoint every N env steps; "
-                                                           "0 = only when the script finishes")
-    fastlane: FastLaneConfig = option(default_factory=FastLaneConfig,
-                                      help="live frames of env 0 for `mosaic watch`")
+
+    @classmethod
+    def algorithms(cls) -> tuple[str, ...]:
+        return tuple(algorithms.ALGORITHMS)
 
     @property
     def algo(self) -> Algorithm:
@@ -182,57 +221,91 @@ class CleanRLConfig:
 
     @property
     def resolved_env_id(self) -> str:
-        return self.env_id or self.algo.default_env
-
-    def to_dict(self) -> dict[str, Any]:
-        return configkit.to_dict(self)
+        return self.environment.env_id or self.algo.default_env
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "CleanRLConfig":
         config = configkit.from_dict(cls, data)
-        algorithms.check_env(config.algo, config.resolved_env_id)
+        config.check_shared()
+        if config.environment.family not in ("", FAMILY):
+            raise ConfigError("environment.family", f"{config.environment.family!r} is not offered by the "
+                                                    f"cleanrl worker; allowed: {FAMILY}")
+        config.environment.family = FAMILY
+        algorithms.check_env(config.algo, config.resolved_env_id, field="environment.env_id")
+        config.environment.env_id = config.resolved_env_id  # the run's config says which env it plays
         config.algo_params = check_params(config)
         return config
+
+    def shared_options(self) -> dict[str, Any]:
+        """The shared hyperparameters that are set, by the script option each one sets."""
+        return {SHARED_OPTIONS[name]: getattr(self, name) for name in SHARED_OPTIONS
+                if getattr(self, name) is not None}
+
+    def explicit(self) -> dict[str, Any]:
+        """Every script option the config sets (the rest keep the script's defaults)."""
+        values = {**self.algo_params, **self.shared_options(), "seed": self.seed,
+                  "env_id": self.resolved_env_id, "capture_video": self.capture_video}
+        if self.total_timesteps is not None:
+            values["total_timesteps"] = self.total_timesteps
+        return values
 
     def params(self) -> dict[str, Any]:
         """Every script option as the run uses it: the script's defaults, then the config."""
         values = {n: p.default for n, p in script_params(self.algorithm).items()}
-        values.update(self.algo_params)
-        values.update(seed=self.seed, env_id=self.resolved_env_id, capture_video=self.capture_video)
-        if self.total_timesteps is not None:
-            values["total_timesteps"] = self.total_timesteps
+        values.update(self.explicit())
         return values
+
+    def env_steps(self) -> int:
+        """The env steps the script will actually run (ppo rounds its budget down to whole rollouts)."""
+        return algorithms.env_steps(self.algo, self.params())
+
+    def budget_note(self) -> str | None:
+        """Why the script will run fewer env steps than total_timesteps, or None when it runs them all."""
+        return algorithms.budget_note(self.algo, self.params())
 
     def argv(self) -> list[str]:
         """The script's command line (after ``python -m <module>``): every option MOSAIC sets."""
         params = script_params(self.algorithm)
         out: list[str] = []
-        explicit = {**self.algo_params, "seed": self.seed, "env_id": self.resolved_env_id,
-                    "capture_video": self.capture_video}
-        if self.total_timesteps is not None:
-            explicit["total_timesteps"] = self.total_timesteps
-        for name, value in explicit.items():
+        for name, value in self.explicit().items():
             if name in params:
                 out += params[name].argv(value)
         return out
 
 
 def check_params(config: CleanRLConfig) -> dict[str, Any]:
-    """``algo_params`` checked against the script's parser; ConfigError naming the field."""
+    """``algo_params`` and the shared hyperparameters checked against the script's parser."""
     params = script_params(config.algorithm)
+    allowed = ", ".join(sorted(n for n in params if n not in OWNED and n not in NOT_WIRED))
     checked = {}
     for name, value in config.algo_params.items():
         field = f"algo_params.{name}"
         if name in OWNED:
             raise ConfigError(field, f"is set by MOSAIC's top-level {OWNED[name]!r}: set that instead")
+        if name in NOT_WIRED:
+            raise ConfigError(field, f"is not offered: {NOT_WIRED[name]}; allowed: {allowed}")
         if name not in params:
             raise ConfigError(field, f"{config.algorithm} ({config.algo.script}) has no option {name!r}; "
-                                     f"allowed: {', '.join(sorted(n for n in params if n not in OWNED))}")
+                                     f"allowed: {allowed}")
+        shared = next((s for s, o in SHARED_OPTIONS.items() if o == name), None)
+        if shared is not None and getattr(config, shared) is not None:
+            raise ConfigError(field, f"sets the script's {params[name].flag}, as the top-level {shared!r} "
+                                     f"does: set it once; allowed: the top-level {shared!r} or "
+                                     f"algo_params.{name}, not both")
         checked[name] = params[name].check(value, field)
-        if name in NOT_WIRED and value:
-            raise ConfigError(field, f"true is not supported: {NOT_WIRED[name]}")
+    for shared, name in SHARED_OPTIONS.items():
+        value = getattr(config, shared)
+        if value is None:
+            continue
+        if name not in params:
+            raise ConfigError(shared, _no_option(config, shared, params))
+        params[name].check(value, shared)
     config.algo_params = checked
     values = config.params()
+    if config.algorithm == "dqn" and values.get("num_envs", 1) != 1:
+        field = "num_envs" if config.num_envs is not None else "algo_params.num_envs"
+        raise ConfigError(field, f"{values['num_envs']}: CleanRL's dqn.py asserts a single env "
+                                 "(\"vectorized envs are not supported\"); allowed: 1")
     # Budgets the script would accept and then silently not train on.
     total = values["total_timesteps"]
     if config.algo.on_policy and "num_steps" in values:
@@ -244,3 +317,14 @@ def check_params(config: CleanRLConfig) -> dict[str, Any]:
         raise ConfigError("algo_params.learning_starts", f"{values['learning_starts']} is not below "
                                                          f"total_timesteps ({total}): nothing would be learned")
     return checked
+
+
+def _no_option(config: CleanRLConfig, shared: str, params: Mapping[str, Param]) -> str:
+    script = f"{config.algorithm} ({config.algo.script})"
+    if shared == "batch_size" and "num_minibatches" in params:
+        return (f"{script} has no --batch-size: its minibatch is num_envs × num_steps / num_minibatches; "
+                "allowed: null, and set algo_params.num_minibatches (and num_steps) instead")
+    if shared == "learning_rate" and "policy_lr" in params:
+        return (f"{script} has two learning rates and no --learning-rate; allowed: null, and set "
+                "algo_params.policy_lr and algo_params.q_lr instead")
+    return f"{script} has no --{shared.replace('_', '-')} option; allowed: null"

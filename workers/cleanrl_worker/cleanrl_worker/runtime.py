@@ -48,9 +48,11 @@ def child_env(config: CleanRLConfig, run_root: Path) -> dict[str, str]:
     env = {"PYTHONPATH": os.pathsep.join([str(SITE_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]),
            "SDL_NO_SIGNAL_HANDLERS": "1", "SDL_VIDEODRIVER": "dummy", "PYGAME_HIDE_SUPPORT_PROMPT": "1",
            "MOSAIC_CLEANRL_RUN_DIR": str(run_root),
-           "MOSAIC_CLEANRL_CHECKPOINT_EVERY": str(config.checkpoint_every_timesteps),
+           "MOSAIC_CLEANRL_CHECKPOINT_EVERY": str(config.checkpoint.every_timesteps),
+           "MOSAIC_CLEANRL_CHECKPOINT_AT_END": "1" if config.checkpoint.at_end else "0",
+           "MOSAIC_CLEANRL_ENV_STEPS": str(config.env_steps()),
            "MOSAIC_CLEANRL_STATE": json.dumps(state)}
-    env.update(thread_env(config.torch_num_threads))
+    env.update(thread_env(config.resources.threads))
     if config.fastlane.enabled:
         env["MOSAIC_CLEANRL_FASTLANE"] = json.dumps({"run_id": config.run_id, "run_dir": str(run_root),
                                                      "config": config.fastlane.__dict__})
@@ -66,14 +68,19 @@ class CleanRLRuntime:
         cfg = self.config
         root = Path(self.ctx.run_dir.root).absolute()
         params = cfg.params()
-        translator = Translator(cfg.algo, int(params["total_timesteps"]))
+        steps = cfg.env_steps()  # what the script will run: ppo rounds its budget down to whole rollouts
+        translator = Translator(cfg.algo, steps)
         argv = command(cfg)
         self.ctx.emitter.run_started(
             worker="cleanrl", config_digest=config_digest(cfg.to_dict()), versions=package_versions(PACKAGES),
             resources={"cpus": 1, "gpus": 0}, algorithm=cfg.algorithm,
-            env={"family": "classic_control", "env_id": cfg.resolved_env_id, "api_type": cfg.algo.env_api},
-            policy_configuration="INDEPENDENT", seed=cfg.seed, total_timesteps=params["total_timesteps"],
+            env={"family": cfg.environment.family, "env_id": cfg.resolved_env_id, "api_type": cfg.algo.env_api},
+            policy_configuration="INDEPENDENT", seed=cfg.seed, total_timesteps=steps,
             agents=[AGENT], script=cfg.algo.module, command=argv[1:])
+        note = cfg.budget_note()
+        if note:
+            self.ctx.emitter.log(note, level="warning", requested_timesteps=int(params["total_timesteps"]),
+                                 env_steps=steps)
         script = ScriptRuntime(argv, self.ctx, translator, cwd=root, env=child_env(cfg, root),
                                grace_s=CANCEL_GRACE_S, telemetry_fd_env="MOSAIC_CLEANRL_FD", keep_stdout=True,
                                relay_stdout=False)  # the translator reads the telemetry fd only

@@ -10,6 +10,9 @@ The script's TensorBoard calls arrive as records on their own pipe, in order:
   ``algorithms.py``) and every scalar of the iteration as the script named it
   (``scalars``);
 - ``add_text("hyperparameters")`` becomes a ``log`` event with the options;
+- the writer's closing record (the script finished) carries the env steps
+  the script ran: a last ``metrics`` event reports them, with any episodes
+  since the last SPS;
 - a checkpoint becomes ``checkpoint_saved``; the writer's folder is remembered
   for the manifest.
 
@@ -38,6 +41,7 @@ class Translator:
         self.iteration = 0
         self.episodes_lifetime = 0
         self.step = 0
+        self.reported_step = 0  # timesteps_total of the last metrics event
         self.episodes: list[dict[str, Any]] = []
         self.scalars: dict[str, float] = {}
         self.pending_return: tuple[int, float] | None = None
@@ -62,7 +66,10 @@ class Translator:
             yield "checkpoint_saved", {"path": record["path"], "iteration": int(record["iteration"]),
                                        "timesteps_total": int(record["step"])}
         elif kind == "closed":
-            if self.episodes:  # episodes after the last SPS still count
+            # The script finished: the closing count is the env steps it ran. Episodes after the last
+            # SPS, and steps after it, still count.
+            self.step = max(self.step, int(record.get("step", 0)))
+            if self.episodes or self.step > self.reported_step:
                 yield self._metrics(None)
         elif kind == "log":
             yield "log", {"level": record.get("level", "info"), "message": record.get("message", "")}
@@ -105,6 +112,7 @@ class Translator:
         if learner:
             fields["learner"] = {MODULE: learner}
         self.episodes, self.scalars = [], {}
+        self.reported_step = self.step
         return "metrics", fields
 
     def summary(self) -> dict[str, Any]:

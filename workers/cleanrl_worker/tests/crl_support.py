@@ -38,7 +38,7 @@ class Home(WorkerHome):
         One torch thread, as the examples have it (and as :meth:`direct` runs the script):
         with torch's default the tiny networks crawl on a busy machine (``mosaic.threads``).
         """
-        cfg = {"algorithm": algorithm, "seed": 1, "torch_num_threads": THREADS, **TINY[algorithm], **fields}
+        cfg = {"algorithm": algorithm, "seed": 1, "resources": {"threads": THREADS}, **TINY[algorithm], **fields}
         proc = self.cli("run", str(self.config(f"{algorithm}-{len(list(self.root.glob('*.json')))}", **cfg)))
         return proc, self.runs()[-1]
 

@@ -77,15 +77,148 @@ BAD = [
     ({"algorithm": "ppo", "algo_params": {"num_envs": True}}, "algo_params.num_envs", "integer"),
     ({"algorithm": "sac", "algo_params": {"autotune": 1}}, "algo_params.autotune", "boolean"),
     ({"algorithm": "dqn", "algo_params": {"seed": 3}}, "algo_params.seed", "top-level"),
+    ({"algorithm": "ppo", "algo_params": {"env_id": "Acrobot-v1"}}, "algo_params.env_id", "environment.env_id"),
     ({"algorithm": "ppo", "algo_params": {"track": True}}, "algo_params.track", "not wired"),
-    ({"algorithm": "sac", "env_id": "CartPole-v1"}, "env_id", "Pendulum-v1"),
-    ({"algorithm": "ppo", "env_id": "Pendulum-v1"}, "env_id", "use sac, td3, ddpg"),
+    # listed nowhere as allowed, so refused whatever the value, with the reason
+    ({"algorithm": "ppo", "algo_params": {"track": False}}, "algo_params.track", "not wired"),
+    ({"algorithm": "dqn", "algo_params": {"upload_model": False}}, "algo_params.upload_model", "Hugging Face"),
+    ({"algorithm": "sac", "environment": {"env_id": "CartPole-v1"}}, "environment.env_id", "Pendulum-v1"),
+    ({"algorithm": "ppo", "environment": {"env_id": "Pendulum-v1"}}, "environment.env_id", "use sac, td3, ddpg"),
+    ({"algorithm": "ppo", "environment": {"family": "classic"}}, "environment.family", "allowed: gymnasium"),
     ({"algorithm": "ppo", "total_timesteps": 100}, "total_timesteps", "rollout"),
+    ({"algorithm": "ppo", "total_timesteps": 1000, "num_envs": 8}, "total_timesteps", "rollout"),
     ({"algorithm": "dqn", "total_timesteps": 500, "algo_params": {"learning_starts": 500}},
      "algo_params.learning_starts", "nothing would be learned"),
-    ({"algorithm": "ppo", "torch_num_threads": 0}, "torch_num_threads", "below the minimum 1"),
-    ({"algorithm": "ppo", "checkpoint_every_timesteps": -1}, "checkpoint_every_timesteps", "below the minimum 0"),
+    ({"algorithm": "ppo", "resources": {"threads": 0}}, "resources.threads", "below the minimum 1"),
+    ({"algorithm": "ppo", "checkpoint": {"every_timesteps": -1}}, "checkpoint.every_timesteps",
+     "below the minimum 0"),
+    # the shared hyperparameters: onto the script's own options, where it has them
+    ({"algorithm": "ppo", "batch_size": 64}, "batch_size", "algo_params.num_minibatches"),
+    ({"algorithm": "sac", "learning_rate": 1e-3}, "learning_rate", "algo_params.policy_lr"),
+    ({"algorithm": "c51", "num_envs": 2}, "num_envs", "no --num-envs"),
+    ({"algorithm": "td3", "num_envs": 2}, "num_envs", "no --num-envs"),
+    ({"algorithm": "dqn", "num_envs": 2}, "num_envs", "asserts a single env"),
+    ({"algorithm": "dqn", "gamma": 0.9, "algo_params": {"gamma": 0.8}}, "algo_params.gamma", "top-level 'gamma'"),
+    ({"algorithm": "ppo", "num_envs": 2, "algo_params": {"num_envs": 2}}, "algo_params.num_envs",
+     "top-level 'num_envs'"),
+    ({"algorithm": "dqn", "learning_rate": 1e-3, "algo_params": {"learning_rate": 1e-3}},
+     "algo_params.learning_rate", "top-level 'learning_rate'"),
+    ({"algorithm": "td3", "batch_size": 32, "algo_params": {"batch_size": 32}}, "algo_params.batch_size",
+     "top-level 'batch_size'"),
+    ({"algorithm": "dqn", "learning_rate": -1.0}, "learning_rate", "below the minimum"),
+    # the old spellings are gone
+    ({"algorithm": "ppo", "env_id": "CartPole-v1"}, "env_id", ""),
+    ({"algorithm": "ppo", "torch_num_threads": 1}, "torch_num_threads", ""),
 ]
+
+#: Shared fields the cleanrl worker refuses (its FieldMap), each with a value that is not the default.
+REFUSED = [
+    ("environment.env_ids", {"environment": {"env_ids": ["CartPole-v1", "Acrobot-v1"]}}),
+    ("environment.env_kwargs", {"environment": {"env_kwargs": {"sutton_barto_reward": True}}}),
+    ("episodes", {"episodes": 5}),
+    ("checkpoint.keep", {"checkpoint": {"keep": 2}}),
+    ("checkpoint.restore_from", {"checkpoint": {"restore_from": "/tmp"}}),
+    ("reporting.every_timesteps", {"reporting": {"every_timesteps": 1000}}),
+    ("resources.gpus", {"resources": {"gpus": 1}}),
+]
+
+
+def _validate(home, configs: list[dict]) -> list[tuple[int, str, str]]:
+    """``python -m cleanrl_worker.cli --validate --config -`` of each config: (exit code, stdout, stderr)."""
+    out = []
+    for config in configs:
+        proc = subprocess.run([home.python, "-m", "cleanrl_worker.cli", "--validate", "--config", "-"],
+                              input=json.dumps(config), capture_output=True, text=True, timeout=300)
+        out.append((proc.returncode, proc.stdout, proc.stderr.strip()))
+    return out
+
+
+def _field_map(home) -> dict:
+    check = ("import json; from cleanrl_worker.config import CleanRLConfig; "
+             "print(json.dumps(CleanRLConfig.FIELDS.to_dict()))")
+    proc = subprocess.run([home.python, "-c", check], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_field_map_covers_every_shared_field(home):
+    from mosaic.run_fields import SHARED_PATHS
+
+    fields = _field_map(home)
+    assert sorted([*fields["honoured"], *fields["refused"]]) == sorted(SHARED_PATHS)
+    assert not set(fields["honoured"]) & set(fields["refused"])
+    assert {path for path, _ in REFUSED} == set(fields["refused"])
+
+
+def test_refused_shared_fields_are_refused_by_name(home):
+    """Each field the FieldMap refuses: exit 2, one line naming it with the FieldMap's reason."""
+    refused = _field_map(home)["refused"]
+    results = _validate(home, [{"worker": "cleanrl", "algorithm": "ppo", **fields} for _, fields in REFUSED])
+    for (path, _), (code, _, message) in zip(REFUSED, results):
+        assert code == 2, (path, message)
+        assert message.startswith(f"mosaic: error: {path}: ") and len(message.splitlines()) == 1, message
+        assert refused[path] in message, message
+
+
+def test_the_specification_example_validates_and_library_spellings_normalise(home):
+    """The specification's CleanRL example, as written; ``PPO`` is ``ppo``; the shared fields reach the script."""
+    spec = {"worker": "cleanrl", "algorithm": "ppo", "learning_rate": 3e-4, "total_timesteps": 1000000,
+            "num_envs": 4, "capture_video": True}
+    upper = {"worker": "cleanrl", "algorithm": "PPO", "gamma": 0.98}
+    dqn = {"worker": "cleanrl", "algorithm": "DQN", "batch_size": 32, "learning_rate": 1e-3, "num_envs": 1}
+    results = _validate(home, [spec, upper, dqn])
+    assert all(code == 0 for code, _, _ in results), results
+    checked = [json.loads(out[out.index("{"):]) for _, out, _ in results]
+    assert checked[0]["algorithm"] == "ppo" and checked[0]["environment"]["family"] == "gymnasium"
+    assert checked[0]["num_envs"] == 4 and checked[0]["capture_video"] is True
+    assert checked[1]["algorithm"] == "ppo" and checked[1]["gamma"] == 0.98
+    assert checked[2]["algorithm"] == "dqn"
+    check = """
+import json
+from cleanrl_worker.config import CleanRLConfig
+spec = CleanRLConfig.from_dict({"run_id": "x", "algorithm": "ppo", "learning_rate": 3e-4,
+                                "total_timesteps": 1000000, "num_envs": 4, "capture_video": True})
+dqn = CleanRLConfig.from_dict({"run_id": "x", "algorithm": "DQN", "batch_size": 32, "gamma": 0.9})
+print(json.dumps([spec.argv(), dqn.argv()]))
+"""
+    proc = subprocess.run([home.python, "-c", check], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    spec_argv, dqn_argv = json.loads(proc.stdout.strip().splitlines()[-1])
+    pairs = dict(zip(spec_argv[::2], spec_argv[1::2]))
+    assert pairs["--learning-rate"] == "0.0003" and pairs["--num-envs"] == "4"
+    assert pairs["--capture-video"] == "True" and pairs["--total-timesteps"] == "1000000"
+    pairs = dict(zip(dqn_argv[::2], dqn_argv[1::2]))
+    assert pairs["--batch-size"] == "32" and pairs["--gamma"] == "0.9"
+
+
+def test_options_refused_when_given_are_not_in_the_schema(home):
+    """track and upload_model are refused whenever given: no schema lists them as allowed."""
+    for name in ALGORITHMS:
+        schema = json.loads(subprocess.run([home.python, "-m", "cleanrl_worker.cli", "--schema", name],
+                                           capture_output=True, text=True, timeout=300).stdout)
+        assert "track" not in schema["properties"] and "upload_model" not in schema["properties"], name
+
+
+def test_dry_run_says_how_many_env_steps_the_script_runs(home):
+    """ppo runs whole rollouts: 3000 env steps of 4 × 128-step rollouts are 5 iterations, 2560 env steps."""
+    check = """
+import json
+from cleanrl_worker import cli
+from cleanrl_worker.config import CleanRLConfig
+out = []
+for data in ({"algorithm": "ppo", "total_timesteps": 3000}, {"algorithm": "ppo", "total_timesteps": 2048},
+             {"algorithm": "dqn", "total_timesteps": 3000, "algo_params": {"learning_starts": 1000}}):
+    config = CleanRLConfig.from_dict({"run_id": "x", **data})
+    out.append(cli.dry_run(config, {}))
+print(json.dumps(out))
+"""
+    proc = subprocess.run([home.python, "-c", check], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rounded, whole, dqn = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert rounded["env_steps"] == 2560
+    assert len(rounded["warnings"]) == 1 and "5 iterations, 2560 env steps" in rounded["warnings"][0]
+    assert whole["env_steps"] == 2048 and "warnings" not in whole
+    assert dqn["env_steps"] == 3000 and "warnings" not in dqn
 
 
 def test_bad_configs_are_one_line_naming_the_field(home, tmp_path):
@@ -133,7 +266,7 @@ from cleanrl_worker.config import CleanRLConfig
 done = []
 for name, algo in algorithms.ALGORITHMS.items():
     for env_id in algorithms.env_ids_for(algo):
-        config = CleanRLConfig.from_dict({"run_id": "x", "algorithm": name, "env_id": env_id})
+        config = CleanRLConfig.from_dict({"run_id": "x", "algorithm": name, "environment": {"env_id": env_id}})
         shown = cli.dry_run(config, cli.deep_validate(config))
         assert shown["command"][shown["command"].index("--env-id") + 1] == env_id
         assert ("Discrete" in shown["env"]["action_space"]) == (algo.action_space == "discrete")
@@ -147,7 +280,7 @@ print(json.dumps(done))
 
 
 def test_dry_run_through_mosaic_shows_the_command(home):
-    proc = home.cli("run", "--dry-run", str(home.config("dry", algorithm="td3", torch_num_threads=1,
+    proc = home.cli("run", "--dry-run", str(home.config("dry", algorithm="td3", resources={"threads": 1},
                                                          **TINY["td3"])))
     assert proc.returncode == 0, proc.stderr[-2000:]
     shown = json.loads(proc.stdout[proc.stdout.index("{"):])

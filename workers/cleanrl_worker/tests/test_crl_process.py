@@ -27,7 +27,7 @@ WAIT_S = 600  # for the first frame and video on a busy machine; a condition end
 def test_cancel_a_run_capturing_video_while_watching_it(home, tmp_path):
     config = home.config("live", algorithm="dqn", seed=2, total_timesteps=200_000, capture_video=True,
                          algo_params={"learning_starts": 1000}, fastlane={"enabled": True},
-                         heartbeat_interval_s=0.5)
+                         reporting={"heartbeat_interval_s": 0.5})
     run_id = "cleanrl-live-1"
     proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config), "--run-id", run_id],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -63,7 +63,7 @@ def test_conformance(home):
 
     from crl_support import THREADS, TINY
 
-    report = check_worker("cleanrl", {"algorithm": "ppo", "seed": 3, "torch_num_threads": THREADS, **TINY["ppo"]},
+    report = check_worker("cleanrl", {"algorithm": "ppo", "seed": 3, "resources": {"threads": THREADS}, **TINY["ppo"]},
                           home=home.root,
                           bad_config={"algorithm": "ppo", "algo_params": {"num_envs": "four"}})
     assert report.of_type("metrics")[-1]["timesteps_total"] == TINY["ppo"]["total_timesteps"]

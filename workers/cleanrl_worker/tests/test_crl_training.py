@@ -30,8 +30,13 @@ def test_trains_checkpoints_and_evaluates(home, algorithm):
     episodes = events(run, "episode")
     assert episodes, "no episode was relayed"
     assert all(math.isfinite(e["returns"]["agent_0"]) and e["length"] > 0 for e in episodes)
+    total = TINY[algorithm]["total_timesteps"]  # whole rollouts for ppo: every budget here is run exactly
+    assert started["total_timesteps"] == total and not events(run, "log")[0]["level"] == "warning"
     metrics = events(run, "metrics")
-    assert metrics and metrics[-1]["timesteps_total"] <= TINY[algorithm]["total_timesteps"]
+    # the count is the env steps the script ran (the off-policy scripts' last global_step label is total - 1,
+    # and their last SPS falls at a multiple of 100)
+    assert metrics and metrics[-1]["timesteps_total"] == total
+    assert events(run, "run_completed")[0]["summary"]["timesteps_total"] == total
     assert [m["iteration"] for m in metrics] == list(range(1, len(metrics) + 1))
     assert any(m.get("learner", {}).get("policy") for m in metrics), "no loss was relayed"
     assert sum(m.get("num_episodes", 0) for m in metrics) == len(episodes)
@@ -40,7 +45,7 @@ def test_trains_checkpoints_and_evaluates(home, algorithm):
     assert len(saved) == 1 and (run / "checkpoints").exists()
     state = json.loads((run / "checkpoints" / saved[0]["path"].rsplit("/", 1)[-1] / "mosaic_state.json").read_text())
     assert state["format"] == "mosaic-cleanrl-worker/1" and state["algorithm"] == algorithm
-    assert state["timesteps_total"] == saved[0]["timesteps_total"] and state["policy"] in state["modules"]
+    assert state["timesteps_total"] == saved[0]["timesteps_total"] == total and state["policy"] in state["modules"]
 
     manifest = json.loads((run / "analytics.json").read_text())
     assert manifest["status"] == "completed" and manifest["versions"]["gym"] == "0.23.1"
@@ -83,3 +88,21 @@ def test_same_seed_same_episodes_as_the_script_run_directly(home, tmp_path, algo
     assert through_mosaic == upstream
     # and the script printed the same inside MOSAIC (its stdout is kept, not relayed)
     assert printed_episodes((run / "logs" / "script.stdout").read_text()) == upstream
+
+
+@pytest.mark.slow
+def test_a_budget_ppo_rounds_is_said_up_front_and_counted_exactly(home):
+    """600 env steps of 2 × 64-step rollouts: ppo runs 4 whole rollouts, 512 env steps, and says so first."""
+    proc, run = home.run("ppo", total_timesteps=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    kinds = [e["type"] for e in events(run)]
+    assert kinds[0] == "run_started" and kinds[1] == "log"
+    warning = events(run)[1]
+    assert warning["level"] == "warning" and "4 iterations, 512 env steps" in warning["message"]
+    assert warning["requested_timesteps"] == 600 and warning["env_steps"] == 512
+    assert events(run, "run_started")[0]["total_timesteps"] == 512
+    metrics = events(run, "metrics")
+    assert [m["timesteps_total"] for m in metrics] == [128, 256, 384, 512]
+    assert all(m["total_timesteps"] == 512 for m in metrics)
+    assert events(run, "run_completed")[0]["summary"]["timesteps_total"] == 512
+    assert "[warning] total_timesteps 600" in proc.stderr and "100% 512/512" in proc.stderr

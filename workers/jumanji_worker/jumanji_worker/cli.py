@@ -13,7 +13,7 @@ from jumanji_worker.config import JumanjiConfig, environments, params_schema
 
 def default_config() -> dict[str, Any]:
     data = JumanjiConfig(run_id="unset").to_dict()
-    del data["run_id"]
+    del data["run_id"], data["worker"]
     return data
 
 
@@ -22,7 +22,7 @@ def deep_validate(config: JumanjiConfig) -> dict[str, Any]:
     from jumanji_worker.config import compose
     from jumanji_worker.runtime import check_restore
 
-    if config.restore_from:
+    if config.checkpoint.restore_from:
         check_restore(config)
     cfg = compose(config)
     return {"registered_version": cfg.env.registered_version, "jumanji_config": _plain(cfg)}
@@ -59,7 +59,7 @@ def evaluate(request: Any) -> int:
 
 PROGRAM = WorkerProgram(name="jumanji", config_from_dict=JumanjiConfig.from_dict, make_runtime=make_runtime,
                         default_config=default_config, deep_validate=deep_validate,
-                        heartbeat_interval_s=lambda config: config.heartbeat_interval_s,
+                        heartbeat_interval_s=lambda config: config.reporting.heartbeat_interval_s,
                         describe=get_worker_metadata, config_class=JumanjiConfig,
                         packages=("mosaic-jumanji-worker", "jumanji", "jax", "jaxlib", "dm-haiku", "optax",
                                   "hydra-core"),

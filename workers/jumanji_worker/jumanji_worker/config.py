@@ -3,7 +3,9 @@
 ``jumanji.training`` keeps one yaml file per environment (``configs/env/<name>.yaml``:
 ``network``, ``training``, ``evaluation`` and ``a2c`` sections) under a top
 ``config.yaml`` (``agent``, ``seed``, ``logger``). MOSAIC's fields name what
-every run has (environment, agent, seed, budget, batch sizes); ``network`` and
+every run has (the shared run fields of ``mosaic.run_fields``: environment, agent,
+seed, budget, num_envs, learning_rate, gamma), plus Jumanji's own epoch shape
+(n_steps, learner steps per epoch, evaluation episodes); ``network`` and
 ``algo_params`` are the env yaml's ``network`` and ``a2c`` sections, by their
 yaml names, checked against the installed yaml (errors name the field and the
 allowed keys). The run's config is then composed by hydra itself from Jumanji's
@@ -19,15 +21,16 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib.util
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping, Sequence
 
 from mosaic import configkit
 from mosaic.configkit import option
 from mosaic.errors import ConfigError, UserError, one_of
-from mosaic.fastlane.config import FastLaneConfig
+from mosaic.run_fields import Environment, FieldMap, Resources, RunConfig
 
 from jumanji_worker import ALGORITHMS
 
@@ -114,21 +117,63 @@ def params_schema(algorithm: str) -> dict[str, Any]:
             **_yaml_schema(defaults, "key of the env yaml's a2c section")}
 
 
+DEFAULT_ENV = "tsp"
+NOT_LEARNING = "the random agent learns nothing: a2c only"
+
+
+def default_environment() -> Environment:
+    return Environment(family="jumanji", env_id=DEFAULT_ENV)
+
+
 @dataclass
-class JumanjiConfig:
+class JumanjiConfig(RunConfig):
     """A Jumanji run: one agent of jumanji.training on one of its environments."""
 
-    run_id: str = option(help="run id (set by MOSAIC)")
-    algorithm: str = option("a2c", choices=ALGORITHMS,
-                            help="jumanji.training's agent: a2c (learns), random (uniform over legal actions)")
-    environment: str = option("tsp", help="a jumanji.training env config: tsp, bin_pack, cvrp, knapsack, ... "
-                                          "(`mosaic workers --json` lists them)")
-    seed: int = option(0, min=0, help="jumanji.training's seed (network init, env resets, acting keys)")
-    total_timesteps: int = option(100_000, min=1,
-                                  help="env steps; rounded up to whole epochs of n_steps × total_batch_size × "
-                                       "num_learner_steps_per_epoch")
+    FIELDS: ClassVar[FieldMap] = FieldMap(
+        honoured={
+            "algorithm": "jumanji.training's agent (agent=a2c, agent=random)",
+            "environment.family": "always 'jumanji'",
+            "environment.env_id": "a jumanji.training env config (env=<name>: configs/env/<name>.yaml, e.g. tsp, "
+                                  "whose env is TSP-v1)",
+            "seed": "jumanji.training's seed (network init, env resets, acting keys)",
+            "total_timesteps": "env steps, rounded up to whole epochs (training.num_epochs)",
+            "num_envs": "the env yaml's training.total_batch_size (envs stepped together)",
+            "learning_rate": "the env yaml's a2c.learning_rate",
+            "gamma": "the env yaml's a2c.discount_factor",
+            "checkpoint.every_timesteps": "a checkpoint at the first epoch end at or past each multiple",
+            "checkpoint.at_end": "a checkpoint when the run ends (completed or cancelled)",
+            "checkpoint.keep": "the newest K periodic checkpoints are kept, older ones deleted",
+            "checkpoint.restore_from": "the checkpoint's pickled TrainingState (same agent, env config, network and "
+                                       "num_envs)",
+            "reporting.heartbeat_interval_s": "heartbeats",
+            "fastlane": "frames of env 0 of the training batch, once per epoch",
+            "resources.threads": "XLA's CPU threads (XLA_FLAGS intra_op_parallelism_threads)",
+            "resources.cpus": "CPUs the daemon reserves for the run",
+            "algo_params": "keys of the env yaml's a2c section (discount_factor, l_en, ...)",
+        },
+        refused={
+            "environment.env_ids": "one env per run",
+            "environment.env_kwargs": "jumanji.training makes the env from the env yaml's registered version, "
+                                      "with no constructor arguments",
+            "episodes": "a training worker: its budget is total_timesteps",
+            "batch_size": "jumanji.training's A2C learns from each learner step's whole rollout (n_steps x "
+                          "num_envs transitions): set n_steps and num_envs",
+            "reporting.every_timesteps": "one metrics event per epoch of jumanji.training (n_steps x num_envs x "
+                                         "num_learner_steps_per_epoch env steps): set num_learner_steps_per_epoch",
+            "resources.gpus": "no GPU path in this version of the worker (JAX runs on the CPU)",
+        })
+
+    algorithm: str = option("a2c", help="jumanji.training's agent: a2c (learns), random (uniform over legal "
+                                        "actions)")
+    environment: Environment = option(default_factory=default_environment,
+                                      help="family 'jumanji'; env_id: a jumanji.training env config: tsp, bin_pack, "
+                                           "cvrp, knapsack, ... (`mosaic workers show jumanji` lists them)")
+    total_timesteps: int | None = option(100_000, min=1,
+                                         help="env steps; rounded up to whole epochs of n_steps × num_envs × "
+                                              "num_learner_steps_per_epoch; null = 100000")
+    resources: Resources = option(default_factory=lambda: Resources(threads=1),
+                                  help="XLA's CPU threads (default 1), CPUs")
     n_steps: int | None = option(None, min=1, help="steps of each env per learner step; default: the env yaml's")
-    total_batch_size: int | None = option(None, min=1, help="envs stepped together; default: the env yaml's")
     num_learner_steps_per_epoch: int | None = option(None, min=1, help="learner steps per epoch (one metrics "
                                                                        "event); default: the env yaml's")
     eval_episodes: int | None = option(None, min=1, help="episodes of the stochastic evaluation before each epoch "
@@ -136,32 +181,32 @@ class JumanjiConfig:
     greedy_eval_episodes: int | None = option(None, min=1, help="episodes of the greedy evaluation before each "
                                                                 "epoch (evaluation.greedy_eval_total_batch_size); "
                                                                 "default: the yaml's")
-    learning_rate: float | None = option(None, min=0.0, help="a2c.learning_rate; default: the env yaml's")
     network: dict[str, Any] = option(default_factory=dict, help="keys of the env yaml's network section "
                                                                 "(e.g. transformer_num_blocks)")
-    algo_params: dict[str, Any] = option(default_factory=dict, help="keys of the env yaml's a2c section "
-                                                                    "(discount_factor, l_en, ...)")
-    checkpoint_every_timesteps: int = option(0, min=0, help="also checkpoint every N env steps; 0 = at the end only")
-    checkpoint_at_end: bool = option(True, help="save when the run ends (completed or cancelled)")
-    restore_from: str | None = option(None, help="a checkpoint (or run folder) of a jumanji run to continue")
-    xla_cpu_threads: int | None = option(1, min=1, help="XLA's CPU threads (XLA_FLAGS); null = XLA's default")
     epoch_timeout_s: float = option(1800.0, min=1.0, help="an epoch must end within this many seconds (the first "
                                                           "one compiles JAX code), or the run fails as stalled")
-    heartbeat_interval_s: float = option(5.0, min=0.1, help="seconds between heartbeats")
-    fastlane: FastLaneConfig = option(default_factory=FastLaneConfig,
-                                      help="live frames of env 0 of the training batch, once per epoch")
+
+    @classmethod
+    def algorithms(cls) -> Sequence[str]:
+        return ALGORITHMS
+
+    @property
+    def env_name(self) -> str:
+        """The jumanji.training env config (``tsp``)."""
+        return self.environment.env_id
 
     # -- the env yaml ------------------------------------------------------------
     @property
     def yaml(self) -> dict[str, Any]:
-        return env_yaml(self.environment)
+        return env_yaml(self.env_name)
 
     def training(self) -> dict[str, int]:
         """The yaml's ``training`` section with MOSAIC's values over it (num_epochs from the budget)."""
         t = dict(self.yaml["training"])
-        for key in ("n_steps", "total_batch_size", "num_learner_steps_per_epoch"):
-            if getattr(self, key) is not None:
-                t[key] = getattr(self, key)
+        for key, value in (("n_steps", self.n_steps), ("total_batch_size", self.num_envs),
+                           ("num_learner_steps_per_epoch", self.num_learner_steps_per_epoch)):
+            if value is not None:
+                t[key] = value
         t["num_epochs"] = math.ceil(self.total_timesteps / self.steps_per_epoch_of(t))
         return t
 
@@ -179,7 +224,7 @@ class JumanjiConfig:
 
     def overrides(self, num_epochs: int | None = None) -> list[str]:
         """hydra overrides of Jumanji's config, as one would type them after ``train.py``."""
-        out = [f"env={self.environment}", f"agent={self.algorithm}", f"seed={self.seed}"]
+        out = [f"env={self.env_name}", f"agent={self.algorithm}", f"seed={self.seed}"]
         t = self.training()
         t["num_epochs"] = t["num_epochs"] if num_epochs is None else num_epochs
         out += [f"env.training.{k}={v}" for k, v in t.items()]
@@ -187,30 +232,48 @@ class JumanjiConfig:
                       "greedy_eval_total_batch_size": self.greedy_eval_episodes}
         out += [f"env.evaluation.{k}={v}" for k, v in evaluation.items() if v is not None]
         a2c = dict(self.algo_params)
-        if self.learning_rate is not None:
-            a2c["learning_rate"] = self.learning_rate
+        a2c.update({name: value for name, (_, value) in self.shared_options().items()})
         for section, values in (("network", self.network), ("a2c", a2c)):
             out += [f"env.{section}.{k}={_hydra_value(v)}" for k, v in values.items()]
         return out
 
-    def to_dict(self) -> dict[str, Any]:
-        return configkit.to_dict(self)
+    def shared_options(self) -> dict[str, tuple[str, Any]]:
+        """Key of the env yaml's a2c section -> (the shared field that sets it, its value), for those set."""
+        out: dict[str, tuple[str, Any]] = {}
+        if self.learning_rate is not None:
+            out["learning_rate"] = ("learning_rate", float(self.learning_rate))
+        if self.gamma is not None:
+            out["discount_factor"] = ("gamma", float(self.gamma))
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "JumanjiConfig":
+        if isinstance(data.get("environment"), str):  # the shape before the shared run fields
+            raise ConfigError("environment", f"{data['environment']!r} is the env config alone; allowed: an object, "
+                                             f'{{"family": "jumanji", "env_id": {json.dumps(data["environment"])}}}')
         config = configkit.from_dict(cls, data)
+        config.check_shared()
+        if config.total_timesteps is None:
+            config.total_timesteps = 100_000
+        env = config.environment
+        if env.family not in ("", "jumanji"):
+            raise ConfigError("environment.family", one_of(env.family, ["jumanji"]))
+        env.family, env.env_id = "jumanji", env.env_id or DEFAULT_ENV
         offered = environments()
-        if config.environment not in offered:
-            near = difflib.get_close_matches(config.environment, offered, n=1)
-            raise ConfigError("environment", (f"did you mean {near[0]!r}? " if near else "")
-                              + one_of(config.environment, offered))
-        if config.algorithm == "random" and (config.algo_params or config.learning_rate is not None):
-            raise ConfigError("algo_params" if config.algo_params else "learning_rate",
-                              "the random agent learns nothing: a2c only")
+        if env.env_id not in offered:
+            near = difflib.get_close_matches(env.env_id, offered, n=1)
+            raise ConfigError("environment.env_id", (f"did you mean {near[0]!r}? " if near else "")
+                              + one_of(env.env_id, offered))
+        if config.algorithm == "random":
+            for name in ("algo_params", "learning_rate", "gamma"):
+                if getattr(config, name) not in ({}, None):
+                    raise ConfigError(name, f"{NOT_LEARNING}; allowed: {'{}' if name == 'algo_params' else 'null'}")
         for field, section in SECTIONS.items():
             setattr(config, field, check_section(field, getattr(config, field), config.yaml.get(section, {})))
-        if config.algo_params.get("learning_rate") is not None and config.learning_rate is not None:
-            raise ConfigError("algo_params.learning_rate", "given twice: also as learning_rate")
+        for name, (by, _) in config.shared_options().items():
+            if name in config.algo_params:
+                raise ConfigError(by, f"and algo_params.{name} both set Jumanji's a2c.{name}; allowed: one of them "
+                                      f"(the shared {by}, or Jumanji's own algo_params.{name})")
         return config
 
 

@@ -101,7 +101,7 @@ def evaluate(request: Any) -> int:
     for i, seed in enumerate(seeds):
         values = {k: float(v[i]) for k, v in played.items()}
         episodes.append(EpisodeMetrics(i, seed, {AGENT: values["episode_return"]}, int(values["episode_length"]),
-                                       each, {AGENT: player}, measures=env_measures(config.environment, values)))
+                                       each, {AGENT: player}, measures=env_measures(config.env_name, values)))
 
     videos: list[list[Any]] = []
     lane = eval_lane(folder) if request.fastlane else None
@@ -123,7 +123,7 @@ def evaluate(request: Any) -> int:
     if lane is not None:
         lane.close()
     results = EvaluationResults(episodes, {"family": "jumanji", "env_id": cfg.env.registered_version,
-                                           "config": config.environment, "algorithm": config.algorithm,
+                                           "config": config.env_name, "algorithm": config.algorithm,
                                            "policy": "greedy" if not stochastic else "uniform random legal"},
                                 str(folder))
     save_results(results, folder, None, videos)

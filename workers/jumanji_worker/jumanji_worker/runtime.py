@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import signal
 import socket
 import threading
@@ -35,7 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mosaic.checkpoints import CheckpointState, checkpoint_folder, resolve
+from mosaic.checkpoints import STATE_FILE as CHECKPOINT_STATE
+from mosaic.checkpoints import CheckpointState, checkpoint_folder, is_checkpoint, resolve
 from mosaic.errors import ConfigError
 from mosaic.lifecycle import RunCancelled, RunControl
 from mosaic.provenance import config_digest, package_versions
@@ -95,7 +97,7 @@ def fetch_hub_data(environment: str) -> None:
 
 def prepare_process(config: JumanjiConfig) -> None:
     """What must be set before JAX and matplotlib are imported."""
-    for key, value in xla_environment(config.xla_cpu_threads).items():
+    for key, value in xla_environment(config.resources.threads).items():
         os.environ.setdefault(key, value)
     headless()
 
@@ -130,24 +132,53 @@ def load_state(folder: Path, state: JumanjiCheckpointState) -> Any:
         return pickle.load(fh)
 
 
+#: Fields of configs saved before the shared run vocabulary (mosaic.run_fields) -> where they went.
+_OLD_FIELDS = {"checkpoint_every_timesteps": ("checkpoint", "every_timesteps"),
+               "checkpoint_at_end": ("checkpoint", "at_end"), "restore_from": ("checkpoint", "restore_from"),
+               "heartbeat_interval_s": ("reporting", "heartbeat_interval_s"),
+               "xla_cpu_threads": ("resources", "threads")}
+
+
+def saved_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The config a checkpoint saved, in today's shape: checkpoints saved before the shared fields still load."""
+    data = {k: v for k, v in config.items() if k != "run_id"}
+    if not isinstance(data.get("environment"), str):
+        return data
+    data["environment"] = {"family": "jumanji", "env_id": data["environment"]}
+    if "total_batch_size" in data:
+        data["num_envs"] = data.pop("total_batch_size")
+    for old, (section, name) in _OLD_FIELDS.items():
+        if old in data:
+            data.setdefault(section, {})[name] = data.pop(old)
+    return data
+
+
 def read_checkpoint(path: str | Path, field: str) -> tuple[Path, JumanjiCheckpointState, JumanjiConfig]:
     """(folder, state, the config that trained it) of a jumanji checkpoint or run folder."""
     folder = resolve(path, field, "the jumanji worker")
     state = JumanjiCheckpointState.read(folder, field, "the jumanji worker")
-    data = {k: v for k, v in state.config.items() if k != "run_id"}
-    data.update(run_id=state.run_id or "restored", restore_from=None, fastlane={"enabled": False})
+    data = saved_config(state.config)
+    data.update(run_id=state.run_id or "restored", fastlane={"enabled": False})
+    data["checkpoint"] = {**data.get("checkpoint", {}), "restore_from": None}
     return folder, state, JumanjiConfig.from_dict(data)
 
 
 def check_restore(config: JumanjiConfig) -> tuple[Path, JumanjiCheckpointState]:
-    """``restore_from``'s folder and state, when it is a checkpoint of the same agent, env and network."""
-    assert config.restore_from
-    folder, state, saved = read_checkpoint(config.restore_from, "restore_from")
+    """``checkpoint.restore_from``'s folder and state, when it is a checkpoint of the same agent, env and network."""
+    field_name = "checkpoint.restore_from"
+    path = config.checkpoint.restore_from
+    assert path
+    if not is_checkpoint(path):
+        raise ConfigError(field_name, f"{path!r} is not a checkpoint (no {CHECKPOINT_STATE} in it); allowed: a "
+                                      "checkpoint folder of a jumanji run (<run folder>/checkpoints/<name>)")
+    folder, state, saved = read_checkpoint(path, field_name)
     if state.algorithm != config.algorithm:
-        raise ConfigError("restore_from", f"is a {state.algorithm} checkpoint; this run trains {config.algorithm}")
-    if state.environment != config.environment:
-        raise ConfigError("restore_from", f"was trained on {state.environment}; this run uses {config.environment}")
-    for key in ("network", "total_batch_size"):
+        raise ConfigError(field_name, f"is a {state.algorithm} checkpoint; this run trains {config.algorithm}; "
+                                      f"allowed: a checkpoint of a {config.algorithm} run")
+    if state.environment != config.env_name:
+        raise ConfigError(field_name, f"was trained on {state.environment}; this run uses {config.env_name}; "
+                                      f"allowed: a checkpoint of a run on {config.env_name}")
+    for key in ("network", "num_envs"):
         if getattr(saved, key) != getattr(config, key):
             raise ConfigError(key, f"{getattr(config, key)!r} differs from the checkpoint's {getattr(saved, key)!r}: "
                                    "its networks and env batch would not fit")
@@ -165,9 +196,10 @@ class JumanjiRuntime:
         self.frames: EpochFrames | None = None
         self.state: Any = None  # the TrainingState after the last epoch
         self.last_saved = -1
+        self.periodic: list[Path] = []  # this run's periodic checkpoints, oldest first (checkpoint.keep)
 
     # -- checkpoints -------------------------------------------------------------
-    def save_checkpoint(self) -> Path:
+    def save_checkpoint(self, periodic: bool = False) -> Path:
         import jax
 
         rep = self.reporter
@@ -178,9 +210,14 @@ class JumanjiRuntime:
             pickle.dump(jax.device_get(self.state), fh)
         JumanjiCheckpointState(iteration=rep.epoch, timesteps_total=rep.timesteps, episodes=rep.episodes,
                                run_id=self.config.run_id, algorithm=self.config.algorithm,
-                               environment=self.config.environment, config=self.config.to_dict()).write(folder)
+                               environment=self.config.env_name, config=self.config.to_dict()).write(folder)
         self.ctx.emitter.checkpoint_saved(path=str(folder), iteration=rep.epoch, timesteps_total=rep.timesteps)
         self.last_saved = rep.timesteps
+        keep = self.config.checkpoint.keep
+        if periodic:
+            self.periodic.append(folder)
+            while keep is not None and len(self.periodic) > keep:
+                shutil.rmtree(self.periodic.pop(0), ignore_errors=True)
         return folder
 
     # -- the safe point: after every epoch ------------------------------------------
@@ -191,9 +228,9 @@ class JumanjiRuntime:
         self.ctx.progress.tick(rep.epoch)
         if self.frames is not None:
             self.frames.offer(training_state, rep.epoch, {"iteration": rep.epoch, "timesteps_total": rep.timesteps})
-        every = cfg.checkpoint_every_timesteps
+        every = cfg.checkpoint.every_timesteps
         if every and rep.timesteps // every > max(self.last_saved, 0) // every and rep.epoch < rep.total_epochs:
-            self.save_checkpoint()
+            self.save_checkpoint(periodic=True)
         self.ctx.control.checkpoint()
 
     # -- the run ---------------------------------------------------------------------
@@ -201,36 +238,38 @@ class JumanjiRuntime:
         cfg, emit = self.config, self.ctx.emitter
         prepare_process(cfg)
         relay_cancel(self.ctx.control)
-        fetch_hub_data(cfg.environment)
+        fetch_hub_data(cfg.env_name)
         import jax
         import jumanji.training.train as jumanji_train
 
         first_epoch, restored, restored_state = 0, None, None
-        if cfg.restore_from:
+        restore_from = cfg.checkpoint.restore_from
+        if restore_from:
             folder, restored = check_restore(cfg)
             restored_state = load_state(folder, restored)
             first_epoch = restored.iteration
         hydra_cfg = compose(cfg, num_epochs=cfg.num_epochs - first_epoch)
-        self.reporter = rep = Reporter(emit, environment=cfg.environment, steps_per_epoch=cfg.steps_per_epoch,
+        self.reporter = rep = Reporter(emit, environment=cfg.env_name, steps_per_epoch=cfg.steps_per_epoch,
                                        total_epochs=cfg.num_epochs, first_epoch=first_epoch)
         if restored is not None:
             rep.episodes = restored.episodes
             self.last_saved = restored.timesteps_total
-            emit.log(f"restored from {cfg.restore_from} at epoch {restored.iteration} "
-                     f"({restored.timesteps_total} env steps)")
         if cfg.fastlane.enabled:
             self.frames = EpochFrames(cfg.run_id, str(self.ctx.run_dir.root), cfg.fastlane,
                                       hydra_cfg.env.registered_version)
         emit.run_started(
             worker="jumanji", config_digest=config_digest(cfg.to_dict()), versions=package_versions(PACKAGES),
-            resources={"cpus": 1, "gpus": 0, "devices": [str(d) for d in jax.local_devices()],
+            resources={"cpus": cfg.resources.cpus, "gpus": 0, "devices": [str(d) for d in jax.local_devices()],
                        "num_envs": hydra_cfg.env.training.total_batch_size,
                        "xla_flags": os.environ.get("XLA_FLAGS", "")},
             algorithm=cfg.algorithm, env={"family": "jumanji", "env_id": hydra_cfg.env.registered_version,
-                                          "api_type": "JUMANJI", "env_kwargs": {}, "config": cfg.environment},
+                                          "api_type": "JUMANJI", "env_kwargs": {}, "config": cfg.env_name},
             policy_configuration="INDEPENDENT", seed=cfg.seed, total_timesteps=cfg.num_epochs * cfg.steps_per_epoch,
-            agents=[AGENT], restored_from=cfg.restore_from, jumanji_overrides=cfg.overrides(cfg.num_epochs - first_epoch),
+            agents=[AGENT], restored_from=restore_from, jumanji_overrides=cfg.overrides(cfg.num_epochs - first_epoch),
             steps_per_epoch=cfg.steps_per_epoch, epochs=cfg.num_epochs)
+        if restored is not None:  # run_started is the run's first event; then what it resumed from
+            emit.log(f"restored from {restore_from} at epoch {restored.iteration} "
+                     f"({restored.timesteps_total} env steps)")
 
         logger = make_logger(rep, self.after_epoch)
         saved_helpers = (jumanji_train.setup_logger, jumanji_train.setup_training_state)
@@ -243,14 +282,14 @@ class JumanjiRuntime:
         try:
             jumanji_train.train(hydra_cfg)
         except RunCancelled:
-            if cfg.checkpoint_at_end and self.state is not None and self.last_saved != rep.timesteps:
+            if cfg.checkpoint.at_end and self.state is not None and self.last_saved != rep.timesteps:
                 self.save_checkpoint()
             raise
         finally:
             jumanji_train.setup_logger, jumanji_train.setup_training_state = saved_helpers
             if self.frames is not None:
                 self.frames.close()
-        if cfg.checkpoint_at_end and self.state is not None and self.last_saved != rep.timesteps:
+        if cfg.checkpoint.at_end and self.state is not None and self.last_saved != rep.timesteps:
             self.save_checkpoint()
         return {"timesteps_total": rep.timesteps, "epochs": rep.epoch, "training_episodes": rep.episodes,
                 "train_seconds": round(time.perf_counter() - t0, 3)}

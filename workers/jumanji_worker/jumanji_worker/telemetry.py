@@ -10,7 +10,7 @@ logging changes; it passes each write to a :class:`Reporter`.
 One epoch is one MOSAIC iteration: after its ``train`` write, a ``metrics``
 event carries
 
-* ``timesteps_total``: env steps taken, epochs × n_steps × total_batch_size ×
+* ``timesteps_total``: env steps taken, epochs × n_steps × num_envs (total_batch_size) ×
   num_learner_steps_per_epoch (Jumanji's own count);
 * ``episode_return_mean`` / ``episode_len_mean`` / ``num_episodes``: the
   stochastic evaluation logged in that epoch (Jumanji evaluates before training,

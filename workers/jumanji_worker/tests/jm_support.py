@@ -19,11 +19,11 @@ REPO = Path(__file__).resolve().parents[3]
 
 #: Per env: the smallest network of the yaml's kind, small batches, 80 env steps an epoch.
 TINY: dict[str, dict[str, Any]] = {
-    "tsp": {"environment": "tsp", "n_steps": 5, "total_batch_size": 8, "num_learner_steps_per_epoch": 2,
+    "tsp": {"environment": {"family": "jumanji", "env_id": "tsp"}, "n_steps": 5, "num_envs": 8, "num_learner_steps_per_epoch": 2,
             "eval_episodes": 8, "greedy_eval_episodes": 8,
             "network": {"transformer_num_blocks": 1, "transformer_num_heads": 2, "transformer_key_size": 8,
                         "transformer_mlp_units": [32]}},
-    "bin_pack": {"environment": "bin_pack", "n_steps": 5, "total_batch_size": 8, "num_learner_steps_per_epoch": 2,
+    "bin_pack": {"environment": {"family": "jumanji", "env_id": "bin_pack"}, "n_steps": 5, "num_envs": 8, "num_learner_steps_per_epoch": 2,
                  "eval_episodes": 8, "greedy_eval_episodes": 8,
                  "network": {"num_transformer_layers": 1, "transformer_num_heads": 2, "transformer_key_size": 8,
                              "transformer_mlp_units": [32]}},

@@ -20,7 +20,7 @@ WALKED = ("cleaner", "connector", "cvrp", "flat_pack", "game_2048", "graph_color
           "maze", "minesweeper", "mmst", "multi_cvrp", "pac_man", "robot_warehouse", "rubiks_cube",
           "search_and_rescue", "sliding_tile_puzzle", "snake", "sudoku", "tetris")
 SOKOBAN = ("InstaDeepAI/boxoban-levels", "unfiltered-train.npy")  # its levels: from the Hugging Face Hub
-EPOCH = {"algorithm": "random", "seed": 0, "total_timesteps": STEPS_PER_EPOCH, "n_steps": 5, "total_batch_size": 8,
+EPOCH = {"algorithm": "random", "seed": 0, "total_timesteps": STEPS_PER_EPOCH, "n_steps": 5, "num_envs": 8,
          "num_learner_steps_per_epoch": 2, "eval_episodes": 8, "greedy_eval_episodes": 8}
 
 
@@ -32,7 +32,8 @@ def test_the_walk_and_the_a2c_tests_cover_every_env_the_worker_offers(home):
 
 @pytest.mark.parametrize("environment", WALKED)
 def test_an_epoch_runs_on_every_offered_env(home, environment):
-    proc = home.cli("run", str(home.config(environment, environment=environment, **EPOCH)))
+    proc = home.cli("run", str(home.config(environment, environment={"family": "jumanji", "env_id": environment},
+                                           **EPOCH)))
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = home.runs()[-1]
     (started,) = home.events(run, "run_started")
@@ -55,7 +56,8 @@ def test_sokoban_runs_an_epoch_or_fails_at_once_naming_the_levels_it_cannot_fetc
              f"print(json.dumps(isinstance(cached(*{SOKOBAN!r}), str)))")
     in_cache = json.loads(subprocess.run([home.python, "-c", probe], capture_output=True, text=True, timeout=120,
                                          check=True).stdout)
-    proc = home.cli("run", str(home.config("sokoban", environment="sokoban", **EPOCH)))
+    proc = home.cli("run", str(home.config("sokoban", environment={"family": "jumanji", "env_id": "sokoban"},
+                                           **EPOCH)))
     run = home.runs()[-1]
     if in_cache:
         assert proc.returncode == 0, proc.stderr[-3000:]

@@ -31,8 +31,9 @@ def test_sigterm_while_jax_compiles_ends_the_run_within_seconds(home):
     """BinPack's full-size network takes minutes to compile on this machine; a SIGTERM during it reaches
     MOSAIC at once (the signal relay), and the watchdog ends the run without waiting for the compiler."""
     run_id = "jumanji-compiling-1"
-    config = home.config("compiling", environment="bin_pack", seed=5, total_timesteps=100_000, eval_episodes=50,
-                         greedy_eval_episodes=50, heartbeat_interval_s=0.5)
+    config = home.config("compiling", environment={"family": "jumanji", "env_id": "bin_pack"}, seed=5,
+                         total_timesteps=100_000, eval_episodes=50, greedy_eval_episodes=50,
+                         reporting={"heartbeat_interval_s": 0.5})
     proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config), "--run-id", run_id],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "MOSAIC_HOME": str(home.root)})
@@ -51,3 +52,18 @@ def test_sigterm_while_jax_compiles_ends_the_run_within_seconds(home):
     events = run_events(run)
     assert events[-1]["type"] == "run_cancelled" and "SIGTERM" in events[-1].get("reason", "")
     assert not [e for e in events if e["type"] == "metrics"]
+
+
+def test_a_resumed_run_starts_with_run_started_and_logs_the_restore_after_it(home):
+    """The random agent (the quickest to compile): one epoch, then a second from its checkpoint."""
+    proc, first = home.run("tsp", algorithm="random", total_timesteps=STEPS_PER_EPOCH)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (saved,) = home.events(first, "checkpoint_saved")
+    proc, resumed = home.run("tsp", algorithm="random", checkpoint={"restore_from": saved["path"]})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    events = run_events(resumed)
+    assert events[0]["type"] == "run_started" and events[0]["restored_from"] == saved["path"]
+    assert any(e["type"] == "log" and e["message"].startswith(f"restored from {saved['path']} at epoch 1")
+               for e in events)
+    (m,) = run_events(resumed, "metrics")
+    assert (m["iteration"], m["timesteps_total"]) == (2, 2 * STEPS_PER_EPOCH)

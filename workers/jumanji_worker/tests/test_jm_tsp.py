@@ -35,8 +35,8 @@ def long_run(module_home):
     once it has trained three epochs (``check_pause_resume`` asserts as it goes), then Ctrl-C."""
     home = module_home
     config = home.config("long", seed=0, total_timesteps=10_000 * STEPS_PER_EPOCH, **TINY["tsp"],
-                         checkpoint_every_timesteps=STEPS_PER_EPOCH, fastlane={"enabled": True},
-                         heartbeat_interval_s=0.5)
+                         checkpoint={"every_timesteps": STEPS_PER_EPOCH}, fastlane={"enabled": True},
+                         reporting={"heartbeat_interval_s": 0.5})
     proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config), "--run-id", RUN_ID],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "MOSAIC_HOME": str(home.root)})
@@ -129,8 +129,10 @@ def test_a_resumed_run_continues_the_saved_training_state(module_home, long_run)
     training values are the uninterrupted run's epoch 2, value for value."""
     run = long_run[0]
     first = run_events(run, "checkpoint_saved")[0]
-    proc, resumed = module_home.run("tsp", restore_from=first["path"], total_timesteps=2 * STEPS_PER_EPOCH)
+    proc, resumed = module_home.run("tsp", checkpoint={"restore_from": first["path"]},
+                                    total_timesteps=2 * STEPS_PER_EPOCH)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert module_home.events(resumed)[0]["type"] == "run_started"  # the restore is logged after it
     (m,) = module_home.events(resumed, "metrics")
     assert (m["iteration"], m["timesteps_total"]) == (2, 2 * STEPS_PER_EPOCH)
     original = run_events(run, "metrics")[1]["jumanji"]["train"]

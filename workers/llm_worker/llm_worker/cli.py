@@ -56,7 +56,7 @@ def make_runtime(config: LLMWorkerConfig, context: Any) -> Any:
 
 PROGRAM = WorkerProgram(name="mosaic_llm", config_from_dict=LLMWorkerConfig.from_dict, make_runtime=make_runtime,
                         default_config=default_config, deep_validate=deep_validate,
-                        heartbeat_interval_s=lambda config: config.heartbeat_interval_s,
+                        heartbeat_interval_s=lambda config: config.reporting.heartbeat_interval_s,
                         describe=get_worker_metadata, config_class=LLMWorkerConfig,
                         packages=("mosaic-llm-worker", "pettingzoo", "mpe2", "openai"), envs=envs,
                         dry_run=lambda config, checked: checked)

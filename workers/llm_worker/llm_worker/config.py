@@ -1,4 +1,7 @@
-"""The evaluation's configuration: which env, who plays each agent, how the models coordinate.
+"""The evaluation's configuration: the shared run fields (``mosaic.run_fields``) and the evaluator's own.
+
+Which env (``environment``), how many episodes (``episodes``), who plays each agent
+(``players``), which model (``model``) and how the models coordinate.
 
 Cheap to import: the GUI and ``--describe`` read the schema from it.
 """
@@ -6,14 +9,14 @@ Cheap to import: the GUI and ``--describe`` read the schema from it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping, Sequence
 
 from mosaic import configkit
 from mosaic.configkit import option
 from mosaic.envs import EnvironmentConfig
 from mosaic.errors import ConfigError
-from mosaic.fastlane.config import FastLaneConfig
 from mosaic.llm.backends import ModelConfig
+from mosaic.run_fields import FieldMap, RunConfig
 
 #: How the language-model agents decide, each with what it costs per decision.
 COORDINATION = {
@@ -27,6 +30,39 @@ PLAYER_KINDS = ("llm", "random", "policy")
 #: Classic games are turn-based (AEC); MPE agents move at the same time (parallel).
 API_TYPE_OF_FAMILY = {"classic": "AEC", "mpe": "PARALLEL"}
 MAX_AGENTS = 8
+DEFAULT_EPISODES = 10
+EVALUATOR = "an evaluator: it trains nothing"
+NO_CHECKPOINTS = "an evaluator: it saves no checkpoints"
+
+#: How the worker treats the fields every run shares (``docs/llm-worker.md`` shows it as a table).
+LLM_FIELDS = FieldMap(
+    honoured={
+        "algorithm": "always 'llm': the model in `model` plays the agents `players` leaves to it",
+        "environment.family": "the PettingZoo family: classic (played AEC) or mpe (played parallel), the "
+                              "families with a text describer",
+        "environment.env_id": "the versioned PettingZoo id (`--describe` lists those with a text describer)",
+        "environment.env_kwargs": "the env constructor's keyword arguments",
+        "seed": "episode i is reset with seed + i; also seeds random players and the random fallback for "
+                "replies that name no legal action",
+        "episodes": "episodes (games) to play",
+        "reporting.heartbeat_interval_s": "heartbeats",
+        "fastlane": "frames of the env being played",
+        "resources.cpus": "CPUs the daemon reserves for the run",
+    },
+    refused={
+        "environment.env_ids": "one env per run",
+        "total_timesteps": "an evaluator: its budget is episodes",
+        "num_envs": "it plays one env at a time",
+        "learning_rate": EVALUATOR, "gamma": EVALUATOR, "batch_size": EVALUATOR,
+        "algo_params": "an evaluator: it has no training hyperparameters (the model's settings are under "
+                       "`model`)",
+        "checkpoint.every_timesteps": NO_CHECKPOINTS, "checkpoint.at_end": NO_CHECKPOINTS,
+        "checkpoint.keep": NO_CHECKPOINTS, "checkpoint.restore_from": NO_CHECKPOINTS,
+        "reporting.every_timesteps": "a `metrics` event every episodes_per_block episodes",
+        "resources.threads": "it sets no thread count (the transformers backend and policy players use "
+                             "torch's own)",
+        "resources.gpus": "no GPU path in this version of the worker",
+    })
 
 
 @dataclass
@@ -54,16 +90,18 @@ def _default_environment() -> EnvironmentConfig:
 
 
 @dataclass
-class LLMWorkerConfig:
+class LLMWorkerConfig(RunConfig):
     """Language models as the agents of a PettingZoo env, evaluated over episodes."""
 
-    run_id: str = option(help="run id (set by MOSAIC)")
-    seed: int = option(0, min=0, help="episode i is reset with seed + i; also seeds random players and the "
-                                      "random fallback for replies that name no legal action")
+    FIELDS: ClassVar[FieldMap] = LLM_FIELDS
+
+    algorithm: str = option("llm", help="always 'llm'")
     environment: EnvironmentConfig = option(default_factory=_default_environment,
                                             help="the PettingZoo env (`--describe` lists those with a text "
                                                  "describer); classic games are played AEC, MPE parallel")
-    episodes: int = option(10, min=1, help="episodes (games) to play")
+    seed: int = option(0, min=0, help="episode i is reset with seed + i; also seeds random players and the "
+                                      "random fallback for replies that name no legal action")
+    episodes: int | None = option(DEFAULT_EPISODES, min=1, help="episodes (games) to play")
     max_steps: int | None = option(None, min=1, help="cut an episode after this many env steps; default: "
                                                      "the env's own end")
     players: dict[str, PlayerConfig] = option(default_factory=dict,
@@ -82,25 +120,26 @@ class LLMWorkerConfig:
                                                     "before a random legal action is played (counted invalid)")
     episodes_per_block: int = option(5, min=1, help="episodes per `metrics` event (win rates so far, etc.)")
     model: ModelConfig = option(default_factory=ModelConfig, help="the model that plays, and the run's budget")
-    heartbeat_interval_s: float = option(5.0, min=0.1, help="seconds between heartbeats")
-    fastlane: FastLaneConfig = option(default_factory=FastLaneConfig,
-                                      help="stream the env's frames to `mosaic watch` (shared memory)")
 
-    def to_dict(self) -> dict[str, Any]:
-        return configkit.to_dict(self)
+    @classmethod
+    def algorithms(cls) -> Sequence[str]:
+        return ("llm",)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "LLMWorkerConfig":
         config = configkit.from_dict(cls, data)
+        config.check_shared()
+        if config.episodes is None:
+            config.episodes = DEFAULT_EPISODES
         env = config.environment
         if env.family not in API_TYPE_OF_FAMILY:
-            raise ConfigError("environment.family", f"{env.family!r} has no text describer here; families with "
-                                                    f"one: {', '.join(API_TYPE_OF_FAMILY)}")
+            raise ConfigError("environment.family", f"{env.family!r} has no text describer here; allowed: "
+                                                    f"{', '.join(API_TYPE_OF_FAMILY)}")
         wanted = API_TYPE_OF_FAMILY[env.family]
         given = (data.get("environment") or {}).get("api_type") if isinstance(data, Mapping) else None
         if given is not None and given != wanted:
-            raise ConfigError("environment.api_type", f"{env.family} envs are played {wanted} by this worker "
-                                                      f"(leave api_type out, or set it to {wanted})")
+            raise ConfigError("environment.api_type", f"{env.family} envs are played {wanted} by this worker; "
+                                                      f"allowed: {wanted} (or leave api_type out)")
         env.api_type = wanted
         for agent, player in config.players.items():
             if player.kind == "policy" and not player.checkpoint:
@@ -117,5 +156,5 @@ class LLMWorkerConfig:
 
 def default_config() -> dict[str, Any]:
     data = LLMWorkerConfig(run_id="unset").to_dict()
-    del data["run_id"]
+    del data["run_id"], data["worker"]
     return data

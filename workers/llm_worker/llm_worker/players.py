@@ -12,7 +12,7 @@ before the run starts, naming the player.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from mosaic.errors import ConfigError, UserError
 
@@ -62,7 +62,7 @@ def load_policies(config: LLMWorkerConfig) -> dict[str, PolicyPlayer]:
         if player.kind != "policy" or player.label() in out:
             continue
         policy = PolicyPlayer(player, f"players.{agent}").load()
-        trained = policy.info.environment
+        trained = trained_environment(policy.info)
         for key, mine in (("family", env_cfg.family), ("env_id", env_cfg.env_id)):
             if trained.get(key) != mine:
                 raise ConfigError(f"players.{agent}.checkpoint", f"was trained on {trained.get('family')}/"
@@ -76,18 +76,62 @@ def load_policies(config: LLMWorkerConfig) -> dict[str, PolicyPlayer]:
     return out
 
 
+def trained_environment(info: Any) -> dict[str, Any]:
+    """The ``environment`` section of the Ray run a checkpoint comes from, whichever config shape it had.
+
+    The checkpoint's own state records it. Where it does not, the run's ``config.json``
+    beside ``checkpoints/`` is read: ``environment`` sits at its top level both before the
+    shared run fields (``training.algorithm``, ``resources.num_workers``) and after them
+    (``algorithm``, ``rllib``, ``resources`` at the top level), so both shapes are read the same.
+    """
+    recorded = getattr(info, "environment", None)
+    if isinstance(recorded, Mapping) and recorded:
+        return dict(recorded)
+    import json
+    from pathlib import Path
+
+    for folder in Path(info.path).parents[:2]:
+        config = folder / "config.json"
+        if config.is_file():
+            try:
+                data = json.loads(config.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                break
+            section = data.get("environment") if isinstance(data, Mapping) else None
+            if isinstance(section, Mapping):
+                return dict(section)
+            break
+    return {}
+
+
+def ray_environment(info: Any, api: str) -> Any:
+    """The Ray worker's environment config for the env a checkpoint was trained on, played through ``api``.
+
+    Read defensively: the Ray worker's env config class is ``RayEnvironmentConfig`` now
+    (``EnvironmentConfig`` before), and keys one version writes that the other does not know
+    (``env_ids`` of the shared ``environment``) are left out.
+    """
+    import dataclasses
+
+    from mosaic import configkit
+    from ray_worker import config as ray_config
+
+    cls = getattr(ray_config, "RayEnvironmentConfig", None) or ray_config.EnvironmentConfig
+    known = {f.name for f in dataclasses.fields(cls)}
+    data = {k: v for k, v in trained_environment(info).items() if k in known}
+    data["api_type"] = api
+    return configkit.from_dict(cls, data, "environment")
+
+
 def build_env(config: LLMWorkerConfig, policies: dict[str, PolicyPlayer], render_mode: str | None = None
               ) -> tuple[Any, Describer]:
     """The env (through the Ray worker's factory when a policy plays) and its describer."""
     env_cfg = config.environment
     if policies:
-        from mosaic import configkit
-        from ray_worker.config import EnvironmentConfig as RayEnvironmentConfig
         from ray_worker.environment import EnvironmentFactory
 
         first = next(iter(policies.values()))
-        data = {**first.info.environment, "api_type": api_type(env_cfg.family)}
-        env, _ = EnvironmentFactory(configkit.from_dict(RayEnvironmentConfig, data, "environment")
+        env, _ = EnvironmentFactory(ray_environment(first.info, api_type(env_cfg.family))
                                     ).make_pettingzoo(render_mode)
     else:
         env = env_cfg.make(render_mode)

@@ -128,8 +128,7 @@ class LLMWorkerRuntime:
                 self.lane.close()
         results = summarise(self.episodes, self.predictions, cfg, self.client.totals() if self.client else None)
         write_json_atomic(root / "results.json", results)
-        return {"episodes": len(self.episodes), "steps": self.steps, "results": "results.json",
-                "players": {label: stats.get("win", {}).get("rate") for label, stats in results["players"].items()}}
+        return closing_summary(results, self.steps)
 
     # -- one episode -------------------------------------------------------------------------------
     def _seating(self, index: int) -> dict[str, PlayerConfig]:
@@ -371,6 +370,26 @@ def block_metrics(block: list[dict[str, Any]], so_far: list[dict[str, Any]]) -> 
     if toms:
         made = sum(t["predictions"] for t in toms)
         out["tom_accuracy"] = sum(t["accuracy"]["rate"] * t["predictions"] for t in toms) / made if made else 0.0
+    return out
+
+
+def closing_summary(results: dict[str, Any], steps: int) -> dict[str, Any]:
+    """The run's ``run_completed`` summary: every win rate named ``win_rate/<player>``, as in ``metrics``.
+
+    Two different players (``llm`` against ``random`` or a policy): one rate per player. One player in
+    both seats of a two-player game (two model agents): one rate per seat, ``win_rate/<player>@<seat>``.
+    Games nobody wins (cooperative envs) have none.
+    """
+    out: dict[str, Any] = {"episodes": results["episodes_played"], "steps": steps, "results": "results.json"}
+    for label, stats in results["players"].items():
+        if "win" in stats:
+            out[f"win_rate/{label}"] = stats["win"]["rate"]
+    labels = {label for e in results["episodes"] for label in e["players"].values()}
+    if len(labels) == 1:  # the same player in every seat: its rates are told apart by seat
+        (label,) = labels
+        for seat, stats in results["seats"].items():
+            if "win" in stats:
+                out[f"win_rate/{label}@{seat}"] = stats["win"]["rate"]
     return out
 
 

@@ -84,6 +84,37 @@ def test_tictactoe_rules_read_from_the_text_beat_random_play_and_every_game_repl
     assert metrics[-1]["llm"]["requests"] == sum(len(m["calls"]) for m in lines if m["kind"] == "action")
 
 
+def completed_summary(proc: subprocess.CompletedProcess) -> dict:
+    """The summary ``mosaic run`` prints when the run completes (the ``run_completed`` event's)."""
+    line = [text for text in proc.stdout.splitlines() if " completed: " in text][-1]
+    return json.loads(line.split(" completed: ", 1)[1])
+
+
+def test_the_closing_summary_labels_every_win_rate_with_its_player(home):
+    with StubServer(tictactoe_player) as server:
+        mixed = home.cli("run", str(home.evaluation("mixed", server, episodes=4,
+                                                    players={"player_2": {"kind": "random"}})))
+        assert mixed.returncode == 0, mixed.stderr[-3000:]
+        mixed_run = home.runs()[-1]
+        same = home.cli("run", str(home.evaluation("same", server, episodes=2)))
+        assert same.returncode == 0, same.stderr[-3000:]
+        same_run = home.runs()[-1]
+    for proc, run in ((mixed, mixed_run), (same, same_run)):
+        summary = completed_summary(proc)
+        assert summary == run_events(run, "run_completed")[0]["summary"]
+        assert summary["episodes"] == len(results(run)["episodes"])
+        # no rate hides in a nested value whose key does not say whose rate it is
+        assert all(not isinstance(v, dict) for v in summary.values()), summary
+    players = results(mixed_run)["players"]
+    assert {k: v for k, v in completed_summary(mixed).items() if k.startswith("win_rate/")} == {
+        "win_rate/llm": players["llm"]["win"]["rate"], "win_rate/random": players["random"]["win"]["rate"]}
+    # two model agents: one player in both seats, its win rates told apart by seat
+    seats = results(same_run)["seats"]
+    assert {k: v for k, v in completed_summary(same).items() if k.startswith("win_rate/")} == {
+        "win_rate/llm@player_1": seats["player_1"]["win"]["rate"],
+        "win_rate/llm@player_2": seats["player_2"]["win"]["rate"]}
+
+
 def test_replies_naming_no_legal_move_are_asked_again_then_replaced_by_a_random_legal_one(home):
     """A model that always says a1: once a1 is taken, every reply is illegal, asked again, then replaced."""
     with StubServer(["I like the corner.\nACTION: a1"]) as server:
@@ -184,10 +215,9 @@ def connect_four_checkpoint(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("ray-home")
     config = home / "ray.json"
     config.write_text(json.dumps({
-        "worker": "ray", "resources": {"num_workers": 0},
-        "training": {"algorithm": "PPO", "total_timesteps": 600,
-                     "algo_params": {"train_batch_size_per_learner": 300, "minibatch_size": 100, "num_epochs": 1,
-                                     "fcnet_hiddens": [32, 32]}},
+        "worker": "ray", "algorithm": "ppo", "total_timesteps": 600, "rllib": {"num_env_runners": 0},
+        "algo_params": {"train_batch_size_per_learner": 300, "minibatch_size": 100, "num_epochs": 1,
+                        "fcnet_hiddens": [32, 32]},
         "environment": {**CONNECT_FOUR, "api_type": "AEC"}}))
     proc = subprocess.run([sys.executable, "-m", "mosaic", "run", str(config)], capture_output=True, text=True,
                           timeout=900, env={**os.environ, "MOSAIC_HOME": str(home), "RAY_AUTH_MODE": "disabled"})
@@ -248,6 +278,30 @@ def test_a_checkpoint_trained_on_another_env_is_refused_naming_the_player(home, 
     assert home.runs() == []
 
 
+@pytest.mark.parametrize("shape", ["before the shared fields", "shared fields"])
+def test_a_ray_runs_environment_is_read_from_either_config_shape(tmp_path, shape):
+    """players.py rebuilds the Ray worker's env config from a checkpoint's run: the old config shape
+    (``training.algorithm``) and the new one (``algorithm``, ``rllib``, ``env_ids``) are read alike."""
+    from types import SimpleNamespace
+
+    from llm_worker.players import ray_environment, trained_environment
+
+    env = {**CONNECT_FOUR, "env_kwargs": {}, "api_type": "AEC"}
+    config = ({"worker": "ray", "training": {"algorithm": "PPO"}, "resources": {"num_workers": 0},
+               "environment": env} if shape == "before the shared fields" else
+              {"worker": "ray", "algorithm": "ppo", "rllib": {"num_env_runners": 0},
+               "environment": {**env, "env_ids": []}})
+    checkpoint = tmp_path / "run" / "checkpoints" / "checkpoint_000001"
+    checkpoint.mkdir(parents=True)
+    (tmp_path / "run" / "config.json").write_text(json.dumps(config))
+    recorded = SimpleNamespace(path=checkpoint, environment=dict(config["environment"]))
+    unrecorded = SimpleNamespace(path=checkpoint, environment={})  # a state without the section: config.json
+    for info in (recorded, unrecorded):
+        assert trained_environment(info)["env_id"] == "connect_four_v3"
+        built = ray_environment(info, "AEC")
+        assert (built.family, built.env_id, built.api_type) == ("classic", "connect_four_v3", "AEC")
+
+
 # -- failures and bad input ------------------------------------------------------------------------------
 def test_a_spent_budget_fails_the_run_naming_it_and_leaves_no_results(home):
     with StubServer(tictactoe_player) as server:
@@ -277,6 +331,11 @@ def test_a_spent_budget_fails_the_run_naming_it_and_leaves_no_results(home):
     ({"model": {"api_key_env": "MOSAIC_NO_SUCH_KEY"}}, "model.api_key_env"),
     ({"model": {"base_url": "http://127.0.0.1:9/v1"}}, "model.base_url: nothing answers at 127.0.0.1:9"),
     ({"episodes": 0}, "episodes"),
+    ({"algorithm": "ppo"}, "algorithm: "),
+    ({"environment": {**CONNECT_FOUR, "env_ids": ["connect_four_v3", "tictactoe_v3"]}}, "environment.env_ids: "),
+    # the spellings before the shared run fields are not accepted any more
+    ({"heartbeat_interval_s": 1.0}, "heartbeat_interval_s: unknown field"),
+    ({"episodes_per_task": 3}, "episodes_per_task: unknown field"),
 ])
 def test_bad_input_is_refused_naming_the_field_before_any_run_exists(home, fields, named):
     with StubServer(["ACTION: b2"]) as server:
@@ -287,8 +346,55 @@ def test_bad_input_is_refused_naming_the_field_before_any_run_exists(home, field
         config.write_text(json.dumps(data))
         proc = home.cli("run", str(config))
     assert proc.returncode == 2, proc.stderr
-    assert named in proc.stderr and "Traceback" not in proc.stderr
+    assert named in proc.stderr and "Traceback" not in proc.stderr and proc.stderr.startswith("mosaic: error: ")
     assert home.runs() == [] and server.requests == []
+
+
+def validate(config: dict) -> subprocess.CompletedProcess:
+    """``python -m llm_worker.cli --validate --config -`` (the worker runs in MOSAIC's own environment)."""
+    return subprocess.run([sys.executable, "-m", "llm_worker.cli", "--validate", "--config", "-"],
+                          input=json.dumps(config), capture_output=True, text=True, timeout=300)
+
+
+#: A value other than the default for each shared field the worker refuses.
+REFUSED = {"environment.env_ids": ["tictactoe_v3"], "total_timesteps": 1000, "num_envs": 2, "learning_rate": 0.001,
+           "gamma": 0.9, "batch_size": 32, "algo_params": {"lr": 0.1}, "checkpoint.every_timesteps": 100,
+           "checkpoint.at_end": False, "checkpoint.keep": 2, "checkpoint.restore_from": "/tmp",
+           "reporting.every_timesteps": 100, "resources.threads": 2, "resources.gpus": 1}
+
+
+def test_the_refused_list_covers_the_field_map():
+    from llm_worker.config import LLMWorkerConfig
+    from mosaic.run_fields import SHARED_PATHS
+
+    fields = LLMWorkerConfig.FIELDS
+    assert set(fields.refused) == set(REFUSED)
+    assert sorted([*fields.honoured, *fields.refused]) == sorted(SHARED_PATHS)
+    assert fields.refused["resources.gpus"] == "no GPU path in this version of the worker"
+
+
+@pytest.mark.parametrize("path", sorted(REFUSED))
+def test_a_refused_shared_field_is_refused_by_name(path):
+    section, _, leaf = path.partition(".")
+    value = {leaf: REFUSED[path]} if leaf else REFUSED[path]
+    if section == "environment":
+        value = {"family": "classic", "env_id": "tictactoe_v3", **value}
+    proc = validate({section: value})
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"mosaic: error: {path}: ") and "is not supported by the mosaic_llm worker" \
+        in proc.stderr
+    assert "allowed: " in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_algorithm_in_any_case_is_normalised_and_may_be_left_out(home):
+    with StubServer(["ACTION: b2"]) as server:
+        base = json.loads(home.evaluation("ok", server).read_text())
+        given = validate({**base, "algorithm": "LLM", "reporting": {"heartbeat_interval_s": 0}})
+        omitted = validate(base)
+    assert given.returncode == 0 and omitted.returncode == 0, (given.stderr, omitted.stderr)
+    assert json.loads(given.stdout)["algorithm"] == json.loads(omitted.stdout)["algorithm"] == "llm"
+    assert json.loads(given.stdout)["reporting"]["heartbeat_interval_s"] == 0
+    assert json.loads(omitted.stdout)["episodes"] == 10
 
 
 # -- the contract -----------------------------------------------------------------------------------------
@@ -315,7 +421,8 @@ def test_frames_pause_resume_and_ctrl_c_of_a_live_evaluation(home, tmp_path):
     slow = lambda body: {"text": tictactoe_player(body), "delay_s": 0.02}  # noqa: E731
     with StubServer(slow) as server:
         config = home.evaluation("live", server, episodes=2000, players={"player_2": {"kind": "random"}},
-                                 heartbeat_interval_s=0.5, fastlane={"enabled": True}, episodes_per_block=1)
+                                 reporting={"heartbeat_interval_s": 0.5}, fastlane={"enabled": True},
+                                 episodes_per_block=1)
         check_live_evaluation(home, config, "llm-live-1", tmp_path / "live.png")
 
 

@@ -14,10 +14,10 @@ from random_worker.runtime import RandomWorkerRuntime
 def _deep_validate(config: RandomWorkerConfig) -> None:
     """Build the env once so a wrong env id or kwarg fails before any run exists."""
     config.environment.make(render_mode="rgb_array" if config.fastlane.enabled else None).close()
-    if config.restore_from:
+    if config.checkpoint.restore_from:
         from random_worker.runtime import RandomCheckpointState
 
-        RandomCheckpointState.read(config.restore_from, "restore_from", "the random worker")
+        RandomCheckpointState.read(config.checkpoint.restore_from, "checkpoint.restore_from", "the random worker")
 
 
 PROGRAM = WorkerProgram(
@@ -26,7 +26,7 @@ PROGRAM = WorkerProgram(
     make_runtime=RandomWorkerRuntime,
     default_config=default_config,
     deep_validate=_deep_validate,
-    heartbeat_interval_s=lambda config: config.heartbeat_interval_s,
+    heartbeat_interval_s=lambda config: config.reporting.heartbeat_interval_s,
     describe=get_worker_metadata,
     config_class=RandomWorkerConfig,
     packages=("mosaic-random-worker", "pettingzoo", "gymnasium", "numpy"),

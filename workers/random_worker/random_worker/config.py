@@ -1,43 +1,63 @@
-"""Configuration of the reference worker, validated field by field."""
+"""Configuration of the reference worker: the shared run fields (``mosaic.run_fields``) and its own few."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, ClassVar, Sequence
 
-from mosaic import configkit
 from mosaic.configkit import option
 from mosaic.envs import EnvironmentConfig
-from mosaic.fastlane.config import FastLaneConfig
+from mosaic.run_fields import FieldMap, Reporting, RunConfig
+
+NOT_LEARNING = "random play learns nothing"
 
 
 @dataclass
-class RandomWorkerConfig:
-    run_id: str = option(help="run id (set by MOSAIC when launched through `mosaic run`)")
-    seed: int = option(0, min=0, help="seeds the env resets and every agent's action sampling")
-    environment: EnvironmentConfig = option(default_factory=EnvironmentConfig,
-                                            help="the PettingZoo env to play")
-    total_timesteps: int = option(2_000, min=1, help="env steps to play (one AEC move = one step)")
-    steps_per_iteration: int = option(500, min=1, help="env steps between two `metrics` events")
+class RandomWorkerConfig(RunConfig):
+    """Random, mask-respecting play of any PettingZoo env."""
+
+    FIELDS: ClassVar[FieldMap] = FieldMap(
+        honoured={
+            "algorithm": "always 'random'",
+            "environment.family": "the PettingZoo family",
+            "environment.env_id": "the versioned PettingZoo id",
+            "environment.env_kwargs": "the env constructor's keyword arguments",
+            "seed": "env resets and every agent's action sampling",
+            "total_timesteps": "env steps to play (one AEC move or one parallel step = one step)",
+            "checkpoint.every_timesteps": "a checkpoint at the first report at or past each multiple",
+            "checkpoint.at_end": "a checkpoint when the run completes",
+            "checkpoint.restore_from": "counters and the sampling RNG's state",
+            "reporting.every_timesteps": "a `metrics` event at the first episode end at or past each multiple",
+            "reporting.heartbeat_interval_s": "heartbeats",
+            "fastlane": "frames of the one env",
+            "resources.cpus": "CPUs the daemon reserves for the run",
+        },
+        refused={
+            "environment.env_ids": "one env per run",
+            "episodes": "its budget is total_timesteps",
+            "num_envs": "it plays one env",
+            "learning_rate": NOT_LEARNING, "gamma": NOT_LEARNING, "batch_size": NOT_LEARNING,
+            "algo_params": NOT_LEARNING,
+            "checkpoint.keep": "its checkpoints are a few bytes each: all are kept",
+            "resources.threads": "it runs no numeric library that threads",
+            "resources.gpus": "it uses no GPU",
+        })
+
+    algorithm: str = option("random", help="always 'random'")
+    environment: EnvironmentConfig = option(default_factory=EnvironmentConfig, help="the PettingZoo env to play")
+    total_timesteps: int | None = option(2_000, min=1, help="env steps to play (one AEC move = one step)")
+    reporting: Reporting = option(default_factory=lambda: Reporting(every_timesteps=500),
+                                  help="metrics and heartbeat cadence")
     max_episode_steps: int | None = option(None, min=1, help="cut episodes longer than this")
     step_delay_s: float = option(0.0, min=0.0, max=10.0, help="sleep after each step (demos, tests)")
-    heartbeat_interval_s: float = option(5.0, min=0.0, help="seconds between heartbeats; 0 = off")
-    checkpoint_every_iterations: int = option(0, min=0, help="save a checkpoint every N iterations; 0 = only at the end")
-    checkpoint_at_end: bool = option(True, help="save a checkpoint when the run completes")
-    restore_from: str | None = option(None, help="checkpoint folder to resume from (counters and RNG state)")
-    fastlane: FastLaneConfig = option(default_factory=FastLaneConfig,
-                                      help="stream rendered frames to `mosaic watch` (shared memory)")
-
-    def to_dict(self) -> dict[str, Any]:
-        return configkit.to_dict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "RandomWorkerConfig":
-        return configkit.from_dict(cls, data)
+    def algorithms(cls) -> Sequence[str]:
+        return ("random",)
 
 
 def default_config() -> dict[str, Any]:
     """The built-in default: random play of connect_four, a few seconds long."""
     data = RandomWorkerConfig(run_id="unset").to_dict()
-    del data["run_id"]
+    del data["run_id"], data["worker"]
     return data

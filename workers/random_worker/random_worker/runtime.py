@@ -75,12 +75,17 @@ class RandomWorkerRuntime:
         self.lane: Any = None  # a FastLane Publisher when frames are streamed
 
     # -- one episode ---------------------------------------------------------
-    def _play_aec(self, env: Any, policy: RandomPolicy, seed: int) -> tuple[dict, int]:
+    def _budget_spent(self) -> bool:
+        return self.steps >= self.config.total_timesteps
+
+    def _play_aec(self, env: Any, policy: RandomPolicy, seed: int) -> tuple[dict, int, bool]:
         env.reset(seed=seed)
         returns = {a: 0.0 for a in env.possible_agents}
         length = 0
         for agent in env.agent_iter():
             obs, _, term, trunc, info = env.last()
+            if not (term or trunc) and self._budget_spent():
+                return returns, length, False  # a move is due but the budget is spent: the episode is cut
             action = None if term or trunc else policy.act(agent, obs, info)
             env.step(action)
             for a, r in env.rewards.items():
@@ -92,9 +97,9 @@ class RandomWorkerRuntime:
                 self._after_step()
             if self.config.max_episode_steps and length >= self.config.max_episode_steps:
                 break
-        return returns, length
+        return returns, length, True
 
-    def _play_parallel(self, env: Any, policy: RandomPolicy, seed: int) -> tuple[dict, int]:
+    def _play_parallel(self, env: Any, policy: RandomPolicy, seed: int) -> tuple[dict, int, bool]:
         obs, infos = env.reset(seed=seed)
         returns = {a: 0.0 for a in env.possible_agents}
         length = 0
@@ -107,9 +112,11 @@ class RandomWorkerRuntime:
             if self.lane is not None:
                 self._publish_frame(env, length, rewards, returns)
             self._after_step()
+            if self._budget_spent() and env.agents:
+                return returns, length, False
             if self.config.max_episode_steps and length >= self.config.max_episode_steps:
                 break
-        return returns, length
+        return returns, length, True
 
     def _publish_frame(self, env: Any, step: int, rewards: dict, returns: dict) -> None:
         """Offer a frame to FastLane; the throttle decides whether it is rendered at all."""
@@ -128,7 +135,7 @@ class RandomWorkerRuntime:
                                           timesteps_total=self.steps)
 
     def _restore(self, policy: RandomPolicy, path: str) -> int:
-        state = RandomCheckpointState.read(path, "restore_from", "the random worker")
+        state = RandomCheckpointState.read(path, "checkpoint.restore_from", "the random worker")
         self.steps, self.episodes = state.timesteps_total, state.episodes
         policy.set_state(state.policy)
         self.ctx.emitter.log(f"restored from {path} at {self.steps} steps")
@@ -159,20 +166,25 @@ class RandomWorkerRuntime:
         )
         window: list[dict[str, Any]] = []
         structure = reward_structure(cfg.environment.family, cfg.environment.env_id)
-        iteration = self._restore(policy, cfg.restore_from) if cfg.restore_from else 0
-        next_report = self.steps + cfg.steps_per_iteration
+        restore_from = cfg.checkpoint.restore_from
+        iteration = self._restore(policy, restore_from) if restore_from else 0
+        report_every = cfg.reporting.every_timesteps or 500
+        next_report = self.steps + report_every
+        every = cfg.checkpoint.every_timesteps
+        next_save = (self.steps // every + 1) * every if every else None
         last_saved = None
         t_iter, steps_at_iter = time.perf_counter(), 0
         try:
             while self.steps < cfg.total_timesteps:
                 t0 = time.perf_counter()
                 play = self._play_aec if is_aec else self._play_parallel
-                returns, length = play(env, policy, cfg.seed + self.episodes)
-                window.append({"returns": returns, "length": length,
-                               "modules": {agent: "random" for agent in returns}})
-                emit.episode(episode=self.episodes, length=length, returns=returns,
-                             winner=winner(returns, structure), duration_s=time.perf_counter() - t0)
-                self.episodes += 1
+                returns, length, finished = play(env, policy, cfg.seed + self.episodes)
+                if finished:  # an episode cut by the budget is not an episode: it is not reported
+                    window.append({"returns": returns, "length": length,
+                                   "modules": {agent: "random" for agent in returns}})
+                    emit.episode(episode=self.episodes, length=length, returns=returns,
+                                 winner=winner(returns, structure), duration_s=time.perf_counter() - t0)
+                    self.episodes += 1
                 if self.steps >= next_report or self.steps >= cfg.total_timesteps:
                     iteration += 1
                     elapsed = time.perf_counter() - t_iter
@@ -182,12 +194,12 @@ class RandomWorkerRuntime:
                                  num_episodes_lifetime=self.episodes, **episode_statistics(window))
                     window.clear()
                     t_iter, steps_at_iter = time.perf_counter(), self.steps
-                    next_report = self.steps + cfg.steps_per_iteration
-                    every = cfg.checkpoint_every_iterations
-                    if every and iteration % every == 0:
+                    next_report = self.steps + report_every
+                    if next_save is not None and self.steps >= next_save:
                         self._save_checkpoint(policy, iteration)
                         last_saved = iteration
-            if cfg.checkpoint_at_end and last_saved != iteration:
+                        next_save = (self.steps // every + 1) * every
+            if cfg.checkpoint.at_end and last_saved != iteration:
                 self._save_checkpoint(policy, iteration)
         finally:
             if self.lane is not None:

@@ -34,7 +34,7 @@ def mosaic(*args: str, home, timeout: float = 120) -> subprocess.CompletedProces
 
 def test_frames_reach_the_run_folder_and_segments_are_gone_at_the_end(tmp_path):
     report = check_worker("random", {"seed": 1, "environment": PISTONBALL, "total_timesteps": 120,
-                                     "steps_per_iteration": 40, "fastlane": {"enabled": True, "fps": 0,
+                                     "reporting": {"every_timesteps": 40}, "fastlane": {"enabled": True, "fps": 0,
                                                                              "max_overhead": 0}},
                           home=tmp_path)
     entry = read_registry(report.run.root)["streams"]["main"]

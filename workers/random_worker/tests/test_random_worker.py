@@ -20,8 +20,9 @@ from random_worker.runtime import RandomPolicy, legal_mask
 ])
 def test_conformance(tmp_path, environment):
     report = check_worker("random", {"seed": 3, "environment": environment, "total_timesteps": 120,
-                                     "steps_per_iteration": 40}, home=tmp_path)
-    assert report.of_type("metrics")[-1]["timesteps_total"] >= 120
+                                     "reporting": {"every_timesteps": 40}}, home=tmp_path,
+                          resume=environment["family"] == "mpe")
+    assert report.of_type("metrics")[-1]["timesteps_total"] == 120  # exactly the budget: the last episode is cut
     assert report.of_type("run_started")[0]["env"]["env_id"] == environment["env_id"]
 
 
@@ -58,13 +59,13 @@ def test_same_seed_same_episodes(tmp_path):
 def test_checkpoint_and_restore_continue_the_same_run(tmp_path):
     env = {"family": "mpe", "env_id": "simple_spread_v3", "api_type": "PARALLEL",
            "env_kwargs": {"max_cycles": 10}}
-    base = {"seed": 5, "environment": env, "total_timesteps": 400, "steps_per_iteration": 100}
-    full = check_worker("random", {**base, "checkpoint_every_iterations": 1}, home=tmp_path / "a",
+    base = {"seed": 5, "environment": env, "total_timesteps": 400, "reporting": {"every_timesteps": 100}}
+    full = check_worker("random", {**base, "checkpoint": {"every_timesteps": 100}}, home=tmp_path / "a",
                         check_raw_stdout=False)
     saved = full.of_type("checkpoint_saved")
     assert [c["iteration"] for c in saved] == [1, 2, 3, 4]
     mid = saved[1]
-    resumed = check_worker("random", {**base, "restore_from": mid["path"]}, home=tmp_path / "b",
+    resumed = check_worker("random", {**base, "checkpoint": {"restore_from": mid["path"]}}, home=tmp_path / "b",
                            check_raw_stdout=False)
     assert resumed.of_type("metrics")[0]["iteration"] == 3
     assert resumed.of_type("metrics")[0]["timesteps_total"] > mid["timesteps_total"]
@@ -77,7 +78,65 @@ def test_restore_from_missing_checkpoint_is_a_config_error(tmp_path):
     import subprocess
     import sys
     proc = subprocess.run([sys.executable, "-m", "random_worker.cli", "--validate", "--config", "-"],
-                          input=json.dumps({"restore_from": str(tmp_path / "nope")}),
+                          input=json.dumps({"checkpoint": {"restore_from": str(tmp_path / "nope")}}),
                           capture_output=True, text=True)
     assert proc.returncode == 2
-    assert proc.stderr.startswith("random: error: restore_from:")
+    assert proc.stderr.startswith("mosaic: error: checkpoint.restore_from:")
+
+
+def validate(config):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "random_worker.cli", "--validate", "--config", "-"],
+                          input=json.dumps(config), capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("path", sorted(__import__("random_worker.config", fromlist=["x"])
+                                        .RandomWorkerConfig.FIELDS.refused))
+def test_each_refused_shared_field_is_refused_by_name(path):
+    """A shared field the worker cannot honour is refused naming it, with the value allowed."""
+    from random_worker.config import RandomWorkerConfig
+
+    value = {"environment.env_ids": ["tictactoe_v3"], "algo_params": {"lr": 1}, "gamma": 0.5}.get(path, 3)
+    config: dict = {}
+    *parents, leaf = path.split(".")
+    node = config
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[leaf] = value
+    proc = validate(config)
+    assert proc.returncode == 2, proc.stdout
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"mosaic: error: {path}: ") and "allowed: " in line, line
+    assert RandomWorkerConfig.FIELDS.refused[path] in line
+
+
+def test_the_algorithm_is_accepted_in_any_case_and_normalised():
+    proc = validate({"algorithm": "RANDOM"})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["algorithm"] == "random"
+    proc = validate({"algorithm": "ppo"})
+    assert proc.returncode == 2 and "algorithm: 'ppo' is not one of random" in proc.stderr
+
+
+def test_a_run_folder_as_restore_from_is_refused_before_anything_is_created(tmp_path):
+    import os
+    import subprocess
+    import sys
+    home = tmp_path / "home"
+    env = {**os.environ, "MOSAIC_HOME": str(home)}
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"worker": "random", "total_timesteps": 50}))
+    first = subprocess.run([sys.executable, "-m", "mosaic", "run", str(config), "--run-id", "first"],
+                           capture_output=True, text=True, env=env, timeout=300)
+    assert first.returncode == 0, first.stderr
+    run_folder = home / "trainer" / "runs" / "first"
+    for flags in ((), ("--dry-run",)):
+        config.write_text(json.dumps({"worker": "random", "checkpoint": {"restore_from": str(run_folder)}}))
+        proc = subprocess.run([sys.executable, "-m", "mosaic", "run", str(config), "--run-id", "second", *flags],
+                              capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 2, proc.stderr
+        (line,) = proc.stderr.strip().splitlines()
+        assert line.startswith("mosaic: error: checkpoint.restore_from: ") and "is a run folder" in line, line
+        assert str(run_folder / "checkpoints") in line
+        assert sorted(p.name for p in (home / "trainer" / "runs").iterdir()) == ["first"]

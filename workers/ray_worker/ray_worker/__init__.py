@@ -53,7 +53,7 @@ def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
         paradigms=("multi_agent",),
         policy_configurations=tuple(p.name for p in IMPLEMENTED_POLICY_CONFIGURATIONS),
         env_families=("sisl", "classic", "butterfly", "mpe"),
-        algorithms=tuple(algo_params.algorithms()),
+        algorithms=tuple(a.lower() for a in algo_params.algorithms()),  # canonical spellings
         action_spaces=("discrete", "masked_discrete", "box"),
         observation_spaces=("box", "image", "masked_discrete"),
         max_agents=20,  # pistonball's default 20 pistons: the most any test builds

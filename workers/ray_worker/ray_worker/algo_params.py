@@ -32,7 +32,7 @@ from mosaic.errors import ConfigError, one_of
 
 __all__ = [
     "ALGORITHMS", "CATEGORIES", "SCHEMA_VERSION", "SECTIONS", "algorithms", "common_properties",
-    "defaults", "register", "schema", "schema_json", "to_rllib", "validate",
+    "defaults", "register", "rllib_name", "schema", "schema_json", "to_rllib", "validate",
 ]
 
 SCHEMA_VERSION = 1
@@ -412,7 +412,12 @@ def _lookup(algorithm: object) -> str:
         for name in _REGISTRY:
             if name.upper() == algorithm.upper():
                 return name
-    raise ConfigError("training.algorithm", one_of(algorithm, algorithms()))
+    raise ConfigError("algorithm", one_of(algorithm, tuple(a.lower() for a in algorithms())))
+
+
+def rllib_name(algorithm: str) -> str:
+    """The registered (RLlib) name of ``algorithm`` in any case: ``ppo`` -> ``PPO``."""
+    return _lookup(algorithm)
 
 
 def schema(algorithm: str) -> dict[str, Any]:
@@ -442,7 +447,7 @@ def defaults(algorithm: str) -> dict[str, Any]:
 
 
 def validate(algorithm: str, params: Mapping[str, Any] | None, *, version: int | None = None,
-             field: str = "training.algo_params") -> dict[str, Any]:
+             field: str = "algo_params", version_field: str | None = None) -> dict[str, Any]:
     """Check ``params`` against the schema and return ALL values, defaults filled in.
 
     Integral floats become integers and numbers become floats, so the result is
@@ -450,7 +455,8 @@ def validate(algorithm: str, params: Mapping[str, Any] | None, *, version: int |
     """
     name = _lookup(algorithm)
     if version is not None and (isinstance(version, bool) or version != SCHEMA_VERSION):
-        raise ConfigError(f"{field}_version",
+        where = version_field or ("rllib.algo_params_version" if field == "algo_params" else f"{field}_version")
+        raise ConfigError(where,
                           f"schema version {version!r} is not known for {name}; known: {SCHEMA_VERSION}")
     if params is None:
         params = {}

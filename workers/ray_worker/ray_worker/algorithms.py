@@ -25,23 +25,25 @@ SMALL_CNN = [[16, [4, 4], 2], [32, [4, 4], 2], [32, [3, 3], 2]]
 
 def check_compatibility(cfg: RayWorkerConfig, env: EnvInfo) -> None:
     """Refuse combinations that cannot work, naming the field and what would (traits in ray_worker.traits)."""
-    algo = cfg.training.algorithm
+    algo = cfg.rllib_algorithm
     trait = traits(algo)
     kinds = env.action_kinds()
     env_name = f"{cfg.environment.family}/{cfg.environment.env_id}"
     if kinds - set(trait.action_kinds):
-        others = [a for a in algo_params.algorithms() if a != algo and not kinds - set(traits(a).action_kinds)]
-        raise ConfigError("training.algorithm", f"{algo} needs {kind_words(trait.action_kinds)} "
+        others = [a.lower() for a in algo_params.algorithms()
+                  if a != algo and not kinds - set(traits(a).action_kinds)]
+        raise ConfigError("algorithm", f"{cfg.algorithm} needs {kind_words(trait.action_kinds)} "
                           f"actions but {env_name} has {', '.join(sorted(kinds))} actions; "
                           f"use one of {', '.join(others)}")
     if env.has_action_masks() and not trait.masked:
-        raise ConfigError("training.algorithm", f"{env_name} uses action masks, which {algo} cannot "
-                          f"respect yet; use one of {', '.join(maskable())}")
+        raise ConfigError("algorithm", f"{env_name} uses action masks, which {cfg.algorithm} cannot "
+                          f"respect yet; use one of {', '.join(a.lower() for a in maskable())}")
     if trait.min_rollout_fragment:
-        fragment = cfg.training.algo_params.get("rollout_fragment_length")
+        fragment = cfg.algo_params.get("rollout_fragment_length")
         if fragment != "auto" and isinstance(fragment, int) and fragment < trait.min_rollout_fragment:
-            raise ConfigError("training.algo_params.rollout_fragment_length",
-                              f"{fragment} is too short for {algo}; use at least {trait.min_rollout_fragment}")
+            raise ConfigError("algo_params.rollout_fragment_length",
+                              f"{fragment} is too short for {cfg.algorithm}; use at least "
+                              f"{trait.min_rollout_fragment}")
 
 
 def resolve(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLayout) -> dict[str, Any]:
@@ -52,15 +54,15 @@ def resolve(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLayout) -> dict[st
     from ray_worker.environment import describe_space
 
     check_compatibility(cfg, env)
-    algo = cfg.training.algorithm
-    sections = algo_params.to_rllib(algo, cfg.training.algo_params)
+    algo = cfg.rllib_algorithm
+    sections = algo_params.to_rllib(algo, cfg.algo_params)
     training = dict(sections.get("training", {}))
     trait = traits(algo)
     if trait.replay_buffer:
         training["replay_buffer_config"] = {**trait.replay_buffer, **training.get("replay_buffer_config", {})}
-    res = cfg.resources
-    env_runners = {"num_env_runners": res.num_workers, "num_envs_per_env_runner": res.num_envs_per_worker,
-                   "num_cpus_per_env_runner": res.num_cpus, **sections.get("env_runners", {})}
+    env_runners = {"num_env_runners": cfg.rllib.num_env_runners,
+                   "num_envs_per_env_runner": cfg.num_envs_per_env_runner,
+                   "num_cpus_per_env_runner": cfg.rllib.cpus_per_env_runner, **sections.get("env_runners", {})}
     if trait.auto_rollout_fragment and env_runners.get("rollout_fragment_length", "auto") == "auto":
         env_runners["rollout_fragment_length"] = trait.auto_rollout_fragment
     reporting = {"min_sample_timesteps_per_iteration": 0, "min_train_timesteps_per_iteration": 0,
@@ -99,7 +101,7 @@ def resolve(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLayout) -> dict[st
         "algorithm": algo,
         "environment": {"env": f"mosaic-{cfg.environment.family}-{cfg.environment.env_id}"},
         "env_runners": env_runners,
-        "learners": {"num_learners": 0, "num_gpus_per_learner": res.num_gpus},
+        "learners": {"num_learners": 0, "num_gpus_per_learner": cfg.resources.gpus},
         "training": training,
         "reporting": reporting,
         "multi_agent": {"policies": sorted(layout.modules), "policies_to_train": list(layout.trainable),

@@ -31,12 +31,12 @@ def deep_validate(config: RayWorkerConfig):
         from ray_worker.checkpoint_state import RayCheckpointState
 
         RayCheckpointState.read(config.checkpoint.restore_from, "checkpoint.restore_from", "the ray worker")
-    if config.resources.num_gpus > 0 and not config.resources.address:
+    if config.resources.gpus > 0 and not config.rllib.address:
         import torch
 
         if not torch.cuda.is_available():
-            raise ConfigError("resources.num_gpus", f"{config.resources.num_gpus} GPUs asked for, but this "
-                              "machine has none; use 0 (CPU) or join a cluster with resources.address")
+            raise ConfigError("resources.gpus", f"{config.resources.gpus} GPUs asked for, but this "
+                              "machine has none; use 0 (CPU) or join a cluster with rllib.address")
     if config.wandb:
         from ray_worker.analytics import check_wandb_available
 
@@ -97,7 +97,7 @@ PROGRAM = WorkerProgram(
         config, context),
     default_config=default_config,
     deep_validate=deep_validate,
-    heartbeat_interval_s=lambda config: config.heartbeat_interval_s,
+    heartbeat_interval_s=lambda config: config.reporting.heartbeat_interval_s,
     describe=get_worker_metadata,
     config_class=RayWorkerConfig,
     packages=("mosaic-ray-worker", "ray", "torch", "gymnasium", "pettingzoo"),

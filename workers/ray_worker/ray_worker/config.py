@@ -1,5 +1,11 @@
 """``RayWorkerConfig``: typed, validated configuration of a Ray RLlib run.
 
+A :class:`mosaic.run_fields.RunConfig`: the fields every run shares (algorithm, env,
+seed, budget, shared hyperparameters, checkpointing, reporting, resources) plus what
+only RLlib has (``rllib``: env runners, the Ray cluster, the stall bound) and MOSAIC's
+multi-agent sections (``policy_configuration``, ``ctde``, ``self_play``). ``FIELDS``
+says what each shared field becomes in RLlib, or why it is refused.
+
 Importing this module never imports Ray: ``--validate`` and ``--dry-run`` must
 stay fast.
 """
@@ -8,13 +14,14 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 from mosaic import configkit
 from mosaic.configkit import option
 from mosaic.envs import API_TYPES, ENV_FAMILIES
+from mosaic.envs import EnvironmentConfig as PettingZooEnvironment
 from mosaic.errors import ConfigError, one_of
-from mosaic.fastlane.config import FastLaneConfig  # the shared `fastlane` section
+from mosaic.run_fields import HYPERPARAMETERS, Checkpointing, FieldMap, Resources, RunConfig
 from ray_worker import algo_params
 
 
@@ -48,67 +55,38 @@ class PreprocessingConfig:
 
 
 @dataclass
-class EnvironmentConfig:
+class RayEnvironmentConfig(PettingZooEnvironment):
+    """The shared ``environment`` section (a PettingZoo env) with Ray's image preprocessing."""
+
     family: str = option("mpe", choices=ENV_FAMILIES, help="PettingZoo env family")
     env_id: str = option("simple_spread_v3", help="versioned env id within the family")
     api_type: str = option("PARALLEL", choices=API_TYPES, help="PettingZoo API the env is built with")
-    env_kwargs: dict = option(default_factory=dict, help="keyword arguments for the env constructor")
     preprocessing: PreprocessingConfig = option(default_factory=PreprocessingConfig,
                                                 help="image observation preprocessing")
 
 
-#: ``training.stall_timeout_s``: the smallest bound allowed, and the least a derived one gives.
+#: ``rllib.stall_timeout_s``: the smallest bound allowed, and the least a derived one gives.
 STALL_TIMEOUT_MIN_S = 5.0
 STALL_TIMEOUT_FLOOR_S = 300.0
+#: RLlib's own default of ``num_envs_per_env_runner`` (``num_envs`` null), and the most allowed.
+DEFAULT_NUM_ENVS = 1
+MAX_NUM_ENVS = 64
+#: ``total_timesteps`` null: the worker's default budget.
+DEFAULT_TOTAL_TIMESTEPS = 20_000
 
 
 @dataclass
-class TrainingConfig:
-    algorithm: str = option("PPO", help="RLlib algorithm")
-    total_timesteps: int = option(20_000, min=1, help="stop after this many sampled env steps")
-    algo_params: dict = option(default_factory=dict, help="hyperparameters, see --schema ALGORITHM")
-    algo_params_version: int | None = option(None, help="algo_params schema version the config was written for")
+class RLlibConfig:
+    """What only RLlib has: its env runner actors, the Ray cluster, the stall bound."""
+
+    num_env_runners: int = option(2, min=0, max=256, help="env runner actors (0 = sample in the driver)")
+    cpus_per_env_runner: float = option(1.0, min=0.0, help="CPUs Ray reserves per env runner actor")
+    address: str | None = option(None, help="address of an existing Ray cluster to join; null = start a local one")
     stall_timeout_s: float | None = option(None, min=STALL_TIMEOUT_MIN_S,
                                            help="fail the run when no training iteration completes for this "
                                                 "many seconds; null = derived from the batch size (at least "
                                                 f"{STALL_TIMEOUT_FLOOR_S:g} s)")
-
-    def stall_timeout(self) -> float:
-        """The stall bound: the configured one, else a generous estimate of one slow iteration.
-
-        The estimate assumes a machine that samples only 20 env steps/s and learns
-        from only 100 samples/s per epoch, adds the iteration's minimum duration three
-        times over, and never goes below ``STALL_TIMEOUT_FLOOR_S``.
-        """
-        if self.stall_timeout_s is not None:
-            return float(self.stall_timeout_s)
-        params = self.algo_params
-        batch = float(params.get("train_batch_size_per_learner") or 4000)
-        epochs = float(params.get("num_epochs") or 1)
-        minimum = float(params.get("min_time_s_per_iteration") or 0)
-        return max(STALL_TIMEOUT_FLOOR_S, batch * (1 / 20 + epochs / 100) + 3 * minimum)
-
-
-@dataclass
-class ResourceConfig:
-    num_workers: int = option(2, min=0, max=256, help="env runner actors (0 = sample in the driver)")
-    num_envs_per_worker: int = option(1, min=1, max=64, help="vectorised envs per env runner")
-    num_gpus: float = option(0.0, min=0.0, help="GPUs for the learner (0 = CPU)")
-    num_cpus: float = option(1.0, min=0.0, help="CPUs per env runner")
-    address: str | None = option(None, help="address of an existing Ray cluster to join; null = start a local one")
-    torch_num_threads: int | None = option(
-        1, min=1, help="torch threads of the worker process (RLlib's driver: the local learner, and the "
-                       "sampler when num_workers is 0); env runner actors get one each from Ray. More "
-                       "than 1 pays off only for large networks on an idle machine; on a busy one it makes "
-                       "small ones many times slower. null = torch's default (one per core)")
-
-
-@dataclass
-class CheckpointConfig:
-    every_n_iterations: int = option(0, min=0, help="save every N iterations; 0 = only at the end")
-    at_end: bool = option(True, help="save when the run ends (completed or cancelled)")
-    keep_last: int = option(3, min=1, help="keep only the newest K periodic checkpoints")
-    restore_from: str | None = option(None, help="checkpoint folder to resume from")
+    algo_params_version: int | None = option(None, help="algo_params schema version the config was written for")
 
 
 @dataclass
@@ -158,16 +136,77 @@ class CTDEConfig:
                                               "action (one-hot if discrete); vector states only")
 
 
+#: How the Ray worker treats the fields every run shares (``docs/ray-worker.md`` shows it as a table).
+RAY_FIELDS = FieldMap(
+    honoured={
+        "algorithm": "RLlib's algorithm (ppo -> PPO, dqn -> DQN, impala -> IMPALA, appo -> APPO, sac -> SAC; "
+                     "a2c -> MOSAIC's A2C on RLlib's API)",
+        "environment.family": "the PettingZoo family of the env registered with RLlib (tune.register_env)",
+        "environment.env_id": "the PettingZoo env registered with RLlib (tune.register_env)",
+        "environment.env_kwargs": "the PettingZoo env constructor's keyword arguments",
+        "seed": "AlgorithmConfig.debugging(seed=...): RLlib, its env runners and their env resets",
+        "total_timesteps": "training stops at the first iteration end with at least this many env steps "
+                           "sampled (RLlib's num_env_steps_sampled); null = 20000",
+        "num_envs": "AlgorithmConfig.env_runners(num_envs_per_env_runner=...); null = 1",
+        "learning_rate": "algo_params.lr (AlgorithmConfig.training(lr=...)); SAC has none (it has actor_lr, "
+                         "critic_lr and alpha_lr in algo_params)",
+        "gamma": "algo_params.gamma (AlgorithmConfig.training(gamma=...))",
+        "batch_size": "algo_params.minibatch_size where the algorithm has one (PPO); else "
+                      "algo_params.train_batch_size_per_learner (DQN, SAC, IMPALA, APPO, A2C: one update per "
+                      "train batch)",
+        "checkpoint.every_timesteps": "Algorithm.save_to_path at the first iteration end at or past each "
+                                      "multiple of N env steps",
+        "checkpoint.at_end": "Algorithm.save_to_path when the run ends (completed or cancelled)",
+        "checkpoint.keep": "older periodic checkpoints are deleted (default 3)",
+        "checkpoint.restore_from": "Algorithm.restore_from_path, plus MOSAIC's state (env steps, episodes, "
+                                   "the self-play pool)",
+        "reporting.heartbeat_interval_s": "MOSAIC's heartbeat events",
+        "fastlane": "frames rendered by the env runners' envs",
+        "resources.threads": "torch.set_num_threads of the worker process (RLlib's driver: the local learner, "
+                             "and the sampler when rllib.num_env_runners is 0); default 1",
+        "resources.cpus": "CPUs the daemon reserves for the run",
+        "resources.gpus": "AlgorithmConfig.learners(num_gpus_per_learner=...) (the local learner)",
+        "algo_params": "AlgorithmConfig.training()/env_runners()/reporting() and DefaultModelConfig by RLlib's "
+                       "own names (`python -m ray_worker.cli --schema ALGORITHM`)",
+    },
+    refused={
+        "environment.env_ids": "one env per run: RLlib trains on the single env it registers",
+        "episodes": "a training worker: its budget is total_timesteps",
+        "reporting.every_timesteps": "RLlib reports once per training iteration (its size is "
+                                     "algo_params.train_batch_size_per_learner)",
+    },
+)
+
+def hyperparameter_names(rllib_algorithm: str) -> dict[str, str | None]:
+    """Shared hyperparameter -> its RLlib name for ``rllib_algorithm`` (None: the algorithm has none)."""
+    props = algo_params.schema(rllib_algorithm)["properties"]
+    return {"learning_rate": "lr" if "lr" in props else None,
+            "gamma": "gamma" if "gamma" in props else None,
+            "batch_size": "minibatch_size" if "minibatch_size" in props else "train_batch_size_per_learner"}
+
+
 @dataclass
-class RayWorkerConfig:
-    run_id: str = option(help="run id (set by MOSAIC)")
+class RayWorkerConfig(RunConfig):
+    FIELDS: ClassVar[FieldMap] = RAY_FIELDS
+
+    algorithm: str = option("ppo", help="RLlib algorithm, lower case (ppo, dqn, impala, appo, sac, a2c); "
+                                        "RLlib's spelling (PPO) is accepted")
+    environment: RayEnvironmentConfig = option(default_factory=RayEnvironmentConfig, help="the env")
     seed: int = option(0, min=0, help="seeds RLlib, the env runners and env resets")
-    environment: EnvironmentConfig = option(default_factory=EnvironmentConfig, help="the env")
+    total_timesteps: int | None = option(DEFAULT_TOTAL_TIMESTEPS, min=1,
+                                         help="stop after this many sampled env steps (at an iteration end); "
+                                              f"null = {DEFAULT_TOTAL_TIMESTEPS}")
+    num_envs: int | None = option(None, min=1, help="vectorised envs per env runner (RLlib's "
+                                                    f"num_envs_per_env_runner, at most {MAX_NUM_ENVS}); null = 1")
+    checkpoint: Checkpointing = option(default_factory=lambda: Checkpointing(keep=3),
+                                       help="checkpoints and resume (keeps the newest 3 periodic ones)")
+    resources: Resources = option(default_factory=lambda: Resources(threads=1),
+                                  help="threads (torch threads of the worker process; default 1: more pays off "
+                                       "only for large networks on an idle machine), CPUs and learner GPUs")
     policy_configuration: PolicyConfiguration = option(PolicyConfiguration.PARAMETER_SHARING,
                                                        help="how agents map onto modules")
-    training: TrainingConfig = option(default_factory=TrainingConfig, help="algorithm and budget")
-    resources: ResourceConfig = option(default_factory=ResourceConfig, help="Ray resources")
-    checkpoint: CheckpointConfig = option(default_factory=CheckpointConfig, help="checkpointing")
+    rllib: RLlibConfig = option(default_factory=RLlibConfig,
+                                help="RLlib's own settings: env runners, the Ray cluster, the stall bound")
     ctde: CTDEConfig = option(default_factory=CTDEConfig, help="SHARED_VALUE_FUNCTION settings")
     self_play: SelfPlayConfig = option(default_factory=SelfPlayConfig, help="SELF_PLAY settings")
     output_dir: str | None = option(None, help="artefact folder; null = the run folder")
@@ -175,27 +214,86 @@ class RayWorkerConfig:
     wandb: bool = option(False, help="log to Weights & Biases")
     wandb_project: str = option("mosaic", help="W&B project")
     wandb_mode: str = option("offline", choices=("offline", "online"), help="W&B mode; offline needs no network")
-    heartbeat_interval_s: float = option(5.0, min=0.0, help="seconds between heartbeats; 0 = off")
-    fastlane: FastLaneConfig = option(default_factory=FastLaneConfig,
-                                      help="stream rendered frames from the env runners to `mosaic watch`")
 
-    def to_dict(self) -> dict[str, Any]:
-        return configkit.to_dict(self)
+    @classmethod
+    def algorithms(cls) -> tuple[str, ...]:
+        return tuple(a.lower() for a in algo_params.algorithms())
+
+    @property
+    def rllib_algorithm(self) -> str:
+        """The algorithm by RLlib's (registry's) name: ``ppo`` -> ``PPO``."""
+        return algo_params.rllib_name(self.algorithm)
+
+    @property
+    def num_envs_per_env_runner(self) -> int:
+        return self.num_envs if self.num_envs is not None else DEFAULT_NUM_ENVS
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "RayWorkerConfig":
         config = configkit.from_dict(cls, unflatten(data))
+        config.check_shared()
         config.validate()
         return config
 
+    def stall_timeout(self) -> float:
+        """The stall bound: the configured one, else a generous estimate of one slow iteration.
+
+        The estimate assumes a machine that samples only 20 env steps/s and learns
+        from only 100 samples/s per epoch, adds the iteration's minimum duration three
+        times over, and never goes below ``STALL_TIMEOUT_FLOOR_S``.
+        """
+        if self.rllib.stall_timeout_s is not None:
+            return float(self.rllib.stall_timeout_s)
+        params = self.algo_params
+        batch = float(params.get("train_batch_size_per_learner") or 4000)
+        epochs = float(params.get("num_epochs") or 1)
+        minimum = float(params.get("min_time_s_per_iteration") or 0)
+        return max(STALL_TIMEOUT_FLOOR_S, batch * (1 / 20 + epochs / 100) + 3 * minimum)
+
+    def _merge_hyperparameters(self) -> dict[str, Any]:
+        """``algo_params`` with the shared hyperparameters under RLlib's names; both given: refused.
+
+        The same value under both names is one request, not two (a config written back by a run
+        holds its resolved ``algo_params``).
+        """
+        if not isinstance(self.algo_params, Mapping):
+            raise ConfigError("algo_params", f"must be an object, got {type(self.algo_params).__name__}")
+        params = dict(self.algo_params)
+        names = hyperparameter_names(self.rllib_algorithm)
+        for shared in HYPERPARAMETERS:
+            value = getattr(self, shared)
+            if value is None:
+                continue
+            name = names[shared]
+            if name is None:
+                own = [f"algo_params.{k}" for k in ("actor_lr", "critic_lr", "alpha_lr")
+                       if k in algo_params.schema(self.rllib_algorithm)["properties"]]
+                raise ConfigError(shared, f"{self.algorithm} has no single {shared}; set "
+                                          f"{', '.join(own) or 'algo_params'} instead; allowed: null")
+            if name in params and params[name] != value:
+                raise ConfigError(shared, f"{value!r} and algo_params.{name} ({params[name]!r}) both set "
+                                          f"{self.algorithm}'s {name}; allowed: only one of {shared} and "
+                                          f"algo_params.{name}")
+            params[name] = value
+        return params
+
     def validate(self) -> None:
-        """Cross-field checks that need no env and no Ray."""
-        algos = algo_params.algorithms()
-        if self.training.algorithm not in algos:
-            raise ConfigError("training.algorithm", one_of(self.training.algorithm, algos))
-        self.training.algo_params = algo_params.validate(
-            self.training.algorithm, self.training.algo_params,
-            version=self.training.algo_params_version)
+        """Cross-field checks that need no env and no Ray (after :meth:`check_shared`)."""
+        if self.total_timesteps is None:
+            self.total_timesteps = DEFAULT_TOTAL_TIMESTEPS
+        if self.num_envs is not None and self.num_envs > MAX_NUM_ENVS:
+            raise ConfigError("num_envs", f"{self.num_envs} is above the maximum {MAX_NUM_ENVS}")
+        params = self._merge_hyperparameters()
+        names = hyperparameter_names(self.rllib_algorithm)
+        try:
+            self.algo_params = algo_params.validate(self.rllib_algorithm, params,
+                                                    version=self.rllib.algo_params_version)
+        except ConfigError as exc:  # a bad shared value: name the field the user wrote
+            shared = next((s for s in HYPERPARAMETERS if getattr(self, s) is not None
+                           and exc.field == f"algo_params.{names[s]}"), None)
+            if shared is None:
+                raise
+            raise ConfigError(shared, f"(RLlib's {names[shared]}) {str(exc).split(': ', 1)[-1]}") from None
         if self.policy_configuration not in IMPLEMENTED_POLICY_CONFIGURATIONS:
             raise ConfigError("policy_configuration", f"{self.policy_configuration.name} is not implemented "
                               f"in this version; available: "
@@ -203,9 +301,9 @@ class RayWorkerConfig:
         if self.policy_configuration is PolicyConfiguration.SHARED_VALUE_FUNCTION:
             from ray_worker.traits import central_critic
 
-            if self.training.algorithm not in central_critic():
-                raise ConfigError("training.algorithm", f"SHARED_VALUE_FUNCTION (MAPPO) trains with "
-                                  f"{', '.join(central_critic())} only, not {self.training.algorithm}")
+            if self.rllib_algorithm not in central_critic():
+                raise ConfigError("algorithm", f"SHARED_VALUE_FUNCTION (MAPPO) trains with "
+                                  f"{', '.join(a.lower() for a in central_critic())} only, not {self.algorithm}")
             if self.environment.api_type != "PARALLEL":
                 raise ConfigError("environment.api_type", "SHARED_VALUE_FUNCTION needs PARALLEL envs "
                                   "(a global state per step)")
@@ -225,35 +323,36 @@ class RayWorkerConfig:
             raise ConfigError("environment.preprocessing.resize", f"{size!r} must be [height, width], each 8..512")
 
 
-#: The flat form of worker-examples.rst, mapped onto the nested sections.
-FLAT_KEYS = {
-    "algorithm": "training", "total_timesteps": "training", "algo_params": "training",
-    "algo_params_version": "training",
-    "num_workers": "resources", "num_envs_per_worker": "resources", "num_gpus": "resources",
-    "num_cpus": "resources", "address": "resources",
-    "family": "environment", "env_id": "environment", "api_type": "environment", "env_kwargs": "environment",
-}
+#: The flat form of the specification's example (worker-examples.rst):
+#: ``{"algorithm": "PPO", "num_workers": 8, "num_envs_per_worker": 4, "framework": "torch"}``.
+#: Flat key -> (section or None for top level, field).
+FLAT_KEYS = {"num_workers": ("rllib", "num_env_runners"), "num_envs_per_worker": (None, "num_envs")}
 FRAMEWORKS = ("torch",)
 
 
 def unflatten(data: Mapping[str, Any]) -> dict[str, Any]:
-    """Accept ``{"algorithm": "PPO", "num_workers": 8, "framework": "torch"}`` as well as nested sections."""
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if key == "framework":
-            if value not in FRAMEWORKS:
-                raise ConfigError("framework", one_of(value, FRAMEWORKS))
+    """Accept the specification's flat example as well as the nested sections.
+
+    ``num_workers`` -> ``rllib.num_env_runners``, ``num_envs_per_worker`` -> ``num_envs``,
+    ``framework``: only ``"torch"``, then dropped.
+    """
+    out: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()
+                           if k not in FLAT_KEYS and k != "framework"}
+    if "framework" in data and data["framework"] not in FRAMEWORKS:
+        raise ConfigError("framework", one_of(data["framework"], FRAMEWORKS))
+    for key, (section, name) in FLAT_KEYS.items():
+        if key not in data:
             continue
-        section = FLAT_KEYS.get(key)
         if section is None:
-            out[key] = dict(value) if isinstance(value, dict) else value
-            continue
-        nested = out.setdefault(section, dict(data.get(section) or {}))
-        if not isinstance(nested, dict):
-            raise ConfigError(section, f"must be an object, got {type(nested).__name__}")
-        if key in nested:
-            raise ConfigError(key, f"given both flat and as {section}.{key}")
-        nested[key] = value
+            target, where = out, name
+        else:
+            target = out.setdefault(section, {})
+            if not isinstance(target, dict):
+                raise ConfigError(section, f"must be an object, got {type(target).__name__}")
+            where = f"{section}.{name}"
+        if name in target:
+            raise ConfigError(key, f"given both as {key} (the flat form) and as {where}; allowed: one of them")
+        target[name] = data[key]
     return out
 
 
@@ -267,10 +366,15 @@ def default_config() -> dict[str, Any]:
     """
     data = configkit.to_dict(RayWorkerConfig(run_id="unset"))
     del data["run_id"]
+    data["worker"] = "ray"
     data["environment"]["env_kwargs"] = {"N": 2, "max_cycles": 25, "continuous_actions": False}
-    data["training"]["total_timesteps"] = 60_000
-    data["training"]["algo_params"] = {"train_batch_size_per_learner": 2000, "minibatch_size": 500,
-                                       "num_epochs": 10, "lr": 0.0005, "vf_clip_param": 1000.0,
-                                       "entropy_coeff": 0.01}
-    data["resources"]["num_workers"] = 0
+    data["total_timesteps"] = 60_000
+    data["algo_params"] = {"train_batch_size_per_learner": 2000, "minibatch_size": 500,
+                           "num_epochs": 10, "lr": 0.0005, "vf_clip_param": 1000.0,
+                           "entropy_coeff": 0.01}
+    data["rllib"]["num_env_runners"] = 0
     return data
+
+
+#: Older name of the env section (importers: the policy actor, tests).
+EnvironmentConfig = RayEnvironmentConfig

@@ -24,7 +24,7 @@ from mosaic.provenance import config_digest, package_versions
 from mosaic.threads import limit_torch_threads
 from mosaic.worker_cli import WorkerContext
 from ray_worker.callbacks import EPISODES_KEY
-from ray_worker.config import PolicyConfiguration, RayWorkerConfig, ResourceConfig
+from ray_worker.config import PolicyConfiguration, RayWorkerConfig
 from ray_worker.environment import EnvironmentFactory, EnvInfo
 from ray_worker.policies import prepare
 
@@ -35,20 +35,21 @@ PACKAGES = ("mosaic-marl", "mosaic-ray-worker", "ray", "torch", "pettingzoo", "g
 LOSS_KEYS_SKIPPED = ("num_", "weights_seq_no", "module_train_batch_size", "gradients_", "last_target")
 
 
-def start_ray(resources: ResourceConfig) -> bool:
-    """Join ``resources.address`` or start a local Ray sized for the run; True if we started it."""
+def start_ray(config: RayWorkerConfig) -> bool:
+    """Join ``rllib.address`` or start a local Ray sized for the run; True if we started it."""
     import ray
 
     if ray.is_initialized():
         return False
-    if resources.address:
-        ray.init(address=resources.address, log_to_driver=True)
+    rllib = config.rllib
+    if rllib.address:
+        ray.init(address=rllib.address, log_to_driver=True)
         return True
-    need = resources.num_workers * resources.num_cpus + 1
+    need = rllib.num_env_runners * rllib.cpus_per_env_runner + 1
     # address="local": always a fresh private instance, never whatever cluster happens
-    # to run on this machine (use resources.address="auto" to join that one).
+    # to run on this machine (use rllib.address="auto" to join that one).
     ray.init(address="local", num_cpus=max(os.cpu_count() or 1, math.ceil(need)),
-             num_gpus=math.ceil(resources.num_gpus),
+             num_gpus=math.ceil(config.resources.gpus),
              include_dashboard=False, log_to_driver=True)
     return True
 
@@ -105,7 +106,7 @@ class RayWorkerRuntime:
         layout, league, config = getattr(self, "layout", None), getattr(self, "league", None), self.config
         RayCheckpointState(
             iteration=iteration, timesteps_total=timesteps, episodes=episodes, run_id=config.run_id,
-            algorithm=config.training.algorithm, policy_configuration=config.policy_configuration.name,
+            algorithm=config.rllib_algorithm, policy_configuration=config.policy_configuration.name,
             agent_to_module=dict(layout.agent_to_module) if layout else {},
             baselines=list(layout.baselines) if layout else [],
             environment=config.to_dict()["environment"], ctde=config.to_dict()["ctde"],
@@ -113,8 +114,8 @@ class RayWorkerRuntime:
         self.ctx.emitter.checkpoint_saved(path=str(path), iteration=iteration, timesteps_total=timesteps)
         if periodic:
             self.checkpoints.append(path)
-            keep = self.config.checkpoint.keep_last
-            while len(self.checkpoints) > keep:
+            keep = self.config.checkpoint.keep
+            while keep is not None and len(self.checkpoints) > keep:
                 shutil.rmtree(self.checkpoints.pop(0), ignore_errors=True)
         return path
 
@@ -202,8 +203,8 @@ class RayWorkerRuntime:
         cfg, emit, control = self.config, self.ctx.emitter, self.ctx.control
         factory, env_info, layout = prepare(cfg)
         self.layout = layout
-        limit_torch_threads(cfg.resources.torch_num_threads)
-        started_ray = start_ray(cfg.resources)
+        limit_torch_threads(cfg.resources.threads)
+        started_ray = start_ray(cfg)
         if control.handles_signals:
             control.install_signal_handlers()  # again: ray.init installs its own
         env_name = f"mosaic-{cfg.environment.family}-{cfg.environment.env_id}"
@@ -242,20 +243,23 @@ class RayWorkerRuntime:
             emit.run_started(
                 worker="ray", config_digest=config_digest(cfg.to_dict()),
                 versions=package_versions(PACKAGES),
-                resources={**cfg.to_dict()["resources"], "ray": ray.cluster_resources(),
+                resources={**cfg.to_dict()["resources"], "env_runners": cfg.rllib.num_env_runners,
+                           "ray": ray.cluster_resources(),
                            "torch_threads": torch.get_num_threads(),
                            "ray_nodes": sum(1 for n in ray.nodes() if n.get("Alive"))},
-                algorithm=cfg.training.algorithm, env=cfg.to_dict()["environment"],
+                algorithm=cfg.algorithm, env=cfg.to_dict()["environment"],
                 policy_configuration=cfg.policy_configuration.name, seed=cfg.seed,
-                total_timesteps=cfg.training.total_timesteps, agents=list(env_info.agents),
+                total_timesteps=cfg.total_timesteps, agents=list(env_info.agents),
                 modules=layout.to_dict(), restored_from=cfg.checkpoint.restore_from,
             )
             sinks = MetricsSinks(self.run_dir, cfg.run_id, cfg.tensorboard, cfg.wandb, cfg.wandb_project,
                                  cfg.wandb_mode, cfg.to_dict())
-            derived = "" if cfg.training.stall_timeout_s is not None else ", derived from the batch size"
-            progress.start(cfg.training.stall_timeout(), f"training.stall_timeout_s{derived}")
+            derived = "" if cfg.rllib.stall_timeout_s is not None else ", derived from the batch size"
+            progress.start(cfg.stall_timeout(), f"rllib.stall_timeout_s{derived}")
+            every = cfg.checkpoint.every_timesteps
+            next_save = every * (timesteps // every + 1) if every else None
             try:
-                while timesteps < cfg.training.total_timesteps:
+                while timesteps < cfg.total_timesteps:
                     control.checkpoint()
                     t0 = time.perf_counter()
                     result = algo.train()
@@ -265,7 +269,7 @@ class RayWorkerRuntime:
                     new_steps = steps_this_iteration(result)
                     timesteps += new_steps
                     payload, records = metrics_from_result(result, iteration, timesteps,
-                                                           cfg.training.total_timesteps,
+                                                           cfg.total_timesteps,
                                                            new_steps / max(elapsed, 1e-9))
                     for record in records:
                         emit.episode(episode=episodes, length=record["length"], returns=record["returns"],
@@ -277,9 +281,9 @@ class RayWorkerRuntime:
                         payload["self_play"] = self._self_play_step(algo, league, records, iteration)
                     emit.metrics(**payload)
                     sinks.write(payload)
-                    every = cfg.checkpoint.every_n_iterations
-                    if every and iteration % every == 0:
+                    if next_save is not None and timesteps >= next_save:  # the first iteration end at/past it
                         self._save(algo, iteration, timesteps, episodes, periodic=True)
+                        next_save = every * (timesteps // every + 1)
             except RunCancelled:
                 progress.stop()
                 if cfg.checkpoint.at_end and iteration > 0:

@@ -66,9 +66,10 @@ _KIND_WORDS = {"discrete": "discrete", "box": "continuous (Box)"}
 def traits(algorithm: str) -> AlgorithmTraits:
     from mosaic.errors import ConfigError, one_of
 
-    if algorithm not in TRAITS:
-        raise ConfigError("training.algorithm", one_of(algorithm, tuple(TRAITS)))
-    return TRAITS[algorithm]
+    found = TRAITS.get(algorithm) or TRAITS.get(str(algorithm).upper())
+    if found is None:
+        raise ConfigError("algorithm", one_of(algorithm, tuple(a.lower() for a in TRAITS)))
+    return found
 
 
 def maskable() -> tuple[str, ...]:

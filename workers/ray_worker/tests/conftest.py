@@ -6,7 +6,7 @@ folder. Real clusters keep Ray's default (token auth on). One Ray session is
 shared per test module (``ray_session``); in-process training joins it.
 
 The test process itself runs torch the way the worker's processes do
-(``resources.torch_num_threads`` = 1, evaluation 1): modules, actors and
+(``resources.threads`` = 1, evaluation 1): modules, actors and
 evaluators built in-process would otherwise crawl on a busy machine.
 """
 

@@ -19,10 +19,10 @@ from mosaic.worker_cli import WorkerContext
 
 #: Tiny but real settings: two short iterations per algorithm on 2 CPUs.
 TINY: dict[str, Any] = {
-    "resources": {"num_workers": 0},
-    "training": {"algorithm": "PPO", "total_timesteps": 400,
-                 "algo_params": {"train_batch_size_per_learner": 200, "minibatch_size": 100,
-                                 "num_epochs": 1, "fcnet_hiddens": [32, 32]}},
+    "rllib": {"num_env_runners": 0},
+    "algorithm": "ppo", "total_timesteps": 400,
+    "algo_params": {"train_batch_size_per_learner": 200, "minibatch_size": 100,
+                    "num_epochs": 1, "fcnet_hiddens": [32, 32]},
     "environment": {"family": "mpe", "env_id": "simple_spread_v3", "api_type": "PARALLEL",
                     "env_kwargs": {"N": 2, "max_cycles": 25}},
     "tensorboard": True,

@@ -40,8 +40,8 @@ def test_a2c_config_is_one_step_per_batch():
 def test_a2c_learns_simple_v3_beyond_random(ray_session, tmp_path):
     baseline = random_policy_return()
     run = train(tmp_path, {"environment": {"family": "mpe", "env_id": "simple_v3", "env_kwargs": {"max_cycles": 25}},
-                           "training": {"algorithm": "A2C", "total_timesteps": BUDGET, "algo_params": {
-                               "train_batch_size_per_learner": 250, "lr": 0.003, "fcnet_hiddens": [64, 64]}}})
+                           "algorithm": "A2C", "total_timesteps": BUDGET, "algo_params": {
+                               "train_batch_size_per_learner": 250, "lr": 0.003, "fcnet_hiddens": [64, 64]}})
     metrics = run.of_type("metrics")
     assert len(metrics) == BUDGET // 250
     learner = metrics[-1]["learner"]["shared"]
@@ -54,6 +54,6 @@ def test_a2c_learns_simple_v3_beyond_random(ray_session, tmp_path):
 
 def test_a2c_trains_independent_policies(ray_session, tmp_path):
     run = train(tmp_path, {"policy_configuration": "INDEPENDENT",
-                           "training": {"algorithm": "A2C", "total_timesteps": 400,
-                                        "algo_params": {"train_batch_size_per_learner": 200}}})
+                           "algorithm": "A2C", "total_timesteps": 400,
+                                        "algo_params": {"train_batch_size_per_learner": 200}})
     assert set(run.of_type("metrics")[-1]["learner"]) == {"agent_0", "agent_1"}

@@ -17,7 +17,7 @@ import mosaic.errors
 from mosaic.errors import ConfigError
 from ray_worker import algo_params as ap
 
-ALL = "PPO, DQN, IMPALA, APPO, SAC, A2C"
+ALL = "ppo, dqn, impala, appo, sac, a2c"  # the canonical (config) spellings
 
 
 def props(algorithm: str) -> dict[str, dict[str, Any]]:
@@ -154,7 +154,7 @@ def test_values_are_normalised_like_json_schema_sees_them():
     assert ap.validate("DQN", {"grad_clip": None, "training_intensity": None})["grad_clip"] is None
 
 
-F = "training.algo_params"
+F = "algo_params"
 
 # (algorithm, params, failing field, message, whether plain JSON Schema can also see the problem)
 BAD_INPUTS = [
@@ -233,7 +233,7 @@ def test_unknown_key_suggests_the_right_name_and_lists_all(algorithm, key, sugge
 
 
 def test_unknown_key_without_a_near_miss_just_lists_the_allowed_names():
-    with pytest.raises(ConfigError, match=r"^training\.algo_params\.zzz: unknown hyperparameter for IMPALA; "
+    with pytest.raises(ConfigError, match=r"^algo_params\.zzz: unknown hyperparameter for IMPALA; "
                                           r"allowed: lr, gamma, "):
         ap.validate("IMPALA", {"zzz": 1})
 
@@ -241,7 +241,7 @@ def test_unknown_key_without_a_near_miss_just_lists_the_allowed_names():
 def test_params_must_be_an_object():
     with pytest.raises(ConfigError) as caught:
         ap.validate("PPO", [("lr", 0.1)])
-    assert str(caught.value) == "training.algo_params: must be an object, got list"
+    assert str(caught.value) == "algo_params: must be an object, got list"
 
 
 def test_field_prefix_is_configurable():
@@ -257,7 +257,7 @@ def test_schema_version():
     assert ap.validate("PPO", {}, version=1) == ap.defaults("PPO")
     with pytest.raises(ConfigError) as caught:
         ap.validate("PPO", {}, version=7)
-    assert str(caught.value) == "training.algo_params_version: schema version 7 is not known for PPO; known: 1"
+    assert str(caught.value) == "rllib.algo_params_version: schema version 7 is not known for PPO; known: 1"
     for wrong in (True, "1", 0):  # True == 1 in Python, but it is not a version
         with pytest.raises(ConfigError, match="is not known for PPO; known: 1"):
             ap.validate("PPO", {}, version=wrong)
@@ -268,9 +268,9 @@ def test_schema_version():
 def test_unknown_algorithm_lists_the_known_ones(call):
     with pytest.raises(ConfigError) as caught:
         call("A3C")
-    assert caught.value.field == "training.algorithm"
-    assert str(caught.value) == f"training.algorithm: 'A3C' is not one of {ALL}"
-    assert str(caught.value) == f"training.algorithm: {mosaic.errors.one_of('A3C', ap.algorithms())}"
+    assert caught.value.field == "algorithm"
+    assert str(caught.value) == f"algorithm: 'A3C' is not one of {ALL}"
+    assert str(caught.value) == f"algorithm: {mosaic.errors.one_of('A3C', [a.lower() for a in ap.algorithms()])}"
     with pytest.raises(ConfigError, match=f"None is not one of {ALL}"):
         call(None)
 
@@ -278,6 +278,7 @@ def test_unknown_algorithm_lists_the_known_ones(call):
 def test_algorithm_names_are_case_insensitive():
     assert ap.schema("ppo")["x-algorithm"] == "PPO"
     assert ap.to_rllib("appo", {}) == ap.to_rllib("APPO", {})
+    assert ap.rllib_name("ppo") == "PPO" and ap.rllib_name("A2c") == "A2C"
 
 
 # --------------------------------------------------------------------------
@@ -304,7 +305,7 @@ def test_dqn_epsilon_becomes_an_rllib_schedule_and_capacity_merges():
 
 
 def test_to_rllib_validates_and_fills_defaults():
-    with pytest.raises(ConfigError, match=r"^training\.algo_params\.lr: -1 must be greater than 0$"):
+    with pytest.raises(ConfigError, match=r"^algo_params\.lr: -1 must be greater than 0$"):
         ap.to_rllib("PPO", {"lr": -1})
     sections = ap.to_rllib("SAC", {"actor_lr": 1e-3})
     assert "lr" not in sections["training"] and sections["training"]["actor_lr"] == 1e-3
@@ -336,9 +337,9 @@ def test_register_adds_an_algorithm_everywhere(registry):
     Draft202012Validator.check_schema(registry.schema("VPG"))
     assert registry.validate("VPG", {"entropy_coeff": 0.1})["entropy_coeff"] == 0.1
     assert registry.to_rllib("VPG", {})["training"]["lr"] == 1e-3
-    with pytest.raises(ConfigError, match=r"^training\.algo_params\.entropy_coeff: -1 is below the minimum 0$"):
+    with pytest.raises(ConfigError, match=r"^algo_params\.entropy_coeff: -1 is below the minimum 0$"):
         registry.validate("VPG", {"entropy_coeff": -1})
-    with pytest.raises(ConfigError, match=f"is not one of {ALL}, VPG$"):
+    with pytest.raises(ConfigError, match=f"is not one of {ALL}, vpg$"):
         registry.schema("A3C")
 
 

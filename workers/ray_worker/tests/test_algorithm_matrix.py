@@ -35,8 +35,8 @@ KINDS = {
 }
 #: What validation refuses: (algorithm, kind) -> (the error's message, how docs/ray-worker.md lists it).
 REFUSED = {
-    ("DQN", "continuous"): ("DQN needs discrete actions", "DQN on continuous actions"),
-    ("SAC", "masked"): ("uses action masks, which SAC cannot respect yet", "SAC on games with action masks"),
+    ("DQN", "continuous"): ("dqn needs discrete actions", "DQN on continuous actions"),
+    ("SAC", "masked"): ("uses action masks, which sac cannot respect yet", "SAC on games with action masks"),
 }
 #: Tiny settings; each algorithm takes those its schema has.
 TINY_PARAMS = {"train_batch_size_per_learner": 100, "minibatch_size": 50, "num_epochs": 1,
@@ -48,7 +48,7 @@ CASES = [(algo, kind) for algo in ALGORITHMS for kind in KINDS]
 def override(algo: str, kind: str) -> dict:
     schema = algo_params.defaults(algo)
     params = {k: v for k, v in TINY_PARAMS.items() if k in schema}
-    return merge(KINDS[kind], {"training": {"algorithm": algo, "total_timesteps": 200, "algo_params": params}})
+    return merge(KINDS[kind], {"algorithm": algo, "total_timesteps": 200, "algo_params": params})
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +134,7 @@ def test_trains_or_is_refused_naming_the_field(algo, kind, runs):
         config = RayWorkerConfig.from_dict({**merge(TINY, override(algo, kind)), "run_id": "refused"})
         with pytest.raises(ConfigError) as refused:
             deep_validate(config)
-        assert refused.value.field == "training.algorithm"
+        assert refused.value.field == "algorithm"
         assert REFUSED[algo, kind][0] in str(refused.value)
         return
     run = runs(algo, kind)

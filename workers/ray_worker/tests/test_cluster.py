@@ -26,8 +26,8 @@ def cluster():
 def test_training_runs_on_a_two_node_cluster(cluster, tmp_path):
     config = tmp_path / "c.json"
     # One remote env runner (1 CPU) plus the driver's learner: needs both nodes' CPUs.
-    config.write_text(json.dumps(merge(TINY, {"worker": "ray", "resources": {
-        "address": cluster.address, "num_workers": 1, "num_cpus": 1}})))
+    config.write_text(json.dumps(merge(TINY, {"worker": "ray", "rllib": {
+        "address": cluster.address, "num_env_runners": 1, "cpus_per_env_runner": 1}})))
     proc = subprocess.run([sys.executable, "-m", "mosaic", "run", str(config)], capture_output=True,
                           text=True, timeout=300, env={**os.environ, "MOSAIC_HOME": str(tmp_path / "home")})
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -16,18 +16,83 @@ def test_defaults_round_trip():
     config = RayWorkerConfig.from_dict({"run_id": "r"})
     again = RayWorkerConfig.from_dict(config.to_dict())
     assert again == config
-    assert config.resources.num_workers == 2 and config.resources.num_gpus == 0.0
+    assert config.rllib.num_env_runners == 2 and config.resources.gpus == 0.0
+    assert config.resources.threads == 1 and config.checkpoint.keep == 3
     assert config.policy_configuration is PolicyConfiguration.PARAMETER_SHARING
-    assert config.training.algo_params["lr"] > 0  # defaults filled from the schema
+    assert config.algorithm == "ppo" and config.rllib_algorithm == "PPO"
+    assert config.algo_params["lr"] > 0  # defaults filled from the schema
 
 
 def test_flat_form_from_worker_examples_is_accepted():
     config = RayWorkerConfig.from_dict({"run_id": "r", "algorithm": "PPO", "num_workers": 8,
                                         "num_envs_per_worker": 4, "framework": "torch"})
-    assert config.training.algorithm == "PPO"
-    assert config.resources.num_workers == 8 and config.resources.num_envs_per_worker == 4
+    assert config.algorithm == "ppo"
+    assert config.rllib.num_env_runners == 8 and config.num_envs == 4
     with pytest.raises(ConfigError, match="framework: 'tf2' is not one of torch"):
         RayWorkerConfig.from_dict({"run_id": "r", "framework": "tf2"})
+    with pytest.raises(ConfigError, match="num_workers: given both"):
+        RayWorkerConfig.from_dict({"run_id": "r", "num_workers": 1, "rllib": {"num_env_runners": 2}})
+
+
+SPEC_EXAMPLE = {"worker": "ray", "algorithm": "PPO", "num_workers": 8, "num_envs_per_worker": 4, "framework": "torch"}
+
+
+def test_the_specifications_flat_example_passes_dry_run():
+    """Exactly the specification's example: a dry run (which starts no Ray, so no 8 env runners)."""
+    proc = subprocess.run([sys.executable, "-m", "ray_worker.cli", "--dry-run", "--config", "-"],
+                          input=json.dumps(SPEC_EXAMPLE), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    runners = json.loads(proc.stdout)["rllib"]["env_runners"]
+    assert runners["num_env_runners"] == 8 and runners["num_envs_per_env_runner"] == 4
+
+
+def test_default_config_keeps_its_meaning():
+    """The README's main job: PPO, parameter sharing, simple_spread N=2, 60k env steps, sampling in the driver."""
+    config = RayWorkerConfig.from_dict({**default_config(), "run_id": "r"})
+    assert (config.algorithm, config.total_timesteps, config.rllib.num_env_runners) == ("ppo", 60_000, 0)
+    assert config.environment.env_id == "simple_spread_v3" and config.environment.env_kwargs["N"] == 2
+    assert config.algo_params["train_batch_size_per_learner"] == 2000 and config.algo_params["lr"] == 0.0005
+    assert config.policy_configuration is PolicyConfiguration.PARAMETER_SHARING
+
+
+@pytest.mark.parametrize("spelling", ["PPO", "ppo", "Ppo"])
+def test_rllibs_spelling_of_the_algorithm_is_normalised(spelling):
+    config = RayWorkerConfig.from_dict({"run_id": "r", "algorithm": spelling})
+    assert config.algorithm == "ppo" and config.rllib_algorithm == "PPO"
+    assert RayWorkerConfig.from_dict({"run_id": "r", "algorithm": "a2c"}).rllib_algorithm == "A2C"
+
+
+def test_shared_hyperparameters_map_onto_rllibs_names():
+    config = RayWorkerConfig.from_dict({"run_id": "r", "learning_rate": 1e-3, "gamma": 0.9, "batch_size": 64})
+    assert (config.algo_params["lr"], config.algo_params["gamma"], config.algo_params["minibatch_size"]) == \
+        (1e-3, 0.9, 64)
+    assert RayWorkerConfig.from_dict(config.to_dict()) == config  # a run's written config loads again
+    for algorithm in ("dqn", "sac", "impala", "appo", "a2c"):  # no minibatch: the train batch is the update
+        params = RayWorkerConfig.from_dict({"run_id": "r", "algorithm": algorithm, "batch_size": 64}).algo_params
+        assert params["train_batch_size_per_learner"] == 64, algorithm
+    assert RayWorkerConfig.from_dict({"run_id": "r", "algorithm": "sac", "gamma": 0.5}).algo_params["gamma"] == 0.5
+
+
+@pytest.mark.parametrize("data,message", [
+    ({"learning_rate": 1e-3, "algo_params": {"lr": 1e-2}},
+     "learning_rate: 0.001 and algo_params.lr (0.01) both set"),
+    ({"batch_size": 64, "algo_params": {"minibatch_size": 32}}, "batch_size: 64 and algo_params.minibatch_size"),
+    ({"algorithm": "dqn", "batch_size": 64, "algo_params": {"train_batch_size_per_learner": 32}},
+     "batch_size: 64 and algo_params.train_batch_size_per_learner"),
+    ({"gamma": 0.9, "algo_params": {"gamma": 0.5}}, "gamma: 0.9 and algo_params.gamma"),
+    ({"algorithm": "sac", "learning_rate": 1e-3}, "learning_rate: sac has no single learning_rate; set "
+                                                  "algo_params.actor_lr, algo_params.critic_lr"),
+    ({"batch_size": 5000}, "batch_size: (RLlib's minibatch_size) 5000 is above train_batch_size_per_learner"),
+])
+def test_a_shared_hyperparameter_is_refused_where_it_cannot_apply(data, message):
+    with pytest.raises(ConfigError) as caught:
+        RayWorkerConfig.from_dict({"run_id": "r", **data})
+    assert message in str(caught.value)
+
+
+def test_checkpoints_are_counted_in_env_steps():
+    config = RayWorkerConfig.from_dict({"run_id": "r", "checkpoint": {"every_timesteps": 400, "keep": None}})
+    assert config.checkpoint.every_timesteps == 400 and config.checkpoint.keep is None
 
 
 def test_default_config_is_valid():
@@ -40,23 +105,24 @@ def validate(data: dict) -> subprocess.CompletedProcess:
 
 
 BAD_CONFIGS = [
-    ({"training": {"algorithm": "PPOO"}},
-     "training.algorithm: 'PPOO' is not one of PPO, DQN, IMPALA, APPO, SAC, A2C"),
+    ({"algorithm": "PPOO"}, "algorithm: 'PPOO' is not one of ppo, dqn, impala, appo, sac, a2c"),
+    ({"training": {"algorithm": "ppo"}}, "training: unknown field"),
+    ({"num_envs": 65}, "num_envs: 65 is above the maximum 64"),
     ({"environment": {"family": "mpe", "env_id": "simple_spreed_v3"}},
      "environment.env_id: 'simple_spreed_v3' is not a mpe env (did you mean 'simple_spread_v3'?)"),
     ({"environment": {"family": "atari"}}, "environment.family: 'atari' is not one of sisl, classic, butterfly, mpe"),
-    ({"environment": {"family": "sisl", "env_id": "waterworld_v4"}, "training": {"algorithm": "DQN"}},
-     "training.algorithm: DQN needs discrete actions"),
+    ({"environment": {"family": "sisl", "env_id": "waterworld_v4"}, "algorithm": "DQN"},
+     "algorithm: dqn needs discrete actions"),
     ({"environment": {"family": "mpe", "env_id": "simple_spread_v3"},
-      "training": {"algorithm": "SAC", "algo_params": {"rollout_fragment_length": 5}}},
-     "training.algo_params.rollout_fragment_length: 5 is too short for SAC; use at least 20"),
+      "algorithm": "sac", "algo_params": {"rollout_fragment_length": 5}},
+     "algo_params.rollout_fragment_length: 5 is too short for sac; use at least 20"),
     ({"environment": {"family": "classic", "env_id": "connect_four_v3", "api_type": "AEC"},
-      "training": {"algorithm": "SAC"}}, "uses action masks, which SAC cannot respect yet"),
+      "algorithm": "sac"}, "uses action masks, which sac cannot respect yet"),
     ({"environment": {"family": "classic", "env_id": "chess_v6", "api_type": "PARALLEL"}},
      "environment.api_type: PARALLEL is not available for classic/chess_v6"),
-    ({"training": {"algo_params": {"lr": -1}}}, "training.algo_params.lr: -1"),
-    ({"training": {"algo_params": {"clip_parm": 0.2}}}, "training.algo_params.clip_parm"),
-    ({"training": {"algo_params_version": 7}}, "training.algo_params_version"),
+    ({"algo_params": {"lr": -1}}, "algo_params.lr: -1"),
+    ({"algo_params": {"clip_parm": 0.2}}, "algo_params.clip_parm"),
+    ({"rllib": {"algo_params_version": 7}}, "rllib.algo_params_version"),
     ({"policy_configuration": "SELF_PLAY", "environment": {"family": "mpe", "env_id": "simple_tag_v3"},
       "self_play": {"teams": {"chasers": ["adversary_0", "agent_0"], "rest": ["adversary_1", "adversary_2"]}}},
      "self_play.teams.chasers: agents of one side must share observation and action spaces"),
@@ -66,16 +132,16 @@ BAD_CONFIGS = [
      "policy_configuration: SELF_PLAY needs opponents, but mpe/simple_v3 has none (it has a single agent)"),
     ({"policy_configuration": "SELF_PLAY", "self_play": {"baselines": ["minimax"]}},
      "self_play.baselines: 'minimax' is not one of random"),
-    ({"policy_configuration": "SHARED_VALUE_FUNCTION", "training": {"algorithm": "DQN"}},
-     "training.algorithm: SHARED_VALUE_FUNCTION (MAPPO) trains with PPO only"),
+    ({"policy_configuration": "SHARED_VALUE_FUNCTION", "algorithm": "DQN"},
+     "algorithm: SHARED_VALUE_FUNCTION (MAPPO) trains with ppo only"),
     ({"policy_configuration": "SHARED_VALUE_FUNCTION",
       "environment": {"family": "butterfly", "env_id": "pistonball_v6", "env_kwargs": {"n_pistons": 3},
                       "preprocessing": {"enabled": False}}},
      "policy_configuration: SHARED_VALUE_FUNCTION on pistonball_v6: global state of shape (560, 200, 3) "
      "is an image, which the critic gets only with environment.preprocessing enabled"),
     ({"policy_configuration": "EVERYONE"}, "policy_configuration: 'EVERYONE' is not one of"),
-    ({"resources": {"num_workers": -1}}, "resources.num_workers: -1 is below the minimum 0"),
-    ({"resources": {"num_gpus": 1}}, "resources.num_gpus: 1.0 GPUs asked for, but this machine has none"),
+    ({"rllib": {"num_env_runners": -1}}, "rllib.num_env_runners: -1 is below the minimum 0"),
+    ({"resources": {"gpus": 1}}, "resources.gpus: 1.0 GPUs asked for, but this machine has none"),
     ({"checkpoint": {"restore_from": "/nonexistent/ckpt"}}, "checkpoint.restore_from: '/nonexistent/ckpt'"),
     ({"environment": {"env_kwargs": {"N": "three"}}}, "environment.env_kwargs"),
     ({"framework": "tf2"}, "framework: 'tf2' is not one of torch"),
@@ -88,8 +154,39 @@ def test_bad_configs_name_the_field_with_exit_code_2(data, message):
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert lines[0].startswith("ray: error: ") and message in lines[0], lines[0]
+    assert lines[0].startswith("mosaic: error: ") and message in lines[0], lines[0]
     assert proc.stdout == ""
+
+
+REFUSED = [("episodes", {"episodes": 5}), ("reporting.every_timesteps", {"reporting": {"every_timesteps": 100}}),
+           ("environment.env_ids", {"environment": {"env_ids": ["simple_spread_v3", "simple_tag_v3"]}})]
+
+
+def test_the_field_map_covers_every_shared_field():
+    from mosaic.run_fields import SHARED_PATHS
+
+    fields = RayWorkerConfig.FIELDS
+    assert sorted([*fields.honoured, *fields.refused]) == sorted(SHARED_PATHS)
+    assert {path for path, _ in REFUSED} == set(fields.refused)
+
+
+@pytest.mark.parametrize("path,data", REFUSED, ids=[p for p, _ in REFUSED])
+def test_refused_shared_fields_are_named_with_exit_code_2(path, data):
+    proc = validate({"worker": "ray", **data})
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == "" and "Traceback" not in proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"mosaic: error: {path}: ") and RayWorkerConfig.FIELDS.refused[path] in line, line
+
+
+def test_describe_lists_canonical_algorithms_and_the_field_map():
+    proc = subprocess.run([sys.executable, "-m", "ray_worker.cli", "--describe"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["capabilities"]["algorithms"] == ["ppo", "dqn", "impala", "appo", "sac", "a2c"]
+    assert sorted(doc["algo_params_schemas"]) == sorted(doc["capabilities"]["algorithms"])
+    assert doc["shared_fields"] == RayWorkerConfig.FIELDS.to_dict()
 
 
 def test_twenty_agents_get_one_shared_module():
@@ -132,11 +229,11 @@ def test_dry_run_starts_no_ray(tmp_path):
 
 DRY_RUN_REFUSES = [
     ({"checkpoint": {"restore_from": "/nonexistent/ckpt"}}, "checkpoint.restore_from: '/nonexistent/ckpt'"),
-    ({"resources": {"num_gpus": 1}}, "resources.num_gpus: 1.0 GPUs asked for"),
+    ({"resources": {"gpus": 1}}, "resources.gpus: 1.0 GPUs asked for"),
     ({"policy_configuration": "SELF_PLAY", "environment": {"family": "mpe", "env_id": "simple_spread_v3"}},
      "policy_configuration: SELF_PLAY needs opponents"),
-    ({"environment": {"family": "sisl", "env_id": "waterworld_v4"}, "training": {"algorithm": "DQN"}},
-     "training.algorithm: DQN needs discrete actions"),
+    ({"environment": {"family": "sisl", "env_id": "waterworld_v4"}, "algorithm": "DQN"},
+     "algorithm: dqn needs discrete actions"),
 ]
 
 
@@ -148,4 +245,4 @@ def test_dry_run_catches_what_a_run_would_refuse(data, message):
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ray: error: ") and message in lines[0], proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("mosaic: error: ") and message in lines[0], proc.stderr

@@ -161,9 +161,9 @@ PISTONBALL = {"policy_configuration": "SHARED_VALUE_FUNCTION",
               "environment": {"family": "butterfly", "env_id": "pistonball_v6", "api_type": "PARALLEL",
                               "env_kwargs": {"n_pistons": 3, "max_cycles": 20},
                               "preprocessing": {"resize": [24, 24], "grayscale": True, "frame_stack": 2}},
-              "training": {"total_timesteps": 160, "algo_params": {
+              "total_timesteps": 160, "algo_params": {
                   "train_batch_size_per_learner": 80, "minibatch_size": 80, "num_epochs": 1,
-                  "fcnet_hiddens": [32]}}}
+                  "fcnet_hiddens": [32]}}
 #: pistonball's state() with 3 pistons is a 560x200 RGB board: 24 rows keep its aspect in
 #: 9 columns; grayscale x 2 stacked frames = 2 channels. Each piston sees 24x24x2.
 BOARD, FRAME = (24, 9, 2), (24, 24, 2)
@@ -306,7 +306,7 @@ def test_image_envs_without_state_stack_observations_on_channels():
 
 
 @pytest.mark.parametrize("override,message", [
-    ({"training": {"algorithm": "DQN", "algo_params": {}}}, "SHARED_VALUE_FUNCTION (MAPPO) trains with PPO only"),
+    ({"algorithm": "DQN", "algo_params": {}}, "SHARED_VALUE_FUNCTION (MAPPO) trains with ppo only"),
     ({"environment": {"family": "classic", "env_id": "tictactoe_v3", "api_type": "AEC"}},
      "SHARED_VALUE_FUNCTION needs PARALLEL envs"),
 ])

@@ -1,6 +1,6 @@
 """The Ray worker as a real subprocess: conformance, signals, joining a cluster by address.
 
-Worker processes join this module's Ray session through ``resources.address``
+Worker processes join this module's Ray session through ``rllib.address``
 instead of starting their own, which keeps the module fast and exercises the
 "join an existing cluster" path.
 """
@@ -27,14 +27,14 @@ def address(ray_session) -> str:
 
 
 def test_conformance(address, tmp_path):
-    config = merge(TINY, {"resources": {"address": address}})
+    config = merge(TINY, {"rllib": {"address": address}})
     report = check_worker("ray", config, home=tmp_path)
     started = report.of_type("run_started")[0]
-    assert started["algorithm"] == "PPO" and started["versions"]["ray"].startswith("2.60")
-    assert started["resources"]["torch_threads"] == 1  # resources.torch_num_threads' default, applied
+    assert started["algorithm"] == "ppo" and started["versions"]["ray"].startswith("2.60")
+    assert started["resources"]["torch_threads"] == 1  # resources.threads' default (1), applied
     assert report.of_type("checkpoint_saved")
     manifest = report.run.read_manifest()
-    assert manifest["versions"]["torch"].startswith("2.13") and manifest["algorithm"] == "PPO"
+    assert manifest["versions"]["torch"].startswith("2.13") and manifest["algorithm"] == "ppo"
 
 
 def wait_for(path: Path, needle: str, timeout: float = 120) -> None:
@@ -50,8 +50,8 @@ def test_pause_resume_and_cancel_checkpoint(address, tmp_path):
     home = tmp_path / "home"
     config = tmp_path / "long.json"
     config.write_text(json.dumps(merge(TINY, {
-        "worker": "ray", "resources": {"address": address}, "heartbeat_interval_s": 0.5,
-        "training": {"total_timesteps": 10_000_000}})))
+        "worker": "ray", "rllib": {"address": address}, "reporting": {"heartbeat_interval_s": 0.5},
+        "total_timesteps": 10_000_000})))
     proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "MOSAIC_HOME": str(home)})
     try:
@@ -100,8 +100,8 @@ def test_same_seed_same_episodes_across_processes(address, tmp_path):
     """`mosaic run` twice with one seed: identical first-iteration episodes (PYTHONHASHSEED is pinned)."""
     def episodes(where: str) -> list:
         config = tmp_path / f"{where}.json"
-        config.write_text(json.dumps(merge(TINY, {"worker": "ray", "seed": 5, "resources": {"address": address},
-                                                  "training": {"total_timesteps": 200}})))
+        config.write_text(json.dumps(merge(TINY, {"worker": "ray", "seed": 5, "rllib": {"address": address},
+                                                  "total_timesteps": 200})))
         env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
         proc = subprocess.run([sys.executable, "-m", "mosaic", "run", str(config)], capture_output=True,
                               text=True, timeout=300, env={**env, "MOSAIC_HOME": str(tmp_path / where)})

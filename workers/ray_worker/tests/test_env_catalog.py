@@ -70,14 +70,14 @@ CASES = _cases()
 
 
 def tiny_config(family: str, env_id: str, kwargs: dict, policy_configuration: str) -> dict:
-    return {"policy_configuration": policy_configuration, "resources": {"num_workers": 0},
+    return {"policy_configuration": policy_configuration, "rllib": {"num_env_runners": 0},
             "environment": {"family": family, "env_id": env_id, "api_type": _api(family, env_id),
                             "env_kwargs": kwargs,
                             "preprocessing": {"resize": [16, 16], "frame_stack": 1}},
-            "training": {"algorithm": "PPO", "total_timesteps": 64,
+            "algorithm": "ppo", "total_timesteps": 64,
                          "algo_params": {"train_batch_size_per_learner": 64, "minibatch_size": 32,
-                                         "num_epochs": 1, "fcnet_hiddens": [16]}},
-            "checkpoint": {"every_n_iterations": 0},
+                                         "num_epochs": 1, "fcnet_hiddens": [16]},
+            "checkpoint": {"every_timesteps": 0},
             "tensorboard": False}
 
 

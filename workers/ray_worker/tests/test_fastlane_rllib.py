@@ -26,11 +26,11 @@ PISTONBALL = {"family": "butterfly", "env_id": "pistonball_v6", "api_type": "PAR
 PISTONS = {"piston_0", "piston_1", "piston_2"}
 
 
-def override(num_workers: int) -> dict:
-    return {"environment": PISTONBALL, "resources": {"num_workers": num_workers},
-            "training": {"algorithm": "PPO", "total_timesteps": 160,
+def override(num_env_runners: int) -> dict:
+    return {"environment": PISTONBALL, "rllib": {"num_env_runners": num_env_runners},
+            "algorithm": "ppo", "total_timesteps": 160,
                          "algo_params": {"train_batch_size_per_learner": 80, "minibatch_size": 80,
-                                         "num_epochs": 1}},
+                                         "num_epochs": 1},
             "fastlane": {"enabled": True, "fps": 30}, "tensorboard": False, "checkpoint": {"at_end": False}}
 
 

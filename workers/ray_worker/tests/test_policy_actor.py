@@ -20,8 +20,8 @@ CONFIGS = {
                     "environment": {"family": "sisl", "env_id": "waterworld_v4",
                                     "env_kwargs": {"n_pursuers": 2, "max_cycles": 50}}},
     "masked": {"environment": {"family": "classic", "env_id": "connect_four_v3", "api_type": "AEC"},
-               "training": {"total_timesteps": 600, "algo_params": {"train_batch_size_per_learner": 300,
-                                                                    "minibatch_size": 100, "num_epochs": 1}}},
+               "total_timesteps": 600, "algo_params": {"train_batch_size_per_learner": 300,
+                                                                    "minibatch_size": 100, "num_epochs": 1}},
 }
 
 
@@ -223,8 +223,8 @@ def test_mappo_and_self_play_checkpoints_evaluate(ray_session, tmp_path):
 
     game = train(tmp_path / "sp", {"policy_configuration": "SELF_PLAY",
                                    "environment": {"family": "classic", "env_id": "tictactoe_v3", "api_type": "AEC"},
-                                   "training": {"total_timesteps": 300, "algo_params": {
-                                       "train_batch_size_per_learner": 300, "minibatch_size": 100}}})
+                                   "total_timesteps": 300, "algo_params": {
+                                       "train_batch_size_per_learner": 300, "minibatch_size": 100}})
     controller = RayPolicyController.from_checkpoint(game.of_type("checkpoint_saved")[-1]["path"])
     assert {act.module_id for act in controller.actors.values()} == {"main"}
     controller.actors.pop("player_2")  # main against a random player
@@ -261,9 +261,9 @@ def test_dqn_on_cooperative_pong_evaluates_from_the_command_line_with_parity(ray
     """The reported case: DQN with parameter sharing on pixels; greedy Q actions, no 'action_dist_inputs'."""
     run = train(tmp_path / "run", {
         "environment": {"family": "butterfly", "env_id": "cooperative_pong_v5", "env_kwargs": {"max_cycles": 60}},
-        "training": {"algorithm": "DQN", "total_timesteps": 200, "algo_params": {
+        "algorithm": "DQN", "total_timesteps": 200, "algo_params": {
             "train_batch_size_per_learner": 32, "num_steps_sampled_before_learning_starts": 100,
-            "rollout_fragment_length": 25, "fcnet_hiddens": [32]}}})
+            "rollout_fragment_length": 25, "fcnet_hiddens": [32]}})
     assert run.events[0]["modules"]["modules"] == {"shared": ["paddle_0", "paddle_1"]}
     assert any(m["learner"] for m in run.of_type("metrics")), "DQN never updated"
     assert_actor_parity({"dqn-pong": run.of_type("checkpoint_saved")[-1]["path"]}, tmp_path)

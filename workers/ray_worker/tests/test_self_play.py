@@ -11,9 +11,9 @@ from ray_worker.self_play import ALL_SEATS, MAIN, League, outcome
 
 GAME = {"policy_configuration": "SELF_PLAY",
         "environment": {"family": "classic", "env_id": "tictactoe_v3", "api_type": "AEC"},
-        "training": {"total_timesteps": 1800, "algo_params": {
+        "total_timesteps": 1800, "algo_params": {
             "train_batch_size_per_learner": 300, "minibatch_size": 100, "num_epochs": 2,
-            "fcnet_hiddens": [32], "lr": 0.001}},
+            "fcnet_hiddens": [32], "lr": 0.001},
         # A low bar so the mechanism shows within a tiny budget; the default is 0.95.
         "self_play": {"snapshot_win_rate": 0.3, "window_episodes": 20, "min_iterations_between_snapshots": 1,
                       "max_pool_size": 2}}
@@ -187,7 +187,7 @@ def _weights(algo, module_id):
 
 def test_self_play_adds_frozen_snapshots_that_never_change(ray_session, tmp_path, monkeypatch):
     seen = _spy_weights(monkeypatch)
-    run = train(tmp_path, {**GAME, "resources": {"num_workers": 0}}, tiny=False)
+    run = train(tmp_path, {**GAME, "rllib": {"num_env_runners": 0}}, tiny=False)
     metrics = run.of_type("metrics")
     added = [m["self_play"]["snapshot_added"] for m in metrics if m["self_play"].get("snapshot_added")]
     assert added, [m["self_play"] for m in metrics]
@@ -215,13 +215,13 @@ def test_snapshots_survive_checkpoint_and_resume(ray_session, tmp_path, monkeypa
         return summary
 
     monkeypatch.setattr(runtime_module.RayWorkerRuntime, "_self_play_step", spy)
-    game = {**GAME, "resources": {"num_workers": 0}, "training": {**GAME["training"], "total_timesteps": 900}}
+    game = {**GAME, "rllib": {"num_env_runners": 0}, "total_timesteps": 900}
     first = train(tmp_path / "a", game, tiny=False)
     saved = captured[-1]["after"]  # the pool the final checkpoint holds
     assert first.of_type("metrics")[-1]["self_play"]["pool"] == list(saved)
     captured.clear()
     resumed = train(tmp_path / "b", {**game, "checkpoint": {"restore_from": first.of_type("checkpoint_saved")[-1]["path"]},
-                                     "training": {**game["training"], "total_timesteps": 1200}}, tiny=False)
+                                     "total_timesteps": 1200}, tiny=False)
     restored = captured[0]["before"]
     assert list(restored) == list(saved)
     assert all(_equal(restored[m], saved[m]) for m in saved), "snapshot weights changed across resume"
@@ -300,8 +300,7 @@ def _assert_learners_train_and_frozen_stay(seen: dict[str, list], learners: set[
 
 def test_league_with_an_exploiter_and_a_random_baseline(ray_session, tmp_path, monkeypatch):
     seen = _spy_weights(monkeypatch)
-    league = {**GAME, "resources": {"num_workers": 0},
-              "training": {**GAME["training"], "total_timesteps": 1200},
+    league = {**GAME, "rllib": {"num_env_runners": 0}, "total_timesteps": 1200,
               "self_play": {**GAME["self_play"], "baselines": ["random"], "main_exploiters": 1,
                             "exploiter_episode_share": 0.4, "exploiter_win_rate": 0.3}}
     run = train(tmp_path, league, tiny=False)
@@ -334,12 +333,12 @@ def test_league_with_an_exploiter_and_a_random_baseline(ray_session, tmp_path, m
 def test_team_wise_self_play_on_an_asymmetric_mpe_env(ray_session, tmp_path, monkeypatch):
     seen = _spy_weights(monkeypatch)
     run = train(tmp_path, {
-        "policy_configuration": "SELF_PLAY", "resources": {"num_workers": 0},
+        "policy_configuration": "SELF_PLAY", "rllib": {"num_env_runners": 0},
         "environment": {"family": "mpe", "env_id": "simple_adversary_v3", "api_type": "PARALLEL",
                         "env_kwargs": {"N": 2, "max_cycles": 25}},
-        "training": {"algorithm": "PPO", "total_timesteps": 1500,
+        "algorithm": "ppo", "total_timesteps": 1500,
                      "algo_params": {"train_batch_size_per_learner": 300, "minibatch_size": 150,
-                                     "num_epochs": 1, "fcnet_hiddens": [32]}},
+                                     "num_epochs": 1, "fcnet_hiddens": [32]},
         "self_play": {"snapshot_win_rate": 0.0, "window_episodes": 4, "min_iterations_between_snapshots": 1,
                       "max_pool_size": 2}}, tiny=False)
     episodes = run.of_type("episode")
@@ -363,11 +362,11 @@ def test_team_wise_self_play_on_an_asymmetric_mpe_env(ray_session, tmp_path, mon
 
 def test_chess_self_play_trains_with_masks(ray_session, tmp_path):
     run = train(tmp_path, {
-        "policy_configuration": "SELF_PLAY", "resources": {"num_workers": 0},
+        "policy_configuration": "SELF_PLAY", "rllib": {"num_env_runners": 0},
         "environment": {"family": "classic", "env_id": "chess_v6", "api_type": "AEC"},
-        "training": {"algorithm": "PPO", "total_timesteps": 200,
+        "algorithm": "ppo", "total_timesteps": 200,
                      "algo_params": {"train_batch_size_per_learner": 200, "minibatch_size": 100,
-                                     "num_epochs": 1, "fcnet_hiddens": [32]}},
+                                     "num_epochs": 1, "fcnet_hiddens": [32]},
         "self_play": {"baselines": ["random"]}}, tiny=False)
     metrics = run.of_type("metrics")
     assert metrics and "main" in metrics[-1]["learner"]

@@ -7,7 +7,7 @@ Real worker subprocesses (``python -m ray_worker.cli``) with their own local Ray
   code is untouched): the run fails with ``ThreadDied`` naming the thread and
   the exception, within seconds;
 * the env runner stops answering (its process is frozen with SIGSTOP): the run
-  fails with ``StalledRun`` naming ``training.stall_timeout_s`` within that
+  fails with ``StalledRun`` naming ``rllib.stall_timeout_s`` within that
   bound, and a SIGTERM while ``algo.train()`` is stuck ends it as cancelled
   within seconds.
 """
@@ -62,7 +62,7 @@ class WorkerRun:
     def __init__(self, tmp_path: Path, override: dict, command: list[str] | None = None) -> None:
         config = merge(TINY, override)
         config["run_id"] = f"stall-{time.monotonic_ns()}"
-        config["heartbeat_interval_s"] = 0.5
+        config["reporting"] = {"heartbeat_interval_s": 0.5}
         self.config_path = tmp_path / "config.json"
         self.config_path.write_text(json.dumps(config))
         self.run_dir = tmp_path / "run"
@@ -125,9 +125,9 @@ def test_a_dead_learner_thread_fails_the_run_naming_it_within_seconds(tmp_path, 
     script.write_text(LEARNER_KILLER)
     marker = tmp_path / "injected_at"
     run = WorkerRun(tmp_path, {
-        "training": {"algorithm": "APPO", "total_timesteps": 1_000_000,
+        "algorithm": "APPO", "total_timesteps": 1_000_000,
                      "algo_params": {"train_batch_size_per_learner": 50, "rollout_fragment_length": 25,
-                                     "min_time_s_per_iteration": 0.2, "fcnet_hiddens": [16, 16]}},
+                                     "min_time_s_per_iteration": 0.2, "fcnet_hiddens": [16, 16]},
         "tensorboard": False, "checkpoint": {"at_end": False}}, [sys.executable, str(script), str(marker)])
     worker_runs.append(run)
     code = run.wait(300)
@@ -147,9 +147,9 @@ def test_a_dead_learner_thread_fails_the_run_naming_it_within_seconds(tmp_path, 
 def test_an_appo_run_that_finishes_is_not_mistaken_for_a_dead_learner(tmp_path, worker_runs):
     """Stopping the algorithm ends RLlib's learner thread: after training, that is no failure."""
     run = WorkerRun(tmp_path, {
-        "training": {"algorithm": "APPO", "total_timesteps": 300,
+        "algorithm": "APPO", "total_timesteps": 300,
                      "algo_params": {"train_batch_size_per_learner": 50, "rollout_fragment_length": 25,
-                                     "min_time_s_per_iteration": 0, "fcnet_hiddens": [16, 16]}},
+                                     "min_time_s_per_iteration": 0, "fcnet_hiddens": [16, 16]},
         "tensorboard": False})
     worker_runs.append(run)
     code = run.wait(300)
@@ -177,16 +177,16 @@ def freeze_env_runner(run: WorkerRun) -> psutil.Process:
     return runner
 
 
-HANGING = {"resources": {"num_workers": 1},
-           "training": {"algorithm": "PPO", "total_timesteps": 1_000_000,
+HANGING = {"rllib": {"num_env_runners": 1},
+           "algorithm": "ppo", "total_timesteps": 1_000_000,
                         "algo_params": {"train_batch_size_per_learner": 100, "minibatch_size": 50,
-                                        "num_epochs": 1, "fcnet_hiddens": [16, 16]}},
+                                        "num_epochs": 1, "fcnet_hiddens": [16, 16]},
            "tensorboard": False, "checkpoint": {"at_end": False}}
 
 
 def test_an_env_runner_that_never_returns_fails_the_run_within_the_stall_bound(tmp_path, worker_runs):
     bound = 8.0
-    run = WorkerRun(tmp_path, merge(HANGING, {"training": {"stall_timeout_s": bound}}))
+    run = WorkerRun(tmp_path, merge(HANGING, {"rllib": {"stall_timeout_s": bound}}))
     worker_runs.append(run)
     freeze_env_runner(run)
     frozen_at = time.time()
@@ -194,7 +194,7 @@ def test_an_env_runner_that_never_returns_fails_the_run_within_the_stall_bound(t
     failed = run.events()[-1]
     assert code == 1 and failed["type"] == "run_failed", failed
     assert failed["error_type"] == "StalledRun"
-    assert "training.stall_timeout_s" in failed["message"] and f"{bound:g} s" in failed["message"]
+    assert "rllib.stall_timeout_s" in failed["message"] and f"{bound:g} s" in failed["message"]
     # within the bound of the last completed iteration (plus the watchdog's and Python's reaction time)
     assert failed["ts"] - frozen_at < bound + 10
     beats = [e for e in run.events() if e["type"] == "heartbeat" and "iterations" in e]
@@ -225,7 +225,7 @@ def test_sigterm_while_training_is_stuck_cancels_the_run_within_seconds(tmp_path
 def test_sigterm_when_the_safe_point_is_reached_but_cleanup_hangs_still_ends_the_run(tmp_path, worker_runs):
     """RLlib gives up sampling after ``sample_timeout_s``, so ``train()`` returns and the cancel is
     honoured at the safe point; then stopping the algorithm waits for ever on the frozen runner."""
-    run = WorkerRun(tmp_path, merge(HANGING, {"training": {"algo_params": {"sample_timeout_s": 1}}}))
+    run = WorkerRun(tmp_path, merge(HANGING, {"algo_params": {"sample_timeout_s": 1}}))
     worker_runs.append(run)
     freeze_env_runner(run)
     last = sigterm_and_wait_for_the_cancel(run)
@@ -236,16 +236,16 @@ def test_the_stall_bound_is_validated_and_derived_from_the_batch_size():
     from mosaic.errors import ConfigError
 
     with pytest.raises(ConfigError) as err:
-        RayWorkerConfig.from_dict({**merge(TINY, {}), "run_id": "x", "training": {"stall_timeout_s": 1}})
-    assert "training.stall_timeout_s" in str(err.value) and "5" in str(err.value)
+        RayWorkerConfig.from_dict({**merge(TINY, {}), "run_id": "x", "rllib": {"stall_timeout_s": 1}})
+    assert "rllib.stall_timeout_s" in str(err.value) and "5" in str(err.value)
     small = RayWorkerConfig.from_dict({**merge(TINY, {}), "run_id": "x"})
-    big = RayWorkerConfig.from_dict({**merge(TINY, {"training": {"algo_params": {
-        "train_batch_size_per_learner": 20_000, "minibatch_size": 500, "num_epochs": 10}}}), "run_id": "x"})
-    assert small.training.stall_timeout() == 300.0  # the floor
-    assert big.training.stall_timeout() == pytest.approx(20_000 * (1 / 20 + 10 / 100))
-    assert RayWorkerConfig.from_dict({**merge(TINY, {"training": {"stall_timeout_s": 7}}),
-                                      "run_id": "x"}).training.stall_timeout() == 7.0
+    big = RayWorkerConfig.from_dict({**merge(TINY, {"algo_params": {
+        "train_batch_size_per_learner": 20_000, "minibatch_size": 500, "num_epochs": 10}}), "run_id": "x"})
+    assert small.stall_timeout() == 300.0  # the floor
+    assert big.stall_timeout() == pytest.approx(20_000 * (1 / 20 + 10 / 100))
+    assert RayWorkerConfig.from_dict({**merge(TINY, {"rllib": {"stall_timeout_s": 7}}),
+                                      "run_id": "x"}).stall_timeout() == 7.0
     proc = subprocess.run([sys.executable, "-m", "ray_worker.cli", "--validate", "--config", "-"],
-                          input=json.dumps({"training": {"stall_timeout_s": 1}}), capture_output=True, text=True)
+                          input=json.dumps({"rllib": {"stall_timeout_s": 1}}), capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.strip().splitlines() == ["ray: error: training.stall_timeout_s: 1.0 is below the minimum 5.0"]
+    assert proc.stderr.strip().splitlines() == ["mosaic: error: rllib.stall_timeout_s: 1.0 is below the minimum 5.0"]

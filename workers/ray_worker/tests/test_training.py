@@ -12,7 +12,7 @@ def assert_trained(run, iterations: int = 2) -> None:
     metrics = run.of_type("metrics")
     assert len(metrics) >= iterations
     steps = [m["timesteps_total"] for m in metrics]
-    assert steps == sorted(steps) and steps[-1] >= run.config.training.total_timesteps
+    assert steps == sorted(steps) and steps[-1] >= run.config.total_timesteps
     assert any(m["learner"] for m in metrics), "no learner results"
     assert run.events[0]["type"] == "run_started"
 
@@ -64,8 +64,8 @@ def test_parameter_sharing_groups_agent_types(ray_session, tmp_path):
       "rollout_fragment_length": 25}),
 ])
 def test_each_algorithm_trains_two_iterations(ray_session, tmp_path, algorithm, env, params):
-    run = train(tmp_path, {"environment": env, "training": {
-        "algorithm": algorithm, "total_timesteps": 300, "algo_params": {**params, "fcnet_hiddens": [32]}}})
+    run = train(tmp_path, {"environment": env,
+        "algorithm": algorithm, "total_timesteps": 300, "algo_params": {**params, "fcnet_hiddens": [32]}})
     metrics = run.of_type("metrics")
     assert len(metrics) >= 2 and metrics[-1]["timesteps_total"] >= 300
     assert any(m["learner"] for m in metrics), f"{algorithm} never updated"
@@ -74,9 +74,9 @@ def test_each_algorithm_trains_two_iterations(ray_session, tmp_path, algorithm, 
 @pytest.mark.parametrize("env_id", ["connect_four_v3", "tictactoe_v3"])
 def test_masked_games_never_sample_illegal_actions(ray_session, tmp_path, env_id):
     run = train(tmp_path, {"environment": {"family": "classic", "env_id": env_id, "api_type": "AEC"},
-                           "training": {"total_timesteps": 600, "algo_params": {
+                           "total_timesteps": 600, "algo_params": {
                                "train_batch_size_per_learner": 300, "minibatch_size": 100,
-                               "num_epochs": 1, "fcnet_hiddens": [32]}}})
+                               "num_epochs": 1, "fcnet_hiddens": [32]}})
     assert_trained(run)
     episodes = run.of_type("episode")
     assert len(episodes) >= 10
@@ -102,30 +102,31 @@ def test_illegal_move_monitor_counts_a_real_illegal_move():
 def test_butterfly_images_train_with_preprocessing(ray_session, tmp_path):
     run = train(tmp_path, {"environment": {"family": "butterfly", "env_id": "pistonball_v6",
                                            "env_kwargs": {"n_pistons": 3, "max_cycles": 40}},
-                           "training": {"total_timesteps": 160, "algo_params": {
-                               "train_batch_size_per_learner": 80, "minibatch_size": 80, "num_epochs": 1}}})
+                           "total_timesteps": 160, "algo_params": {
+                               "train_batch_size_per_learner": 80, "minibatch_size": 80, "num_epochs": 1}})
     assert_trained(run)
     assert run.events[0]["modules"]["modules"] == {"shared": ["piston_0", "piston_1", "piston_2"]}
 
 
 def test_checkpoint_restore_continues_the_counters(ray_session, tmp_path):
-    first = train(tmp_path / "a", {"checkpoint": {"every_n_iterations": 1, "keep_last": 1}})
+    # Iterations of 200 env steps; a checkpoint at the first iteration end at or past each multiple of 300.
+    first = train(tmp_path / "a", {"total_timesteps": 600, "checkpoint": {"every_timesteps": 300, "keep": 1}})
     saved = first.of_type("checkpoint_saved")
-    assert [c["iteration"] for c in saved] == [1, 2, 2]  # periodic 1, 2 and the final one
-    assert not (first.run.root / "checkpoints" / "checkpoint_000001").exists()  # keep_last=1
+    assert [(c["iteration"], c["timesteps_total"]) for c in saved] == [(2, 400), (3, 600), (3, 600)]
+    assert not (first.run.root / "checkpoints" / "checkpoint_000002").exists()  # keep=1
     final = saved[-1]
     resumed = train(tmp_path / "b", {"checkpoint": {"restore_from": final["path"]},
-                                     "training": {"total_timesteps": 600}})
+                                     "total_timesteps": 800})
     metrics = resumed.of_type("metrics")
-    assert metrics[0]["iteration"] == 3
+    assert metrics[0]["iteration"] == 4
     assert metrics[0]["timesteps_total"] == final["timesteps_total"] + 200
-    assert metrics[-1]["timesteps_total"] >= 600
+    assert metrics[-1]["timesteps_total"] >= 800
     assert resumed.of_type("episode")[0]["episode"] == first.summary["episodes"]
 
 
 def test_same_seed_same_first_iteration(ray_session, tmp_path):
     def first_returns(seed: int, where: str) -> list:
-        run = train(tmp_path / where, {"seed": seed, "training": {"total_timesteps": 200}})
+        run = train(tmp_path / where, {"seed": seed, "total_timesteps": 200})
         return [e["returns"] for e in run.of_type("episode")]
 
     a, b = first_returns(3, "a"), first_returns(3, "b")
@@ -138,7 +139,7 @@ def test_wandb_offline_logs_without_network(ray_session, tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_SILENT", "true")
     monkeypatch.setenv("WANDB_API_KEY", "")  # no account, no server: offline must not need one
     run = train(tmp_path, {"wandb": True, "wandb_mode": "offline", "tensorboard": False,
-                           "training": {"total_timesteps": 200}})
+                           "total_timesteps": 200})
     assert run.of_type("metrics")
     offline = list((run.run.root / "logs" / "wandb").glob("offline-run-*"))
     assert len(offline) == 1 and list(offline[0].glob("*.wandb"))

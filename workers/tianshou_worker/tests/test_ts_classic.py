@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-GAME = {"env_family": "classic", "env_id": "tictactoe_v3", "learner_seat": "player_1", "total_timesteps": 1256,
+GAME = {"environment": {"family": "classic", "env_id": "tictactoe_v3"}, "learner_seat": "player_1", "total_timesteps": 1256,
         "num_envs": 4, "collect_steps": 8, "update_per_step": 0.25, "learning_starts": 256,
-        "hidden_sizes": [128, 128], "report_every_timesteps": 500, "test_every_timesteps": 500,
+        "hidden_sizes": [128, 128], "reporting": {"every_timesteps": 500}, "test_every_timesteps": 500,
         "test_episodes": 20, "algo_params": {"gamma": 0.9, "n_step_return_horizon": 3, "target_update_freq": 320,
                                             "eps_training": 0.1}}
 
@@ -56,10 +56,10 @@ def test_one_seat_of_tic_tac_toe_learns_against_random_legal_play(module_home, g
 def test_a_game_without_what_tianshous_wrapper_needs_is_refused(module_home):
     """Rock-paper-scissors has no legal-move mask: refused before any run, naming env_id."""
     runs = len(module_home.runs())
-    proc = module_home.cli("run", str(module_home.config("rps", algorithm="dqn", env_family="classic",
-                                                         env_id="rps_v2")))
+    proc = module_home.cli("run", str(module_home.config("rps", algorithm="dqn",
+                                                         environment={"family": "classic", "env_id": "rps_v2"})))
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.startswith("mosaic: error: env_id: rps_v2 observes") and "action_mask" in proc.stderr
+    assert proc.stderr.startswith("mosaic: error: environment.env_id: rps_v2 observes") and "action_mask" in proc.stderr
     assert len(module_home.runs()) == runs
 
 

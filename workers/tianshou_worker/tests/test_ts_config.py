@@ -33,8 +33,19 @@ print(json.dumps(out))
     ({"algo_params": {"model": 1}}, "algo_params.model", "is built by the worker"),
     ({"algorithm": "ppo", "algo_params": {"action_scaling": True}}, "algo_params.action_scaling",
      "is set by the worker for ppo: discrete actions are not scaled"),
-    ({"algorithm": "sac", "env_id": "CartPole-v1"}, "env_id", "sac acts in box action spaces; CartPole-v1 has discrete"),
-    ({"env_id": "CartPol-v1"}, "env_id", "did you mean 'CartPole-v1'?"),
+    ({"algorithm": "sac", "environment": {"env_id": "CartPole-v1"}}, "environment.env_id",
+     "sac acts in box action spaces; CartPole-v1 has discrete"),
+    ({"environment": {"env_id": "CartPol-v1"}}, "environment.env_id", "did you mean 'CartPole-v1'?"),
+    ({"environment": {"family": "mpe"}}, "environment.family", "'mpe' is not one of"),
+    ({"gamma": 0.9, "algo_params": {"gamma": 0.8}}, "algo_params.gamma", "top-level 'gamma'"),
+    ({"gamma": 1.5}, "gamma", "above the maximum"),
+    ({"learner_seat": "player_2"}, "learner_seat", "environment.family: classic"),
+    ({"checkpoint": {"restore_from": "/nowhere"}}, "checkpoint.restore_from", "does not exist"),
+    # the old spellings are gone
+    ({"env_id": "CartPole-v1"}, "env_id", ""),
+    ({"env_family": "classic"}, "env_family", ""),
+    ({"torch_num_threads": 1}, "torch_num_threads", ""),
+    ({"report_every_timesteps": 100}, "report_every_timesteps", ""),
     ({"total_timesteps": 50, "learning_starts": 64}, "learning_starts", "nothing would be learned"),
     ({"algorithm": "ppo", "total_timesteps": 100}, "total_timesteps", "less than one rollout"),
     ({"hidden_sizes": []}, "hidden_sizes", "one or more positive layer sizes"),
@@ -46,6 +57,57 @@ print(json.dumps(out))
 ])
 def test_bad_configs_are_one_line_errors_naming_the_field(home, fields, field, words):
     home.check_refused(fields, field, words)
+
+
+#: Shared fields the tianshou worker refuses (its FieldMap), each with a value that is not the default.
+REFUSED = [
+    ("environment.env_ids", {"environment": {"env_ids": ["CartPole-v1", "Acrobot-v1"]}}),
+    ("environment.env_kwargs", {"environment": {"env_kwargs": {"sutton_barto_reward": True}}}),
+    ("episodes", {"episodes": 5}),
+    ("checkpoint.keep", {"checkpoint": {"keep": 2}}),
+    ("resources.gpus", {"resources": {"gpus": 1}}),
+]
+
+
+def _run_cli(home, args: list[str], config: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([home.python, "-m", "tianshou_worker.cli", *args],
+                          input=json.dumps(config) if config is not None else None, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_field_map_covers_every_shared_field_and_refuses_by_name(home):
+    from mosaic.run_fields import SHARED_PATHS
+
+    check = ("import json; from tianshou_worker.config import TianshouConfig; "
+             "print(json.dumps(TianshouConfig.FIELDS.to_dict()))")
+    proc = subprocess.run([home.python, "-c", check], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    fields = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert sorted([*fields["honoured"], *fields["refused"]]) == sorted(SHARED_PATHS)
+    assert {path for path, _ in REFUSED} == set(fields["refused"])
+    for path, given in REFUSED:
+        proc = _run_cli(home, ["--validate", "--config", "-"], {"worker": "tianshou", **given})
+        message = proc.stderr.strip()
+        assert proc.returncode == 2, (path, message)
+        assert message.startswith(f"mosaic: error: {path}: ") and len(message.splitlines()) == 1, message
+        assert fields["refused"][path] in message, message
+
+
+def test_shared_fields_and_library_spellings(home):
+    """``PPO`` is ``ppo``; null hyperparameters are the worker's defaults; gamma reaches Tianshou's gamma."""
+    proc = _run_cli(home, ["--validate", "--config", "-"],
+                    {"worker": "tianshou", "algorithm": "PPO", "total_timesteps": 5000,
+                     "environment": {"env_id": "CartPole-v1"}, "resources": {"threads": 2}})
+    assert proc.returncode == 0, proc.stderr
+    checked = json.loads(proc.stdout[proc.stdout.index("{"):])
+    assert checked["algorithm"] == "ppo" and checked["environment"]["family"] == "gymnasium"
+    assert checked["learning_rate"] == 1e-3 and checked["batch_size"] == 64 and checked["gamma"] is None
+    assert checked["resources"]["threads"] == 2 and checked["num_envs"] == 1
+    proc = _run_cli(home, ["--dry-run", "--config", "-"],
+                    {"worker": "tianshou", "algorithm": "DQN", "gamma": 0.9, "learning_rate": 5e-4})
+    assert proc.returncode == 0, proc.stderr
+    shown = json.loads(proc.stdout[proc.stdout.index("{"):])
+    assert shown["algorithm_kwargs"] == {"gamma": 0.9}
 
 
 def test_algo_params_are_tianshous_signatures_read_without_importing_it(home):

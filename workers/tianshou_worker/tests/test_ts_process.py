@@ -29,7 +29,7 @@ def test_conformance(home):
 
 def test_a_watched_run_streams_env_0_pauses_and_ctrl_c_cancels_it_with_a_checkpoint(home, tmp_path):
     config = home.config("long", algorithm="dqn", total_timesteps=2_000_000, learning_starts=100,
-                         report_every_timesteps=200, fastlane={"enabled": True}, heartbeat_interval_s=0.5)
+                         reporting={"every_timesteps": 200, "heartbeat_interval_s": 0.5}, fastlane={"enabled": True})
     run_id = "tianshou-cancel-1"
     proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config), "--run-id", run_id],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,

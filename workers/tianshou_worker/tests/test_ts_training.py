@@ -17,6 +17,11 @@ AGENT = "agent_0"
 TINY_ENVS = {"ppo": "CartPole-v1", "sac": "Pendulum-v1"}
 
 
+def saved_path(run: Path) -> Path:
+    """The newest checkpoint folder of a run (restore_from takes a checkpoint, not a run folder)."""
+    return sorted((run / "checkpoints").iterdir())[-1]
+
+
 @pytest.fixture(scope="module")
 def dqn_run(module_home):
     """One tiny DQN run that several tests read: its telemetry, checkpoint and episodes."""
@@ -67,9 +72,13 @@ def test_dqn_resumes_from_its_checkpoint_and_goes_on_learning(module_home, dqn_r
     import torch
 
     (saved,) = module_home.events(dqn_run, "checkpoint_saved")
-    proc, resumed = module_home.run("dqn", restore_from=saved["path"], total_timesteps=1600, learning_starts=100,
-                                    test_every_timesteps=0, stop_at_return=None)
+    proc, resumed = module_home.run("dqn", checkpoint={"restore_from": saved["path"]}, total_timesteps=1600,
+                                    learning_starts=100, test_every_timesteps=0, stop_at_return=None)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    kinds = [e["type"] for e in module_home.events(resumed)]
+    assert kinds[0] == "run_started" and kinds[1] == "log"  # every run's first event, a resumed one's too
+    restored = module_home.events(resumed)[1]["message"]
+    assert restored.startswith("restored from ") and restored.endswith(" at 600 env steps"), restored
     metrics = module_home.events(resumed, "metrics")
     assert [(m["iteration"], m["timesteps_total"]) for m in metrics] == [(3, 1100), (4, 1600)]
     (first,) = [e for e in module_home.events(resumed, "episode")][:1]
@@ -111,7 +120,7 @@ def test_online_algorithm_trains(home, algorithm, losses):
     proc, run = home.run(algorithm)
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = home.events(run, "metrics")
-    total, every = TINY[algorithm]["total_timesteps"], TINY[algorithm]["report_every_timesteps"]
+    total, every = TINY[algorithm]["total_timesteps"], TINY[algorithm]["reporting"]["every_timesteps"]
     assert [m["timesteps_total"] for m in metrics] == list(range(every, total + 1, every))
     assert losses <= set(metrics[-1]["learner"]["policy"]), metrics[-1]["learner"]
     assert home.events(run, "episode")
@@ -125,6 +134,12 @@ def test_online_algorithm_trains(home, algorithm, losses):
     assert result["checkpoint"] == saved["path"] and result["env"]["env_id"] == TINY_ENVS[algorithm]
     assert [e["seed"] for e in result["episodes"]] == [3, 4]
     assert all(math.isfinite(e["returns"][AGENT]) and e["length"] > 0 for e in result["episodes"])
+    # the same --seed plays the same episodes (ppo samples its actions in evaluation mode)
+    again = home.cli("eval", run.name, "--episodes", "2", "--seed", "3", "--json")
+    assert again.returncode == 0, again.stderr[-3000:]
+    repeat = json.loads(again.stdout[again.stdout.index("{"):])
+    assert [(e["returns"], e["length"]) for e in repeat["episodes"]] == \
+        [(e["returns"], e["length"]) for e in result["episodes"]]
     if lane:
         stream = read_registry(run)["streams"]["eval"]
         assert stream["frames"] > 0
@@ -148,8 +163,10 @@ def test_discrete_cql_learns_offline_from_data_collected_by_a_trained_policy(mod
 
 def test_a_mismatched_checkpoint_is_refused_before_any_run(module_home, dqn_run):
     runs = len(module_home.runs())
-    proc = module_home.cli("run", str(module_home.config("mismatch", algorithm="ppo", restore_from=str(dqn_run),
+    proc = module_home.cli("run", str(module_home.config("mismatch", algorithm="ppo",
+                                                         checkpoint={"restore_from": str(saved_path(dqn_run))},
                                                          **TINY["ppo"])))
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip() == "mosaic: error: restore_from: is a dqn checkpoint; this run trains ppo"
+    assert proc.stderr.strip() == ("mosaic: error: checkpoint.restore_from: is a dqn checkpoint; "
+                                   "this run trains ppo")
     assert len(module_home.runs()) == runs

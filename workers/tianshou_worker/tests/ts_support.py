@@ -15,11 +15,11 @@ REPO = Path(__file__).resolve().parents[3]
 #: the stop_at_return of 5 (Tianshou's stop rule reads the best test so far, the first one included).
 TINY: dict[str, dict[str, Any]] = {
     "dqn": {"total_timesteps": 1100, "learning_starts": 100, "collect_steps": 10, "update_per_step": 0.1,
-            "report_every_timesteps": 500, "eps_schedule": {"start": 0.5, "end": 0.05, "begin_at": 100, "end_at": 800},
+            "reporting": {"every_timesteps": 500}, "eps_schedule": {"start": 0.5, "end": 0.05, "begin_at": 100, "end_at": 800},
             "test_every_timesteps": 500, "test_episodes": 5, "stop_at_return": 5},
-    "ppo": {"total_timesteps": 1024, "collect_steps": 512, "repeat_per_collect": 2, "report_every_timesteps": 512},
-    "sac": {"total_timesteps": 600, "learning_starts": 100, "collect_steps": 10, "report_every_timesteps": 300},
-    "discrete_cql": {"total_timesteps": 200, "batch_size": 32, "report_every_timesteps": 100,
+    "ppo": {"total_timesteps": 1024, "collect_steps": 512, "repeat_per_collect": 2, "reporting": {"every_timesteps": 512}},
+    "sac": {"total_timesteps": 600, "learning_starts": 100, "collect_steps": 10, "reporting": {"every_timesteps": 300}},
+    "discrete_cql": {"total_timesteps": 200, "batch_size": 32, "reporting": {"every_timesteps": 100},
                      "offline_data": {"transitions": 1000}, "algo_params": {"num_quantiles": 20}},
 }
 

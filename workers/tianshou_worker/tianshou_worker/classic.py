@@ -31,7 +31,7 @@ def make_game(env_id: str, render_mode: str | None = None) -> Any:
     """The PettingZoo AEC game, resolved by MOSAIC's env registry (clear errors for unknown ids)."""
     from mosaic.envs import make_env
 
-    return make_env("classic", env_id, "AEC", render_mode=render_mode, field="env_id")
+    return make_env("classic", env_id, "AEC", render_mode=render_mode, field="environment.env_id")
 
 
 def make_env(env_id: str, render_mode: str | None = None) -> Any:
@@ -53,11 +53,11 @@ def spaces_of(env_id: str) -> tuple[Any, Any, list[str]]:
     finally:
         game.close()
     if len(agents) != 2 or not same:
-        raise ConfigError("env_id", f"{env_id} has {len(agents)} agents{'' if same else ' with different spaces'}; "
+        raise ConfigError("environment.env_id", f"{env_id} has {len(agents)} agents{'' if same else ' with different spaces'}; "
                                     f"this worker trains one seat of a two-player game whose seats share their spaces")
     if not (isinstance(obs, gs.Dict) and "action_mask" in obs.spaces and isinstance(obs.spaces.get("observation"), gs.Box)
             and isinstance(act, gs.Discrete)):
-        raise ConfigError("env_id", f"{env_id} observes {obs!r} and acts in {act!r}; Tianshou's PettingZooEnv "
+        raise ConfigError("environment.env_id", f"{env_id} observes {obs!r} and acts in {act!r}; Tianshou's PettingZooEnv "
                                     f"masks moves from a Dict observation with 'observation' (a box) and "
                                     f"'action_mask', with discrete actions")
     return obs.spaces["observation"], act, agents

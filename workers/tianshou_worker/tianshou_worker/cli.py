@@ -63,7 +63,7 @@ def evaluate(request: Any) -> int:
 
 PROGRAM = WorkerProgram(name="tianshou", config_from_dict=TianshouConfig.from_dict, make_runtime=make_runtime,
                         default_config=default_config, deep_validate=deep_validate,
-                        heartbeat_interval_s=lambda config: config.heartbeat_interval_s,
+                        heartbeat_interval_s=lambda config: config.reporting.heartbeat_interval_s,
                         describe=get_worker_metadata, config_class=TianshouConfig,
                         packages=("mosaic-tianshou-worker", "tianshou", "torch", "numpy", "gymnasium"),
                         algo_params_schema=params_schema, envs=envs, dry_run=dry_run, evaluate=evaluate)

@@ -18,12 +18,12 @@ import functools
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 from mosaic import configkit
 from mosaic.configkit import UpstreamParam, option
-from mosaic.errors import ConfigError, UserError
-from mosaic.fastlane.config import FastLaneConfig
+from mosaic.errors import ConfigError, UserError, one_of
+from mosaic.run_fields import Environment, FieldMap, Resources, RunConfig
 
 from tianshou_worker import algorithms
 from tianshou_worker.algorithms import BUILT, Algorithm, class_name
@@ -124,27 +124,75 @@ class EpsilonSchedule:
         return self.start + (self.end - self.start) * (step - self.begin_at) / (self.end_at - self.begin_at)
 
 
-@dataclass
-class TianshouConfig:
-    """A Tianshou run: one algorithm, one Gymnasium env."""
+#: Families of ``environment.family``: Gymnasium ids, and PettingZoo's classic two-player games.
+FAMILIES = ("gymnasium", "classic")
+#: The worker's defaults for the shared fields a null leaves to it.
+DEFAULT_TOTAL_TIMESTEPS = 50_000
+DEFAULT_LEARNING_RATE = 1e-3
+DEFAULT_BATCH_SIZE = 64
+DEFAULT_REPORT_EVERY = 1000
 
-    run_id: str = option(help="run id (set by MOSAIC)")
-    algorithm: str = option("dqn", choices=tuple(algorithms.ALGORITHMS),
-                            help="Tianshou algorithm (traits: tianshou_worker/algorithms.py)")
-    env_family: str = option("gymnasium", choices=("gymnasium", "classic"),
-                             help="gymnasium (single agent), or classic: a PettingZoo two-player game, one seat "
-                                  "learning through Tianshou's multi-agent algorithm (dqn)")
-    env_id: str | None = option(None, help="Gymnasium id (default: CartPole-v1 discrete, Pendulum-v1 box), or a "
-                                           "classic game (default: tictactoe_v3)")
+FIELDS = FieldMap(
+    honoured={
+        "algorithm": "the Tianshou algorithm class (dqn: DQN, ppo: PPO, sac: SAC, discrete_cql: DiscreteCQL)",
+        "environment.family": "gymnasium (gymnasium.make), or classic: a PettingZoo classic game through "
+                              "Tianshou's PettingZooEnv",
+        "environment.env_id": "the Gymnasium id or the classic game (empty: CartPole-v1 discrete, Pendulum-v1 "
+                              "box, tictactoe_v3 for classic)",
+        "seed": "torch's and numpy's seed; env i of the vector is seeded seed + i",
+        "total_timesteps": "env steps of Tianshou's trainer (offline algorithms: gradient steps); null = 50000",
+        "num_envs": "envs of Tianshou's DummyVectorEnv",
+        "learning_rate": "Adam's lr for every optimiser the worker builds; null = 1e-3",
+        "gamma": "the algorithm's gamma keyword argument (Tianshou's own name, also settable as "
+                 "algo_params.gamma); null = Tianshou's default",
+        "batch_size": "the trainer's batch_size (on-policy: the minibatch); null = 64",
+        "checkpoint.every_timesteps": "a checkpoint at the first safe point (Tianshou's training_fn) at or past "
+                                      "each multiple",
+        "checkpoint.at_end": "a checkpoint when the run ends (completed or cancelled)",
+        "checkpoint.restore_from": "a tianshou checkpoint of the same algorithm and env: weights, optimisers "
+                                   "and counters restored, training continues to total_timesteps",
+        "reporting.every_timesteps": "a metrics event (an iteration) every N env steps (offline: gradient "
+                                     "steps); null = 1000",
+        "reporting.heartbeat_interval_s": "MOSAIC's heartbeat",
+        "fastlane": "frames of training env 0 (gymnasium only)",
+        "resources.threads": "torch.set_num_threads of the worker (default 1; null = torch's default)",
+        "resources.cpus": "CPUs the daemon reserves for the run",
+        "algo_params": "any other keyword argument of the algorithm's Tianshou policy or algorithm class "
+                       "(`--schema ALGO` lists them)",
+    },
+    refused={
+        "environment.env_ids": "a Tianshou run trains on one env",
+        "environment.env_kwargs": "the worker makes its envs from their id alone in this version",
+        "episodes": "a training worker: its budget is total_timesteps",
+        "checkpoint.keep": "every checkpoint a Tianshou run saves is kept in this version",
+        "resources.gpus": "no GPU path in this version of the worker",
+    })
+
+
+@dataclass
+class TianshouConfig(RunConfig):
+    """A Tianshou run: one algorithm, one Gymnasium env (or one seat of a classic game)."""
+
+    FIELDS: ClassVar[FieldMap] = FIELDS
+
+    algorithm: str = option("dqn", help="Tianshou algorithm: dqn, ppo, sac, discrete_cql (traits: "
+                                        "tianshou_worker/algorithms.py); any case is accepted")
+    environment: Environment = option(default_factory=lambda: Environment(family="gymnasium"),
+                                      help="family: gymnasium (single agent), or classic: a PettingZoo "
+                                           "two-player game, one seat learning through Tianshou's multi-agent "
+                                           "algorithm (dqn); env_id: a Gymnasium id (default: CartPole-v1 "
+                                           "discrete, Pendulum-v1 box), or a classic game (default: tictactoe_v3)")
+    seed: int = option(1, min=0, help="torch's and numpy's seed; env i of the vector is seeded seed + i")
+    total_timesteps: int | None = option(DEFAULT_TOTAL_TIMESTEPS, min=1,
+                                         help="online: env steps; offline: gradient steps; null = 50000")
+    num_envs: int | None = option(1, min=1, max=256, help="training envs stepped together (Tianshou's "
+                                                          "DummyVectorEnv); null = 1")
+    resources: Resources = option(default_factory=lambda: Resources(threads=1),
+                                  help="threads: torch threads of the worker (default 1: these small networks "
+                                       "run fastest on one; null = torch's default)")
     learner_seat: str | None = option(None, help="classic: the seat DQN learns in (e.g. player_2); the other plays "
                                                  "random legal moves; default: the first seat")
-    seed: int = option(1, min=0, help="torch's and numpy's seed; env i of the vector is seeded seed + i")
-    total_timesteps: int = option(50_000, min=1, help="online: env steps; offline: gradient steps")
-    num_envs: int = option(1, min=1, max=256, help="training envs stepped together (Tianshou's DummyVectorEnv)")
     hidden_sizes: list[int] = option(default_factory=lambda: [64, 64], help="hidden layers of every network")
-    learning_rate: float = option(1e-3, min=0.0, help="Adam's learning rate, for every optimiser")
-    batch_size: int | None = option(64, min=1, help="transitions per gradient step (on-policy: minibatch; "
-                                                    "null = the whole rollout)")
     buffer_size: int = option(20_000, min=1, help="replay buffer size (off-policy), summed over the envs")
     collect_steps: int | None = option(None, min=1, help="env steps per collection step; default: 10 "
                                                          "off-policy, 2048 on-policy")
@@ -153,9 +201,6 @@ class TianshouConfig:
     learning_starts: int | None = option(None, min=0, help="off-policy: env steps collected with uniform random "
                                                            "actions before training; default: batch_size")
     offline_data: OfflineData = option(default_factory=OfflineData, help="offline algorithms: the data set")
-    algo_params: dict[str, Any] = option(default_factory=dict,
-                                         help="any other keyword argument of Tianshou's policy or algorithm "
-                                              "class: `--schema ALGO` lists them with defaults")
     eps_schedule: EpsilonSchedule | None = option(None, help="dqn: epsilon of exploration decayed over env "
                                                              "steps (replaces algo_params.eps_training); "
                                                              "null = Tianshou's constant eps_training")
@@ -167,15 +212,26 @@ class TianshouConfig:
     stop_at_return: float | None = option(None, help="end training at the first test whose mean return reaches "
                                                      "this (Tianshou's stop_fn); needs test_every_timesteps; "
                                                      "null = train the whole budget")
-    report_every_timesteps: int = option(1000, min=1, help="a metrics event (an 'iteration') every N env "
-                                                           "steps (offline: gradient steps)")
-    checkpoint_every_timesteps: int = option(0, min=0, help="also checkpoint every N env steps; 0 = at the end only")
-    checkpoint_at_end: bool = option(True, help="save when the run ends (completed or cancelled)")
-    restore_from: str | None = option(None, help="a checkpoint (or run folder) of a tianshou run to continue")
-    torch_num_threads: int | None = option(1, min=1, help="torch threads of the worker (mosaic/threads.py); "
-                                                          "null = torch's default")
-    heartbeat_interval_s: float = option(5.0, min=0.1, help="seconds between heartbeats")
-    fastlane: FastLaneConfig = option(default_factory=FastLaneConfig, help="live frames of env 0")
+
+    @classmethod
+    def algorithms(cls) -> tuple[str, ...]:
+        return tuple(algorithms.ALGORITHMS)
+
+    @property
+    def env_family(self) -> str:
+        return self.environment.family
+
+    @property
+    def env_id(self) -> str:
+        return self.environment.env_id
+
+    @property
+    def restore_from(self) -> str | None:
+        return self.checkpoint.restore_from
+
+    @property
+    def report_every_timesteps(self) -> int:
+        return self.reporting.every_timesteps or DEFAULT_REPORT_EVERY
 
     @property
     def algo(self) -> Algorithm:
@@ -207,23 +263,42 @@ class TianshouConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "TianshouConfig":
         config = configkit.from_dict(cls, data)
-        config.algorithm = config.algo.name
+        config.check_shared()
+        family = config.environment.family or "gymnasium"
+        if family not in FAMILIES:
+            raise ConfigError("environment.family", one_of(family, list(FAMILIES)))
+        config.environment.family = family
+        config.environment.env_id = config.resolved_env_id  # the run's config says which env it plays
+        # null: the worker's own defaults, written into the run's config
+        if config.total_timesteps is None:
+            config.total_timesteps = DEFAULT_TOTAL_TIMESTEPS
+        if config.num_envs is None:
+            config.num_envs = 1
+        if config.learning_rate is None:
+            config.learning_rate = DEFAULT_LEARNING_RATE
+        if config.batch_size is None:
+            config.batch_size = DEFAULT_BATCH_SIZE
         if not config.hidden_sizes or any(h < 1 for h in config.hidden_sizes):
             raise ConfigError("hidden_sizes", f"{config.hidden_sizes!r}: one or more positive layer sizes")
-        if config.batch_size is None and config.algo.kind != "on_policy":
-            raise ConfigError("batch_size", f"null (the whole rollout) is for on-policy algorithms; "
-                                            f"{config.algorithm} samples batches from a buffer")
         config.algo_params = check_params(config)
         check_schedule(config)
         check_budget(config)
         return config
 
+    def tianshou_kwargs(self) -> dict[str, Any]:
+        """``algo_params`` with the shared hyperparameters Tianshou takes by keyword (``gamma``)."""
+        kwargs = dict(self.algo_params)
+        if self.gamma is not None:
+            kwargs["gamma"] = float(self.gamma)
+        return kwargs
+
     def split_params(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """``algo_params`` as (policy keyword arguments, algorithm keyword arguments)."""
+        """Tianshou's keyword arguments as (policy keyword arguments, algorithm keyword arguments)."""
         params = tianshou_params(self.algo.name)
         policy_cls = class_name(self.algo.policy_class)
-        policy = {k: v for k, v in self.algo_params.items() if params[k].owner == policy_cls}
-        return policy, {k: v for k, v in self.algo_params.items() if k not in policy}
+        kwargs = self.tianshou_kwargs()
+        policy = {k: v for k, v in kwargs.items() if params[k].owner == policy_cls}
+        return policy, {k: v for k, v in kwargs.items() if k not in policy}
 
 
 def check_params(config: TianshouConfig) -> dict[str, Any]:
@@ -242,7 +317,12 @@ def check_params(config: TianshouConfig) -> dict[str, Any]:
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ConfigError(field, f"{config.algorithm} has no option {name!r}{hint}; allowed: "
                                      f"{', '.join(sorted(params))}")
+        if name == "gamma" and config.gamma is not None:
+            raise ConfigError(field, "sets Tianshou's gamma, as the top-level 'gamma' does: set it once; "
+                                     "allowed: the top-level 'gamma' or algo_params.gamma, not both")
         checked[name] = params[name].check(value, field)
+    if config.gamma is not None and "gamma" not in params:
+        raise ConfigError("gamma", f"{config.algorithm}'s Tianshou classes take no gamma; allowed: null")
     return checked
 
 
@@ -266,7 +346,7 @@ def check_schedule(config: TianshouConfig) -> None:
         raise ConfigError("fastlane.enabled", "live frames of classic games while training are not offered; "
                                               "use mosaic eval --fastlane on a checkpoint")
     if config.learner_seat is not None and not config.classic:
-        raise ConfigError("learner_seat", "is for classic games (env_family: classic)")
+        raise ConfigError("learner_seat", "is for classic games (environment.family: classic)")
     if config.stop_at_return is not None and not config.test_every_timesteps:
         raise ConfigError("stop_at_return", "needs tests to stop on: set test_every_timesteps (env steps "
                                             "between tests) too")

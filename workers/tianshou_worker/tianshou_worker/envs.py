@@ -17,7 +17,7 @@ from mosaic.errors import ConfigError
 OFFERED = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0", "Pendulum-v1", "MountainCarContinuous-v0")
 
 
-def make_env(env_id: str, render_mode: str | None = None, field: str = "env_id") -> Any:
+def make_env(env_id: str, render_mode: str | None = None, field: str = "environment.env_id") -> Any:
     import gymnasium as gym
 
     try:
@@ -60,9 +60,9 @@ def probe_env(config: Any) -> Any:
         env.close()
     kind, algo = action_kind(act), config.algo
     if kind != algo.action_space:
-        raise ConfigError("env_id", f"{algo.name} acts in {algo.action_space} action spaces; {env_id} has {kind}")
+        raise ConfigError("environment.env_id", f"{algo.name} acts in {algo.action_space} action spaces; {env_id} has {kind}")
     if not isinstance(obs, gs.Box) or len(obs.shape) != 1:
-        raise ConfigError("env_id", f"{env_id} observes {obs!r}; this worker builds MLPs, which take flat vectors")
+        raise ConfigError("environment.env_id", f"{env_id} observes {obs!r}; this worker builds MLPs, which take flat vectors")
     return Spaces(obs, act)
 
 

@@ -4,7 +4,8 @@ The algorithm is rebuilt from the run's config and loaded from the checkpoint's
 ``state_dict``; its policy acts in Tianshou's evaluation mode (``policy.eval()``:
 greedy Q-values without epsilon, the most likely action or the mean action where
 the policy has a deterministic evaluation) through ``Policy.compute_action``.
-Episode *i* is seeded ``seed + i``. Results, confidence intervals, CSV and GIF
+Episode *i* is seeded ``seed + i``: the env's reset and torch's (and numpy's) generator, which a
+policy that samples in evaluation mode (ppo) draws its actions from. Results, confidence intervals, CSV and GIF
 videos are written by :mod:`mosaic.evaluation`, as for every worker; with
 ``--fastlane`` the played frames stream as the run's ``eval`` stream
 (:func:`mosaic.evaluation.eval_lane`). A classic game's learner plays its seat
@@ -23,8 +24,13 @@ from tianshou_worker.telemetry import AGENT, MODULE
 
 
 def play(policy: Any, env: Any, seed: int, frames: FrameSink | None) -> tuple[float, int]:
+    import numpy as np
     import torch
 
+    # A policy that samples its actions in evaluation mode (ppo's) draws from torch's generator: seeded
+    # from the episode's seed, the same --seed plays the same episodes.
+    torch.manual_seed(seed)
+    np.random.seed(seed % 2**32)
     obs, info = env.reset(seed=seed)
     total, length = 0.0, 0
     while True:

@@ -112,7 +112,8 @@ def load_checkpoint(path: str | Path, field: str) -> tuple[Path, TianshouCheckpo
     folder = resolve(path, field, "the tianshou worker")
     state = TianshouCheckpointState.read(folder, field, "the tianshou worker")
     data = {k: v for k, v in state.config.items() if k != "run_id"}
-    data.update(run_id=state.run_id or "restored", restore_from=None, fastlane={"enabled": False})
+    data.update(run_id=state.run_id or "restored", fastlane={"enabled": False})
+    data["checkpoint"] = {**dict(data.get("checkpoint") or {}), "restore_from": None}
     config = TianshouConfig.from_dict(data)
     algo = build_algorithm(config, probe_env(config))
     learner_of(config, algo).load_state_dict(torch.load(folder / state.weights_file, map_location="cpu",
@@ -132,12 +133,12 @@ def epochs(remaining: int, test_every: int) -> tuple[int, int]:
 def check_restore(config: TianshouConfig) -> tuple[Path, TianshouCheckpointState]:
     """``restore_from``'s folder and state, when it is a checkpoint of the same algorithm and env."""
     assert config.restore_from
-    folder = resolve(config.restore_from, "restore_from", "the tianshou worker")
-    state = TianshouCheckpointState.read(folder, "restore_from", "the tianshou worker")
+    folder = resolve(config.restore_from, "checkpoint.restore_from", "the tianshou worker")
+    state = TianshouCheckpointState.read(folder, "checkpoint.restore_from", "the tianshou worker")
     if state.algorithm != config.algorithm:
-        raise ConfigError("restore_from", f"is a {state.algorithm} checkpoint; this run trains {config.algorithm}")
+        raise ConfigError("checkpoint.restore_from", f"is a {state.algorithm} checkpoint; this run trains {config.algorithm}")
     if state.env_id != config.resolved_env_id:
-        raise ConfigError("restore_from", f"was trained on {state.env_id}; this run uses {config.resolved_env_id}")
+        raise ConfigError("checkpoint.restore_from", f"was trained on {state.env_id}; this run uses {config.resolved_env_id}")
     return folder, state
 
 
@@ -197,7 +198,7 @@ class TianshouRuntime:
         if rep.due():
             rep.report()
             self.ctx.progress.tick(rep.iteration)
-            every = self.config.checkpoint_every_timesteps
+            every = self.config.checkpoint.every_timesteps
             if every and rep.timesteps // every > max(self.last_saved, 0) // every:
                 self.save_checkpoint()
         self.ctx.control.checkpoint()
@@ -212,7 +213,7 @@ class TianshouRuntime:
         cfg, emit = self.config, self.ctx.emitter
         root = self.ctx.run_dir.root
         quiet()
-        limit_torch_threads(cfg.torch_num_threads)
+        limit_torch_threads(cfg.resources.threads)
         spaces = probe_env(cfg)
         check_offline_source(cfg)
         import torch
@@ -230,8 +231,6 @@ class TianshouRuntime:
                 restored = self.restore(cfg.restore_from)
                 rep.resume_at(restored.iteration, restored.episodes, restored.timesteps_total)
                 self.last_saved = restored.timesteps_total
-                emit.log(f"restored from {cfg.restore_from} at {restored.timesteps_total} "
-                         f"{'gradient' if not cfg.algo.online else 'env'} steps")
             self.logger = logger = make_logger(str(root / "tensorboard"), rep,
                                  self.offline_update if not cfg.algo.online else lambda: None)
             emit.run_started(
@@ -240,9 +239,13 @@ class TianshouRuntime:
                 algorithm=cfg.algorithm, tianshou_algorithm=type(self.algo).__name__,
                 tianshou_policy=type(self.algo.policy).__name__,
                 env={"family": cfg.env_family, "env_id": cfg.resolved_env_id,
-                     "api_type": "AEC" if cfg.classic else "GYMNASIUM", "env_kwargs": {}},
+                     "api_type": "AEC" if cfg.classic else "GYMNASIUM",
+                     "env_kwargs": dict(cfg.environment.env_kwargs)},
                 policy_configuration="INDEPENDENT", seed=cfg.seed, total_timesteps=cfg.total_timesteps,
                 agents=list(rep.modules), modules=rep.modules, restored_from=cfg.restore_from)
+            if restored is not None:  # after run_started: it is every run's first event
+                emit.log(f"restored from {cfg.restore_from} at {restored.timesteps_total} "
+                         f"{'gradient' if not cfg.algo.online else 'env'} steps")
             # A training step takes milliseconds to seconds; an iteration that takes minutes is stuck.
             self.ctx.progress.start(max(300.0, cfg.report_every_timesteps * 0.5), "report_every_timesteps × 0.5 s")
             t0 = time.perf_counter()
@@ -257,11 +260,11 @@ class TianshouRuntime:
                 train_seconds = time.perf_counter() - (rep.training_started or t0)
                 self.note_stop(info)
             except RunCancelled:
-                if cfg.checkpoint_at_end and self.last_saved != rep.timesteps:
+                if cfg.checkpoint.at_end and self.last_saved != rep.timesteps:
                     self.save_checkpoint()
                 raise
             rep.flush()
-            if cfg.checkpoint_at_end and self.last_saved != rep.timesteps:
+            if cfg.checkpoint.at_end and self.last_saved != rep.timesteps:
                 self.save_checkpoint()
             logger.finalize()
         finally:

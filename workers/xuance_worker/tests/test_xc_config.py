@@ -47,8 +47,10 @@ def test_the_schema_is_xuances_shipped_yaml(home):
     cnn = ("filters", "kernels", "strides")  # from the image settings, mappo/atari.yaml (tested below)
     assert {k: v["default"] for k, v in props.items() if k not in cnn} == {
         k: v for k, v in shipped.items() if k in props}
-    for owned in ("seed", "parallels", "learning_rate", "running_steps", "vectorize", "policy"):
+    for owned in ("seed", "parallels", "running_steps", "vectorize", "policy"):
         assert owned not in props  # set by MOSAIC's own fields
+    # XuanCe's own names of the shared hyperparameters stay open (one or the other: test_shared_... below)
+    assert props["learning_rate"]["default"] == shipped["learning_rate"] and "gamma" in props
     assert props["clip_range"]["type"] == "number" and props["use_parameter_sharing"]["type"] == "boolean"
     assert "Ratio clip range" in props["clip_range"]["description"]
 
@@ -60,8 +62,7 @@ def test_the_schema_is_xuances_shipped_yaml(home):
     ("maddpg", "box", "MADDPG_Policy", "batch_size"),
 ])
 def test_dry_run_shows_xuances_arguments_as_the_run_builds_them(home, algorithm, kind, policy, batch_key):
-    config = home.config("dry", algorithm=algorithm, num_envs=3, batch_size=96, learning_rate=0.001,
-                         algo_params={"gamma": 0.9})
+    config = home.config("dry", algorithm=algorithm, num_envs=3, batch_size=96, learning_rate=0.001, gamma=0.9)
     proc = home.cli("run", "--dry-run", str(config))
     assert proc.returncode == 0, proc.stderr
     shown = json.loads(proc.stdout)
@@ -145,3 +146,98 @@ def test_the_worker_offers_every_butterfly_id_and_only_the_simultaneous_classic_
     assert {"pistonball_v6", "cooperative_pong_v5", "knights_archers_zombies_v10"} <= set(offered["butterfly"])
     assert offered["classic"] == ["rps_v2"]  # tictactoe, connect_four, go: turn-based (AEC only)
     assert "image" in described["capabilities"]["observation_spaces"]
+
+
+def validate(home, config: dict, *flags: str) -> subprocess.CompletedProcess:
+    """``python -m xuance_worker.cli --validate --config -`` (or other flags) in the worker's environment."""
+    return subprocess.run([home.python, "-m", "xuance_worker.cli", *(flags or ("--validate",)), "--config", "-"],
+                          input=json.dumps(config), capture_output=True, text=True, timeout=300)
+
+
+def test_the_specifications_example_validates_as_written_and_its_batch_size_is_the_minibatch(home):
+    example = {"worker": "xuance", "algorithm": "mappo", "learning_rate": 5e-4, "batch_size": 256, "backend": "torch"}
+    proc = validate(home, example)
+    assert proc.returncode == 0, proc.stderr
+    assert {k: json.loads(proc.stdout)[k] for k in example} == example
+    # on-policy, XuanCe's minibatch is buffer_size // n_minibatch: batch_size sets buffer_size to batch_size x it
+    shown = json.loads(validate(home, example, "--dry-run").stdout)["xuance_arguments"]
+    assert shown["buffer_size"] // shown["n_minibatch"] == 256 and shown["learning_rate"] == 5e-4
+    shown = json.loads(validate(home, {**example, "algo_params": {"n_minibatch": 4}}, "--dry-run").stdout)
+    assert shown["xuance_arguments"]["buffer_size"] == 1024 and shown["xuance_arguments"]["n_minibatch"] == 4
+
+
+def test_xuances_spelling_of_the_algorithm_is_accepted_and_normalised(home):
+    proc = validate(home, {"algorithm": "MAPPO"})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["algorithm"] == "mappo"
+
+
+#: Every field the worker's FieldMap refuses, set to something other than its default.
+REFUSED = {"environment.env_ids": {"environment": {"env_ids": ["simple_spread_v3", "simple_tag_v3"]}},
+           "episodes": {"episodes": 5},
+           "resources.gpus": {"resources": {"gpus": 1}}}
+
+
+@pytest.fixture(scope="module")
+def shared_fields(xuance_env) -> dict:
+    described = subprocess.run([str(xuance_env / "bin" / "python"), "-m", "xuance_worker.cli", "--describe"],
+                               capture_output=True, text=True, timeout=300, check=True)
+    return json.loads(described.stdout)["shared_fields"]
+
+
+def test_every_refused_shared_field_is_tested_below(shared_fields):
+    assert set(REFUSED) == set(shared_fields["refused"])
+
+
+@pytest.mark.parametrize("path", sorted(REFUSED))
+def test_a_refused_shared_field_exits_2_naming_it(home, shared_fields, path):
+    proc = validate(home, {"algorithm": "mappo", **REFUSED[path]})
+    assert proc.returncode == 2, proc.stdout
+    assert proc.stderr.startswith(f"mosaic: error: {path}: ") and "allowed:" in proc.stderr
+    assert shared_fields["refused"][path] in proc.stderr
+
+
+@pytest.mark.parametrize("fields,named", [
+    ({"learning_rate": 0.001, "algo_params": {"learning_rate": 0.002}}, ("learning_rate", "algo_params.learning_rate")),
+    ({"gamma": 0.9, "algo_params": {"gamma": 0.8}}, ("gamma", "algo_params.gamma")),
+    ({"batch_size": 200, "algo_params": {"buffer_size": 400}}, ("batch_size", "algo_params.buffer_size")),
+    ({"algorithm": "qmix", "batch_size": 32, "algo_params": {"batch_size": 64}}, ("batch_size", "algo_params.batch_size")),
+])
+def test_a_shared_hyperparameter_and_xuances_own_name_for_it_at_once_are_refused_naming_both(home, fields, named):
+    line = home.check_refused(fields, named[0], "both set XuanCe's")
+    assert named[1] in line
+
+
+def fake_checkpoint(folder, algorithm="iql", env_id="simple_spread_v3", model=True):
+    """What validation reads of a XuanCe checkpoint: MOSAIC's state file (and the model file's presence)."""
+    folder.mkdir(parents=True)
+    state = {"format": "mosaic-xuance-worker/1", "iteration": 1, "timesteps_total": 400, "episodes": 16,
+             "algorithm": algorithm, "model_file": "xuance_model.pth", "environment": {"env_id": env_id}}
+    (folder / "mosaic_state.json").write_text(json.dumps(state))
+    if model:
+        (folder / "xuance_model.pth").write_bytes(b"weights")
+    return str(folder)
+
+
+def test_restore_from_is_checked_before_any_run_folder_exists(home, tmp_path):
+    """A path that does not exist, a run folder, a folder that is no checkpoint, another algorithm's or env's
+    checkpoint: `mosaic run` and `--dry-run` exit 2 naming checkpoint.restore_from, and no run folder is made."""
+    run = tmp_path / "runs" / "earlier"
+    fake_checkpoint(run / "checkpoints" / "checkpoint_000001")
+    (run / "telemetry.jsonl").write_text("")
+    (run / "analytics.json").write_text("{}")
+    cases = [(str(tmp_path / "nowhere"), "does not exist"),
+             (str(run), "is a run folder, not a checkpoint"),
+             (str(tmp_path), "is not a checkpoint (no mosaic_state.json in it)"),
+             (fake_checkpoint(tmp_path / "vdn", algorithm="vdn"), "is a vdn checkpoint; this run trains iql"),
+             (fake_checkpoint(tmp_path / "tag", env_id="simple_tag_v3"),
+              "was trained on simple_tag_v3; this run uses simple_spread_v3"),
+             (fake_checkpoint(tmp_path / "nomodel", model=False), "has no XuanCe model file")]
+    for path, words in cases:
+        fields = {"algorithm": "iql", "checkpoint": {"restore_from": path}}
+        home.check_refused(fields, "checkpoint.restore_from", words)
+        dry = home.cli("run", "--dry-run", str(home.config("dry", **fields)))
+        assert dry.returncode == 2 and f"checkpoint.restore_from: " in dry.stderr and words in dry.stderr, dry.stderr
+    assert home.runs() == []
+    good = fake_checkpoint(tmp_path / "iql")
+    assert validate(home, {"algorithm": "iql", "checkpoint": {"restore_from": good}}).returncode == 0

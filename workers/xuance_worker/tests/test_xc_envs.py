@@ -83,7 +83,7 @@ def test_every_env_id_trains_or_is_refused_with_a_documented_reason(home):
         steps = 50 if env_id in SMALL else 100  # images: one update
         proc, run = home.run("mappo", environment={"family": family, "env_id": env_id, "api_type": "PARALLEL",
                                                    "env_kwargs": kwargs}, algo_params=change.get("algo_params", {}),
-                             total_timesteps=steps, num_envs=1, batch_size=50, report_every_timesteps=steps)
+                             total_timesteps=steps, num_envs=1, batch_size=50, reporting={"every_timesteps": steps})
         assert proc.returncode == 0, (env, proc.stderr[-2000:])
         (metrics,) = home.events(run, "metrics")
         assert metrics["timesteps_total"] == steps, env

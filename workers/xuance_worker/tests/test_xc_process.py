@@ -20,7 +20,7 @@ from mosaic.testing import check_pause_resume, check_worker, run_events, wait_un
 @pytest.mark.slow
 def test_conformance(home):
     """The run, its own stdout, bad input and every shared flag, in the worker's environment."""
-    report = check_worker("xuance", {"algorithm": "mappo", "seed": 3, "report_every_timesteps": 400,
+    report = check_worker("xuance", {"algorithm": "mappo", "seed": 3, "reporting": {"every_timesteps": 400},
                                      **TINY["mappo"]}, home=home.root,
                           bad_config={"algorithm": "mappo", "algo_params": {"clip_range": "wide"}})
     assert report.of_type("metrics")[-1]["timesteps_total"] == TINY["mappo"]["total_timesteps"]
@@ -30,8 +30,8 @@ def test_conformance(home):
 @pytest.mark.slow
 def test_a_watched_run_streams_env_0_pauses_and_ctrl_c_cancels_it_with_a_checkpoint(home, tmp_path):
     config = home.config("long", algorithm="qmix", total_timesteps=2_000_000, num_envs=2,
-                         report_every_timesteps=200, algo_params={"start_training": 100, "buffer_size": 5000},
-                         fastlane={"enabled": True}, heartbeat_interval_s=0.5)
+                         reporting={"every_timesteps": 200, "heartbeat_interval_s": 0.5},
+                         algo_params={"start_training": 100, "buffer_size": 5000}, fastlane={"enabled": True})
     run_id = "xuance-cancel-1"
     proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config), "--run-id", run_id],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,

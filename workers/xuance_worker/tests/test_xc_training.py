@@ -54,7 +54,7 @@ def test_every_algorithm_trains_reports_checkpoints_evaluates_and_resumes(home, 
     assert pixels.ndim == 3 and pixels.std() > 1
 
     # resume: the counters continue, and the restored weights go on learning
-    proc, resumed = home.run(algorithm, restore_from=saved["path"], total_timesteps=1200)
+    proc, resumed = home.run(algorithm, checkpoint={"restore_from": saved["path"]}, total_timesteps=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = home.events(resumed, "metrics")
     assert [(m["iteration"], m["timesteps_total"]) for m in metrics] == [(3, 1200)]
@@ -93,13 +93,23 @@ def test_agents_with_different_spaces_train_a_network_each_and_evaluate(home, al
     assert sorted(json.loads(evaluated.stdout)["per_agent_return"]) == agents
 
 
-def test_a_mismatched_checkpoint_is_refused(home):
+def test_a_checkpoint_resumes_its_own_algorithm_only_and_the_resumed_run_starts_with_run_started(home):
     proc, first = home.run("iql", total_timesteps=400, algo_params={"start_training": 100, "buffer_size": 500})
     assert proc.returncode == 0, proc.stderr[-3000:]
     (saved,) = home.events(first, "checkpoint_saved")
-    proc, _ = home.run("vdn", restore_from=saved["path"])
-    assert proc.returncode == 1
-    assert "restore_from: is a iql checkpoint; this run trains vdn" in proc.stderr
+    # refused while the config is validated: exit 2 naming the field, and no run folder for it
+    proc, _ = home.run("vdn", checkpoint={"restore_from": saved["path"]})
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "mosaic: error: checkpoint.restore_from: is a iql checkpoint; this run trains vdn" in proc.stderr
+    assert home.runs() == [first]
+    # its own algorithm resumes; run_started is the resumed run's first event, the restore is logged after it
+    proc, resumed = home.run("iql", total_timesteps=600, checkpoint={"restore_from": saved["path"]},
+                             algo_params={"start_training": 100, "buffer_size": 500})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    events = home.events(resumed)
+    assert events[0]["type"] == "run_started" and events[0]["restored_from"] == saved["path"]
+    assert any(e["type"] == "log" and e["message"].startswith(f"restored from {saved['path']}") for e in events)
+    assert home.events(resumed, "metrics")[-1]["timesteps_total"] == 600
 
 
 @pytest.mark.slow
@@ -148,8 +158,8 @@ def test_an_image_env_trains_a_cnn_and_evaluates_on_the_frames_the_env_gives(hom
     """cooperative_pong's frames go to XuanCe's CNN (its image settings, <algo>/atari.yaml), in training and, the
     same way, in `mosaic eval`; the walk in test_xc_envs.py leaves this env to this test."""
     budget, scalar = IMAGE_RUNS[algorithm]
-    proc, run = home.run(algorithm, environment=PONG, total_timesteps=60, num_envs=1, report_every_timesteps=60,
-                         **budget)
+    proc, run = home.run(algorithm, environment=PONG, total_timesteps=60, num_envs=1,
+                         reporting={"every_timesteps": 60}, **budget)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (started,) = home.events(run, "run_started")
     assert started["observations"] == {a: "image 70x120x3 uint8 (XuanCe's CNN)" for a in ("paddle_0", "paddle_1")}

@@ -27,7 +27,7 @@ class Home(WorkerHome):
 
     def run(self, algorithm: str, *args: str, **fields: Any) -> tuple[subprocess.CompletedProcess, Path]:
         """``mosaic run`` a tiny budget of ``algorithm``; (process, run folder)."""
-        cfg = {"algorithm": algorithm, "seed": 1, "report_every_timesteps": 400, **TINY[algorithm], **fields}
+        cfg = {"algorithm": algorithm, "seed": 1, "reporting": {"every_timesteps": 400}, **TINY[algorithm], **fields}
         name = f"{algorithm}-{len(list(self.root.glob('*.json')))}"
         proc = self.cli("run", str(self.config(name, **cfg)), *args)
         return proc, self.runs()[-1]

@@ -13,7 +13,7 @@ from xuance_worker.config import XuanCeConfig, params_schema
 
 def default_config() -> dict[str, Any]:
     data = XuanCeConfig(run_id="unset").to_dict()
-    del data["run_id"]
+    del data["run_id"], data["worker"]
     return data
 
 
@@ -69,7 +69,7 @@ def evaluate(request: Any) -> int:
 
 PROGRAM = WorkerProgram(name="xuance", config_from_dict=XuanCeConfig.from_dict, make_runtime=make_runtime,
                         default_config=default_config, deep_validate=deep_validate,
-                        heartbeat_interval_s=lambda config: config.heartbeat_interval_s,
+                        heartbeat_interval_s=lambda config: config.reporting.heartbeat_interval_s,
                         describe=get_worker_metadata, config_class=XuanCeConfig,
                         packages=("mosaic-xuance-worker", "xuance", "torch", "numpy", "pettingzoo", "gymnasium"),
                         algo_params_schema=params_schema, envs=envs, dry_run=dry_run, evaluate=evaluate)

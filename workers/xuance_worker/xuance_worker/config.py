@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping, Sequence
 
 from mosaic import configkit
+from mosaic.checkpoints import STATE_FILE, CheckpointState, is_checkpoint
 from mosaic.configkit import UpstreamParam, option
 from mosaic.envs import EnvironmentConfig
 from mosaic.errors import ConfigError, UserError
-from mosaic.fastlane.config import FastLaneConfig
+from mosaic.run_fields import FieldMap, Reporting, Resources, RunConfig
 
 from xuance_worker import algorithms
 from xuance_worker.algorithms import Algorithm
@@ -41,7 +42,7 @@ ATARI_ENV_OPTIONS = ("obs_type", "img_size", "num_stack", "frame_skip", "noop_ma
 #: XuanCe options MOSAIC sets itself, and from what.
 OWNED = {
     "seed": "seed", "env_seed": "seed", "running_steps": "total_timesteps", "parallels": "num_envs",
-    "learning_rate": "learning_rate", "dl_toolbox": "backend", "agent": "algorithm", "env_name": "environment",
+    "dl_toolbox": "backend", "agent": "algorithm", "env_name": "environment",
     "env_id": "environment.env_id", "continuous_action": "the env's action space",
     "policy": "the env's action space (algorithms.py)", "vectorize": "the worker (envs run in-process)",
     "device": "the worker (CPU)", "logger": "the worker (TensorBoard in the run folder)",
@@ -129,52 +130,105 @@ def params_schema(name: str) -> dict[str, Any]:
 
 
 def default_environment() -> EnvironmentConfig:
-    return EnvironmentConfig(family="mpe", env_id="simple_spread_v3", api_type="PARALLEL",
-                             env_kwargs={"N": 3, "max_cycles": 25})
+    return EnvironmentConfig(family="mpe", env_id="simple_spread_v3", api_type="PARALLEL", env_kwargs={})
+
+
+DEFAULT_TOTAL_TIMESTEPS = 50_000
+DEFAULT_REPORT_EVERY = 1000  # env steps between metrics events when reporting.every_timesteps is null
+MAX_ENVS = 256
+MODEL_FILE = "xuance_model.pth"
 
 
 @dataclass
-class XuanCeConfig:
+class XuanCeCheckpointState(CheckpointState):
+    """MOSAIC's counters next to XuanCe's model file, and what is needed to rebuild the agent."""
+
+    FORMAT: ClassVar[str] = "mosaic-xuance-worker/1"
+
+    algorithm: str = ""
+    model_file: str = MODEL_FILE
+    environment: dict[str, Any] = field(default_factory=dict)
+    agents: list[str] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)  # the MOSAIC config of the run that saved it
+
+
+@dataclass
+class XuanCeConfig(RunConfig):
     """A XuanCe run: one algorithm, one PettingZoo env, XuanCe's own hyperparameters."""
 
-    run_id: str = option(help="run id (set by MOSAIC)")
-    algorithm: str = option("mappo", choices=tuple(algorithms.ALGORITHMS),
-                            help="XuanCe algorithm (traits: xuance_worker/algorithms.py)")
+    FIELDS: ClassVar[FieldMap] = FieldMap(
+        honoured={
+            "algorithm": "XuanCe's agent (MAPPO, IPPO, QMIX, VDN, IQL, MADDPG) and the folder of its yaml",
+            "environment.family": "the PettingZoo family, built by MOSAIC's env layer behind XuanCe's env registry",
+            "environment.env_id": "the versioned PettingZoo id (XuanCe's env_id; it picks <algo>/mpe/<env_id>.yaml "
+                                  "where XuanCe ships one)",
+            "environment.env_kwargs": "the env constructor's keyword arguments",
+            "seed": "XuanCe's seed and env_seed (env i of the vector gets seed + i)",
+            "total_timesteps": "XuanCe's running_steps (env steps; a parallel step of all agents is one)",
+            "num_envs": "XuanCe's parallels (stepped in-process, DummyVecMultiAgentEnv)",
+            "learning_rate": "the yaml's learning_rate",
+            "gamma": "the yaml's gamma",
+            "batch_size": "off-policy: the yaml's batch_size (transitions per gradient step); on-policy: XuanCe's "
+                          "minibatch, buffer_size // n_minibatch (the worker sets buffer_size = batch_size × "
+                          "n_minibatch)",
+            "checkpoint.every_timesteps": "XuanCe's save_model at the first report at or past each multiple",
+            "checkpoint.at_end": "XuanCe's save_model when the run ends (completed or cancelled)",
+            "checkpoint.keep": "the newest K periodic checkpoints are kept, older ones deleted",
+            "checkpoint.restore_from": "XuanCe's load_model, and MOSAIC's counters (same algorithm and env id)",
+            "reporting.every_timesteps": f"a metrics event every N env steps (XuanCe's loop has no iterations of "
+                                         f"its own; null = {DEFAULT_REPORT_EVERY})",
+            "reporting.heartbeat_interval_s": "heartbeats",
+            "fastlane": "frames of env 0",
+            "resources.threads": "torch threads of the worker (mosaic/threads.py)",
+            "resources.cpus": "CPUs the daemon reserves for the run",
+            "algo_params": "XuanCe's yaml options by their own names (`--schema ALGO` lists them)",
+        },
+        refused={
+            "environment.env_ids": "one env per run",
+            "episodes": "a training worker: its budget is total_timesteps (`mosaic eval --episodes` plays "
+                        "trained policies)",
+            "resources.gpus": "no GPU path in this version of the worker (XuanCe runs on device 'cpu')",
+        })
+
+    algorithm: str = option("mappo", help="XuanCe algorithm, lower case (XuanCe's spelling, e.g. MAPPO, is "
+                                          "accepted); traits: xuance_worker/algorithms.py")
     environment: EnvironmentConfig = option(default_factory=default_environment,
                                             help="PettingZoo env (parallel API), built by MOSAIC's env layer")
-    seed: int = option(1, min=0, help="XuanCe's seed and env_seed")
-    total_timesteps: int = option(50_000, min=1, help="env steps (a parallel step of all agents is one)")
-    num_envs: int | None = option(None, min=1, max=256, help="envs stepped together (XuanCe's parallels); "
-                                                              "default: the yaml's")
-    learning_rate: float | None = option(None, min=0.0, help="default: the yaml's")
-    batch_size: int | None = option(None, min=1, help="on-policy: env steps per update (XuanCe's buffer_size); "
-                                                      "off-policy: transitions per gradient step "
-                                                      "(batch_size); default: the yaml's")
-    backend: str = option("torch", choices=("torch",), help="XuanCe's dl_toolbox (TensorFlow and MindSpore "
-                                                            "are not installed in the worker's environment)")
-    algo_params: dict[str, Any] = option(default_factory=dict,
-                                         help="any other XuanCe option by its yaml name: `--schema ALGO` "
-                                              "lists them with defaults")
-    report_every_timesteps: int = option(1000, min=1, help="a metrics event (an 'iteration') every N env steps")
-    checkpoint_every_timesteps: int = option(0, min=0, help="also checkpoint every N env steps; 0 = at the end only")
-    checkpoint_at_end: bool = option(True, help="save when the run ends (completed or cancelled)")
-    restore_from: str | None = option(None, help="a checkpoint folder of a XuanCe run to continue from")
-    torch_num_threads: int | None = option(1, min=1, help="torch threads of the worker (mosaic/threads.py); "
-                                                          "null = torch's default")
-    heartbeat_interval_s: float = option(5.0, min=0.1, help="seconds between heartbeats")
-    fastlane: FastLaneConfig = option(default_factory=FastLaneConfig, help="live frames of env 0")
+    seed: int = option(1, min=0, help="XuanCe's seed and env_seed (XuanCe's own examples use 1)")
+    total_timesteps: int | None = option(DEFAULT_TOTAL_TIMESTEPS, min=1,
+                                         help="env steps (a parallel step of all agents is one); null = "
+                                              f"{DEFAULT_TOTAL_TIMESTEPS}")
+    reporting: Reporting = option(default_factory=lambda: Reporting(every_timesteps=DEFAULT_REPORT_EVERY),
+                                  help="metrics (an 'iteration') every N env steps, and heartbeats")
+    resources: Resources = option(default_factory=lambda: Resources(threads=1),
+                                  help="torch threads of the worker (default 1: mosaic/threads.py), CPUs")
+    backend: str = option("torch", choices=("torch",),
+                          help="XuanCe's dl_toolbox; only torch: XuanCe's TensorFlow and MindSpore backends are "
+                               "not installed in the worker's environment")
+
+    @classmethod
+    def algorithms(cls) -> Sequence[str]:
+        return algorithms.usable()
 
     @property
     def algo(self) -> Algorithm:
         return algorithms.get(self.algorithm)
 
-    def to_dict(self) -> dict[str, Any]:
-        return configkit.to_dict(self)
+    @property
+    def report_every(self) -> int:
+        return self.reporting.every_timesteps or DEFAULT_REPORT_EVERY
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "XuanCeConfig":
+        named = data.get("algorithm") if isinstance(data, Mapping) else None
+        if isinstance(named, str) and named.lower() in algorithms.ALGORITHMS:
+            algorithms.get(named)  # an algorithm the worker refuses, with its reason
         config = configkit.from_dict(cls, data)
-        config.algorithm = config.algo.name
+        config.check_shared()
+        if config.total_timesteps is None:
+            config.total_timesteps = DEFAULT_TOTAL_TIMESTEPS
+        if config.num_envs is not None and config.num_envs > MAX_ENVS:
+            raise ConfigError("num_envs", f"{config.num_envs} envs in one process; allowed: 1 to {MAX_ENVS}")
         refuse_turn_based(config.environment)
         if config.environment.api_type != "PARALLEL":
             raise ConfigError("environment.api_type", "XuanCe steps every agent at once: PARALLEL only")
@@ -183,6 +237,8 @@ class XuanCeConfig:
             # MPE's actions are discrete unless asked; an algorithm that acts only in boxes asks.
             env.env_kwargs = {**env.env_kwargs, "continuous_actions": True}
         config.algo_params = check_params(config)
+        if config.checkpoint.restore_from:
+            check_restore_from(config)
         return config
 
     def observes_images(self) -> bool:
@@ -194,6 +250,24 @@ class XuanCeConfig:
         env = self.environment
         return xuance_params(self.algo.name, env.family, env.env_id, self.observes_images())
 
+    def shared_options(self) -> dict[str, tuple[str, Any]]:
+        """XuanCe's yaml option -> (the shared field that sets it, its value), for the shared fields that are set."""
+        out: dict[str, tuple[str, Any]] = {}
+        if self.learning_rate is not None:
+            out["learning_rate"] = ("learning_rate", self.learning_rate)
+        if self.gamma is not None:
+            out["gamma"] = ("gamma", self.gamma)
+        if self.batch_size is not None:
+            if self.algo.on_policy:
+                # XuanCe's on-policy minibatch is buffer_size // n_minibatch (on_policy_marl.py)
+                n_minibatch = self.algo_params.get("n_minibatch")
+                if not isinstance(n_minibatch, int) or isinstance(n_minibatch, bool) or n_minibatch < 1:
+                    n_minibatch = self.params()["n_minibatch"].default  # a bad value is refused by check_params
+                out["buffer_size"] = ("batch_size", self.batch_size * n_minibatch)
+            else:
+                out["batch_size"] = ("batch_size", self.batch_size)
+        return out
+
     def overrides(self) -> dict[str, Any]:
         """What MOSAIC sets over the yaml (the env-dependent ones are added at build time)."""
         out: dict[str, Any] = dict(self.algo_params)
@@ -203,11 +277,32 @@ class XuanCeConfig:
                    render=False, render_mode="rgb_array")  # frames: FastLane, from env 0 (envs.py)
         if self.num_envs is not None:
             out["parallels"] = self.num_envs
-        if self.learning_rate is not None:
-            out["learning_rate"] = self.learning_rate
-        if self.batch_size is not None:
-            out["buffer_size" if self.algo.on_policy else "batch_size"] = self.batch_size
+        out.update({name: value for name, (_, value) in self.shared_options().items()})
         return out
+
+
+def check_restore_from(config: XuanCeConfig) -> None:
+    """A XuanCe checkpoint of the same algorithm and env id (before any run folder exists)."""
+    path = config.checkpoint.restore_from
+    field_name = "checkpoint.restore_from"
+    allowed = "allowed: a checkpoint folder of a xuance run (<run folder>/checkpoints/<name>)"
+    if not is_checkpoint(path):
+        raise ConfigError(field_name, f"{path!r} is not a checkpoint (no {STATE_FILE} in it); {allowed}")
+    try:
+        state = XuanCeCheckpointState.read(path, field_name, "the xuance worker")
+    except ConfigError as exc:
+        what = str(exc).removeprefix(f"{field_name}: ")
+        raise ConfigError(field_name, f"{what}; {allowed}") from None
+    if state.algorithm != config.algorithm:
+        raise ConfigError(field_name, f"is a {state.algorithm} checkpoint; this run trains {config.algorithm}; "
+                                      f"allowed: a checkpoint of a {config.algorithm} run")
+    trained_on = state.environment.get("env_id")
+    if trained_on != config.environment.env_id:
+        raise ConfigError(field_name, f"was trained on {trained_on}; this run uses {config.environment.env_id}; "
+                                      f"allowed: a checkpoint of a run on {config.environment.env_id}")
+    if not (Path(path) / state.model_file).is_file():
+        raise ConfigError(field_name, f"has no XuanCe model file ({state.model_file}); allowed: a complete "
+                                      "checkpoint of a xuance run")
 
 
 def refuse_turn_based(environment: EnvironmentConfig) -> None:
@@ -224,38 +319,48 @@ def refuse_turn_based(environment: EnvironmentConfig) -> None:
 
 def check_params(config: XuanCeConfig) -> dict[str, Any]:
     params = config.params()
+    shared = config.shared_options()
     checked = {}
     for name, value in config.algo_params.items():
-        field = f"algo_params.{name}"
+        field_name = f"algo_params.{name}"
         if name in OWNED:
-            raise ConfigError(field, f"is set by {OWNED[name]}" + (
+            raise ConfigError(field_name, f"is set by {OWNED[name]}" + (
                 f": set the top-level {OWNED[name]!r} instead" if OWNED[name] in XuanCeConfig.__dataclass_fields__
                 else ""))
+        if name in shared:
+            by = shared[name][0]
+            raise ConfigError(by, f"and {field_name} both set XuanCe's {name}; allowed: one of them "
+                                  f"(the shared {by}, or XuanCe's own {field_name})")
         if name in ATARI_ENV_OPTIONS:
-            raise ConfigError(field, "is an option of XuanCe's own Atari env, which this worker does not use: the "
-                                     "env is built by MOSAIC's env layer (set environment.env_kwargs instead)")
+            raise ConfigError(field_name, "is an option of XuanCe's own Atari env, which this worker does not use: "
+                                          "the env is built by MOSAIC's env layer (set environment.env_kwargs "
+                                          "instead)")
         if name in CNN_OPTIONS and name not in params:
-            raise ConfigError(field, f"applies to image observations only (XuanCe's Basic_CNN); "
-                                     f"{config.environment.env_id} observes no images")
+            raise ConfigError(field_name, f"applies to image observations only (XuanCe's Basic_CNN); "
+                                          f"{config.environment.env_id} observes no images")
         if name not in params:
             import difflib
 
             allowed = sorted(n for n in params if n not in OWNED)
             close = difflib.get_close_matches(name, allowed, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(field, f"{config.algorithm} has no option {name!r}{hint}; allowed: {', '.join(allowed)}")
-        checked[name] = params[name].check(value, field)
+            raise ConfigError(field_name, f"{config.algorithm} has no option {name!r}{hint}; allowed: "
+                                          f"{', '.join(allowed)}")
+        checked[name] = params[name].check(value, field_name)
     merged = {**{n: p.default for n, p in params.items()}, **checked, **config.overrides()}
     total, parallels = merged["running_steps"], merged["parallels"]
     if total < parallels:
         raise ConfigError("total_timesteps", f"{total} is less than one step of the {parallels} envs (num_envs)")
     if config.algo.on_policy:
-        if merged["buffer_size"] < parallels:
-            raise ConfigError("batch_size", f"{merged['buffer_size']} env steps per update is less than one "
-                                            f"step of the {parallels} envs (num_envs)")
-        if total < merged["buffer_size"]:
-            raise ConfigError("total_timesteps", f"{total} is less than one update ({merged['buffer_size']} env "
-                                                 f"steps, batch_size): {config.algorithm} would not learn")
+        rollout = merged["buffer_size"]
+        by = "batch_size" if "buffer_size" in shared else "algo_params.buffer_size"
+        if rollout < parallels:
+            raise ConfigError(by, f"{rollout} env steps per update (XuanCe's buffer_size) is less than one "
+                                  f"step of the {parallels} envs (num_envs)")
+        if total < rollout:
+            raise ConfigError("total_timesteps", f"{total} is less than one update ({rollout} env steps, "
+                                                 f"XuanCe's buffer_size, set by {by}): {config.algorithm} "
+                                                 "would not learn")
     elif merged.get("start_training", 0) >= total:
         raise ConfigError("algo_params.start_training",
                           f"{merged['start_training']} env steps is not below total_timesteps ({total}): "

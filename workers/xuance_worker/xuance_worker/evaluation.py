@@ -54,6 +54,33 @@ class Seating:
         return self.actor
 
 
+#: Fields of configs saved before the shared run vocabulary (mosaic.run_fields) -> where they went.
+_OLD_FIELDS = {"report_every_timesteps": ("reporting", "every_timesteps"),
+               "heartbeat_interval_s": ("reporting", "heartbeat_interval_s"),
+               "checkpoint_every_timesteps": ("checkpoint", "every_timesteps"),
+               "checkpoint_at_end": ("checkpoint", "at_end"), "restore_from": ("checkpoint", "restore_from"),
+               "torch_num_threads": ("resources", "threads")}
+
+
+def saved_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The config a checkpoint saved, in today's shape: checkpoints saved before the shared fields still play.
+
+    Only the fields that moved are translated; an old on-policy ``batch_size`` (XuanCe's buffer_size) goes to
+    algo_params.buffer_size, which is what it set (and which playing does not use)."""
+    data = {k: v for k, v in config.items() if k != "run_id"}
+    if "checkpoint" in data or not any(k in data for k in _OLD_FIELDS):
+        return data
+    for old, (section, name) in _OLD_FIELDS.items():
+        if old in data:
+            data.setdefault(section, {})[name] = data.pop(old)
+    from xuance_worker import algorithms
+
+    algo = algorithms.ALGORITHMS.get(str(data.get("algorithm", "")).lower())
+    if algo is not None and algo.on_policy and data.get("batch_size") is not None:
+        data["algo_params"] = {**data.get("algo_params", {}), "buffer_size": data.pop("batch_size")}
+    return data
+
+
 def load_agent(folder: Path, state: Any, scratch: Path) -> tuple[Any, Any, Any]:
     """(XuanCe agent with the checkpoint's weights, its envs, the run's config)."""
     from xuance_worker import envs as env_adapter
@@ -61,8 +88,9 @@ def load_agent(folder: Path, state: Any, scratch: Path) -> tuple[Any, Any, Any]:
     from xuance_worker.runtime import probe_env, quiet_xuance, xuance_arguments
 
     quiet_xuance()
-    data = {k: v for k, v in state.config.items() if k != "run_id"}
-    data.update(run_id=state.run_id or "eval", num_envs=1, fastlane={"enabled": False}, restore_from=None)
+    data = saved_config(state.config)
+    data.update(run_id=state.run_id or "eval", num_envs=1, fastlane={"enabled": False})
+    data["checkpoint"] = {**data.get("checkpoint", {}), "restore_from": None}
     config = XuanCeConfig.from_dict(data)
     from xuance.environment import make_envs
     from xuance.torch.agents import REGISTRY_Agents

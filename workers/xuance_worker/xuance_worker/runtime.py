@@ -11,7 +11,7 @@ from ``REGISTRY_Agents``, ``agent.train``), with MOSAIC around them:
 4. the safe point, after every vector step: pause, cancel, progress ticks,
    periodic checkpoints;
 5. checkpoints with XuanCe's own ``save_model`` (policy, optimisers, torch RNG)
-   plus MOSAIC's state file; ``restore_from`` continues from one.
+   plus MOSAIC's state file; ``checkpoint.restore_from`` continues from one.
 
 XuanCe's TensorBoard files go to ``tensorboard/`` of the run folder, its banners
 to stderr (the worker CLI keeps stdout for telemetry), tqdm is switched off.
@@ -20,13 +20,13 @@ to stderr (the worker CLI keeps stdout for telemetry), tqdm is switched off.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from argparse import Namespace
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from mosaic.checkpoints import CheckpointState, checkpoint_folder
+from mosaic.checkpoints import checkpoint_folder
 from mosaic.errors import ConfigError
 from mosaic.lifecycle import RunCancelled
 from mosaic.provenance import config_digest, package_versions
@@ -34,24 +34,10 @@ from mosaic.threads import limit_torch_threads
 from mosaic.worker_cli import WorkerContext
 
 from xuance_worker import envs as env_adapter
-from xuance_worker.config import XuanCeConfig
+from xuance_worker.config import MODEL_FILE, XuanCeCheckpointState, XuanCeConfig  # noqa: F401 (re-exported)
 from xuance_worker.telemetry import Reporter, make_callback
 
 PACKAGES = ("mosaic-marl", "mosaic-xuance-worker", "xuance", "torch", "numpy", "pettingzoo", "gymnasium")
-MODEL_FILE = "xuance_model.pth"
-
-
-@dataclass
-class XuanCeCheckpointState(CheckpointState):
-    """MOSAIC's counters next to XuanCe's model file, and what is needed to rebuild the agent."""
-
-    FORMAT: ClassVar[str] = "mosaic-xuance-worker/1"
-
-    algorithm: str = ""
-    model_file: str = MODEL_FILE
-    environment: dict[str, Any] = field(default_factory=dict)
-    agents: list[str] = field(default_factory=list)
-    config: dict[str, Any] = field(default_factory=dict)  # the MOSAIC config of the run that saved it
 
 
 def quiet_xuance() -> None:
@@ -263,9 +249,10 @@ class XuanCeRuntime:
         self.agent: Any = None
         self.reporter: Reporter | None = None
         self.last_saved = -1
+        self.periodic: list[Path] = []  # this run's periodic checkpoints, oldest first (checkpoint.keep)
 
     # -- checkpoints -----------------------------------------------------------
-    def save_checkpoint(self) -> Path:
+    def save_checkpoint(self, periodic: bool = False) -> Path:
         rep = self.reporter
         assert rep is not None and self.agent is not None
         folder = checkpoint_folder(self.ctx.run_dir.root, rep.iteration)
@@ -278,16 +265,16 @@ class XuanCeRuntime:
         self.ctx.emitter.checkpoint_saved(path=str(folder), iteration=rep.iteration,
                                           timesteps_total=rep.timesteps)
         self.last_saved = rep.timesteps
+        keep = self.config.checkpoint.keep
+        if periodic:
+            self.periodic.append(folder)
+            while keep is not None and len(self.periodic) > keep:
+                shutil.rmtree(self.periodic.pop(0), ignore_errors=True)
         return folder
 
     def restore(self, path: str) -> XuanCeCheckpointState:
-        state = XuanCeCheckpointState.read(path, "restore_from", "the xuance worker")
-        if state.algorithm != self.config.algorithm:
-            raise ConfigError("restore_from", f"is a {state.algorithm} checkpoint; this run trains "
-                                              f"{self.config.algorithm}")
-        if state.environment.get("env_id") != self.config.environment.env_id:
-            raise ConfigError("restore_from", f"was trained on {state.environment.get('env_id')}; this run uses "
-                                              f"{self.config.environment.env_id}")
+        """Load a checkpoint that validation checked (same algorithm and env id: config.check_restore_from)."""
+        state = XuanCeCheckpointState.read(path, "checkpoint.restore_from", "the xuance worker")
         self.agent.load_model(str(Path(path) / state.model_file))
         self.agent.current_step = state.timesteps_total
         return state
@@ -298,9 +285,9 @@ class XuanCeRuntime:
         assert rep is not None
         if rep.step_end(timesteps):
             self.ctx.progress.tick(rep.iteration)
-            every = self.config.checkpoint_every_timesteps
+            every = self.config.checkpoint.every_timesteps
             if every and timesteps // every > max(self.last_saved, 0) // every:
-                self.save_checkpoint()
+                self.save_checkpoint(periodic=True)
         self.ctx.control.checkpoint()
 
     # -- the run -----------------------------------------------------------------
@@ -308,7 +295,7 @@ class XuanCeRuntime:
         cfg, emit = self.config, self.ctx.emitter
         root = self.ctx.run_dir.root
         quiet_xuance()
-        limit_torch_threads(cfg.torch_num_threads)
+        limit_torch_threads(cfg.resources.threads)
         probe = probe_env(cfg)
         import torch
         from xuance.environment import make_envs
@@ -320,7 +307,7 @@ class XuanCeRuntime:
         try:
             shared = bool(args.use_parameter_sharing)
             self.reporter = Reporter(emit, agents=list(envs.agents), shared=shared,
-                                     total_timesteps=cfg.total_timesteps, report_every=cfg.report_every_timesteps,
+                                     total_timesteps=cfg.total_timesteps, report_every=cfg.report_every,
                                      family=cfg.environment.family, env_id=cfg.environment.env_id)
             callback = make_callback(self.reporter, self.on_step_end)
             self.agent = agent = REGISTRY_Agents[args.agent](args, envs, callback=callback)
@@ -331,23 +318,25 @@ class XuanCeRuntime:
                 log_infos(info, x_index)
 
             agent.log_infos = observed_log_infos
-            restored = None
-            if cfg.restore_from:
-                restored = self.restore(cfg.restore_from)
+            restored, restore_from = None, cfg.checkpoint.restore_from
+            if restore_from:
+                restored = self.restore(restore_from)
                 self.reporter.iteration, self.reporter.episodes = restored.iteration, restored.episodes
                 self.reporter.timesteps = self.last_saved = restored.timesteps_total
-                self.reporter.next_report = restored.timesteps_total + cfg.report_every_timesteps
-                emit.log(f"restored from {cfg.restore_from} at {restored.timesteps_total} env steps")
+                self.reporter.next_report = restored.timesteps_total + cfg.report_every
             emit.run_started(
                 worker="xuance", config_digest=config_digest(cfg.to_dict()), versions=package_versions(PACKAGES),
-                resources={"cpus": 1, "gpus": 0, "num_envs": agent.n_envs, "torch_threads": torch.get_num_threads()},
+                resources={"cpus": cfg.resources.cpus, "gpus": 0, "num_envs": agent.n_envs,
+                           "torch_threads": torch.get_num_threads()},
                 algorithm=cfg.algorithm, xuance_agent=args.agent, xuance_policy=args.policy,
                 env=cfg.environment.describe(), policy_configuration="PARAMETER_SHARING" if shared else "INDEPENDENT",
                 seed=cfg.seed, total_timesteps=cfg.total_timesteps, agents=list(envs.agents),
-                restored_from=cfg.restore_from, set_for_env=probe.get("settings", {}),
+                restored_from=restore_from, set_for_env=probe.get("settings", {}),
                 observations=probe["observations"], xuance_yaml=yaml_name(cfg))
+            if restored is not None:  # run_started is the run's first event; then what it resumed from
+                emit.log(f"restored from {restore_from} at {restored.timesteps_total} env steps")
             # A vector step takes milliseconds; an iteration that takes minutes is stuck.
-            self.ctx.progress.start(max(300.0, cfg.report_every_timesteps * 0.5), "report_every_timesteps × 0.5 s")
+            self.ctx.progress.start(max(300.0, cfg.report_every * 0.5), "reporting.every_timesteps × 0.5 s")
             remaining = cfg.total_timesteps - self.reporter.timesteps
             self.reporter.start_clock()
             t0 = time.perf_counter()
@@ -355,11 +344,11 @@ class XuanCeRuntime:
                 if remaining > 0:
                     agent.train(max(1, -(-remaining // agent.n_envs)))
             except RunCancelled:
-                if cfg.checkpoint_at_end and self.last_saved != self.reporter.timesteps:
+                if cfg.checkpoint.at_end and self.last_saved != self.reporter.timesteps:
                     self.save_checkpoint()
                 raise
             self.reporter.flush()
-            if cfg.checkpoint_at_end and self.last_saved != self.reporter.timesteps:
+            if cfg.checkpoint.at_end and self.last_saved != self.reporter.timesteps:
                 self.save_checkpoint()
             agent.finish()
         finally:

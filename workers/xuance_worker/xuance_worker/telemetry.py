@@ -8,7 +8,7 @@ Two observation points, neither an edit of XuanCe:
 * the agent's ``log_infos`` (what XuanCe sends to TensorBoard), wrapped on the
   instance: learner scalars such as ``agent_0/actor_loss`` or ``loss_Q``.
 
-An "iteration" is ``report_every_timesteps`` env steps: one ``metrics`` event
+An "iteration" is ``reporting.every_timesteps`` env steps: one ``metrics`` event
 with the episodes that ended in it (``mosaic.episode_stats``) and the mean of
 each learner scalar over its updates, keyed by module like the Ray worker's
 ``learner`` field: ``shared`` when agents share parameters, else the agent's id;

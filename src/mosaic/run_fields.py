@@ -1,0 +1,298 @@
+"""The fields every run shares, whichever worker runs it.
+
+Every worker's config class is a :class:`RunConfig`: the same names, types,
+units and meanings for the algorithm, the env, the seed, the budget, the shared
+hyperparameters, checkpointing, reporting, FastLane and resources. A worker adds
+its own sections only for what is truly its own (RLlib's self-play, an LLM's
+model), and keeps its library's knobs under ``algo_params`` with the library's
+own names.
+
+A worker that cannot honour a shared field says so in its :class:`FieldMap`
+(``refused``, with the reason); giving that field anything but its default is
+then refused naming the field. What it honours it maps onto the library's own
+names (``honoured``: shared field -> where it goes), which ``--describe`` and
+the worker's doc show.
+
+Units:
+
+* ``total_timesteps`` counts **environment steps**: calls of the env's ``step``.
+  A PettingZoo parallel env steps all its agents at once (one step); an AEC
+  env steps one agent's move (one step); each sub-env of a vectorised env
+  counts its own steps. Agent steps are never what the budget counts.
+* ``episodes`` is an evaluator's budget: episodes played (per task, where a run
+  plays several tasks).
+* ``checkpoint.every_timesteps`` and ``reporting.every_timesteps`` are env steps too.
+
+This module imports nothing beyond the standard library and MOSAIC's config kit:
+everything above the workers (CLI, daemon, GUI) reads configs through it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any, ClassVar, Iterable, Mapping, Sequence
+
+from mosaic import configkit
+from mosaic.configkit import option
+from mosaic.errors import ConfigError, one_of
+from mosaic.fastlane.config import FastLaneConfig
+
+#: The shared top-level fields, in the order a config shows them.
+SHARED_FIELDS = ("worker", "algorithm", "environment", "seed", "total_timesteps", "episodes", "num_envs",
+                 "learning_rate", "gamma", "batch_size", "checkpoint", "reporting", "fastlane", "resources",
+                 "algo_params")
+#: Every leaf of the shared fields a worker must either honour or refuse (its :class:`FieldMap`).
+SHARED_PATHS = ("algorithm", "environment.family", "environment.env_id", "environment.env_ids",
+                "environment.env_kwargs", "seed", "total_timesteps", "episodes", "num_envs", "learning_rate",
+                "gamma", "batch_size", "checkpoint.every_timesteps", "checkpoint.at_end", "checkpoint.keep",
+                "checkpoint.restore_from", "reporting.every_timesteps", "reporting.heartbeat_interval_s",
+                "fastlane", "resources.threads", "resources.cpus", "resources.gpus", "algo_params")
+#: Hyperparameters most libraries share, stated once and mapped onto each library's names.
+HYPERPARAMETERS = ("learning_rate", "gamma", "batch_size")
+
+
+@dataclass
+class Environment:
+    """Which env a run plays: one shape for every library's env registry."""
+
+    family: str = option("", help="env family: a PettingZoo family (mpe, sisl, butterfly, classic), "
+                                  "'gymnasium', 'jumanji', 'babyai', 'minigrid', ... (the worker's "
+                                  "`mosaic workers show NAME` lists its families and ids)")
+    env_id: str = option("", help="the env's id within its family (a versioned id where the family has "
+                                  "versions); empty: the worker's default")
+    env_ids: list[str] = option(default_factory=list,
+                                help="several env ids played in one run, for evaluators that play a list of "
+                                     "tasks; empty: just env_id")
+    env_kwargs: dict = option(default_factory=dict, help="keyword arguments for the env's constructor")
+
+    def ids(self) -> list[str]:
+        """Every env id the run plays."""
+        return list(self.env_ids) or ([self.env_id] if self.env_id else [])
+
+
+@dataclass
+class Checkpointing:
+    """When a run saves checkpoints, how many it keeps and where it resumes from."""
+
+    every_timesteps: int = option(0, min=0, help="save a checkpoint every N env steps; 0 = only at the end")
+    at_end: bool = option(True, help="save a checkpoint when the run ends")
+    keep: int | None = option(None, min=1, help="keep only the newest K periodic checkpoints; null = keep all")
+    restore_from: str | None = option(None, help="a checkpoint of an earlier run to resume from "
+                                                 "(<run folder>/checkpoints/<name>; not the run folder)")
+
+
+@dataclass
+class Reporting:
+    """How often a run reports."""
+
+    every_timesteps: int | None = option(None, min=1, help="a `metrics` event every N env steps; null = "
+                                                           "once per iteration of the library's own loop")
+    heartbeat_interval_s: float = option(5.0, min=0.0, help="seconds between heartbeats; 0 = off")
+
+
+@dataclass
+class Resources:
+    """What a run may use of the machine."""
+
+    threads: int | None = option(None, min=1, help="torch/BLAS threads of the worker process; null = the "
+                                                   "library's own choice (one per core)")
+    cpus: float = option(1.0, min=0.0, help="CPUs a scheduler reserves for the run")
+    gpus: float = option(0.0, min=0.0, help="GPUs the run trains on; 0 = CPU only")
+
+
+@dataclass(frozen=True)
+class FieldMap:
+    """How a worker treats the shared fields.
+
+    ``honoured``: shared field path -> the library's own name or what it becomes
+    (``"learning_rate": "algo_params.lr (RLlib's AlgorithmConfig.training(lr=...))"``).
+    ``refused``: shared field path -> why this worker cannot honour it; any value
+    other than the default is refused naming the field. Paths are dotted
+    (``checkpoint.keep``, ``resources.gpus``).
+    """
+
+    honoured: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    refused: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"honoured": dict(self.honoured), "refused": dict(self.refused)}
+
+
+@dataclass
+class RunConfig:
+    """The fields every run shares; each worker's config class extends it.
+
+    A subclass may redeclare a shared field to give it its own default (CleanRL's
+    seed 1, RLlib's default env), never another type or meaning. It lists the
+    algorithms it accepts in :meth:`algorithms` (canonical spellings, lower case,
+    with the library's own spellings as aliases) and its :data:`FIELDS` map.
+    """
+
+    #: Set by each worker: which shared fields it honours, and which it refuses and why.
+    FIELDS: ClassVar[FieldMap] = FieldMap()
+    #: Library spellings of algorithms -> canonical (lower case) names, beyond case.
+    ALGORITHM_ALIASES: ClassVar[Mapping[str, str]] = {}
+
+    run_id: str = option(help="run id (set by MOSAIC when launched through `mosaic run`)")
+    worker: str | None = option(None, help="the worker this config is for")
+    algorithm: str = option("", help="the algorithm, in its canonical spelling (lower case); the "
+                                     "library's own spelling is accepted and normalised")
+    environment: Environment = option(default_factory=Environment, help="the env the run plays")
+    seed: int = option(0, min=0, help="seeds the library, the envs and every random choice MOSAIC makes")
+    total_timesteps: int | None = option(None, min=1, help="training budget in env steps (calls of the env's "
+                                                          "step; see docs/worker-contract.md); null = the "
+                                                          "worker's default")
+    episodes: int | None = option(None, min=1, help="an evaluator's budget: episodes to play (per task)")
+    num_envs: int | None = option(None, min=1, help="envs stepped side by side (vectorised); null = the "
+                                                   "library's default")
+    learning_rate: float | None = option(None, min=0.0, help="optimiser step size; null = the library's "
+                                                            "default")
+    gamma: float | None = option(None, min=0.0, max=1.0, help="discount factor; null = the library's default")
+    batch_size: int | None = option(None, min=1, help="samples per gradient update (minibatch); null = the "
+                                                     "library's default")
+    checkpoint: Checkpointing = option(default_factory=Checkpointing, help="checkpoints and resume")
+    reporting: Reporting = option(default_factory=Reporting, help="metrics and heartbeat cadence")
+    fastlane: FastLaneConfig = option(default_factory=FastLaneConfig,
+                                      help="stream rendered frames to `mosaic watch` (shared memory)")
+    resources: Resources = option(default_factory=Resources, help="threads, CPUs and GPUs")
+    algo_params: dict = option(default_factory=dict, help="the library's own hyperparameters by their own "
+                                                          "names: `mosaic workers show NAME` lists them")
+
+    @classmethod
+    def algorithms(cls) -> Sequence[str]:
+        """Canonical names of the algorithms this worker runs (empty: the field is not used)."""
+        return ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return configkit.to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Any:
+        config = configkit.from_dict(cls, data)
+        config.check_shared()
+        return config
+
+    def check_shared(self) -> None:
+        """Normalise the algorithm's spelling and refuse shared fields this worker cannot honour."""
+        allowed = list(self.algorithms())
+        if allowed:
+            self.algorithm = canonical_algorithm(self.algorithm, allowed, self.ALGORITHM_ALIASES)
+        defaults = type(self)(run_id="-")
+        for path, reason in self.FIELDS.refused.items():
+            value, default = _get(self, path), _get(defaults, path)
+            if value != default:
+                raise ConfigError(path, f"{json.dumps(configkit.to_dict(value))} is not supported by the "
+                                        f"{self.worker or 'this'} worker: {reason}; allowed: "
+                                        f"{json.dumps(configkit.to_dict(default))} (the default)")
+        if self.checkpoint.restore_from and "checkpoint.restore_from" not in self.FIELDS.refused:
+            self.checkpoint.restore_from = check_restore_from(self.checkpoint.restore_from)
+
+
+def canonical_algorithm(value: str, allowed: Sequence[str], aliases: Mapping[str, str] | None = None,
+                        field: str = "algorithm") -> str:
+    """``value`` in its canonical spelling: any case of a canonical name, or a library alias."""
+    if not isinstance(value, str) or not value:
+        raise ConfigError(field, f"is required; allowed: {', '.join(allowed)}")
+    by_lower = {a.lower(): a for a in allowed}
+    by_lower.update({k.lower(): v for k, v in (aliases or {}).items()})
+    found = by_lower.get(value.lower())
+    if found is None:
+        raise ConfigError(field, one_of(value, list(allowed)))
+    return found
+
+
+def check_restore_from(value: str, field: str = "checkpoint.restore_from") -> str:
+    """``value`` as an absolute path to an existing checkpoint folder, or a ConfigError naming ``field``.
+
+    A run folder is refused (it holds several checkpoints; the error lists them), so a
+    resume never picks one the user did not mean. Checked before any run folder exists.
+    """
+    from pathlib import Path
+
+    path = Path(value).expanduser()
+    if not path.exists():
+        raise ConfigError(field, f"{value!r} does not exist; allowed: a checkpoint folder of an earlier run "
+                                 "(<run folder>/checkpoints/<name>, listed by `mosaic show RUN`)")
+    if (path / "telemetry.jsonl").is_file() and (path / "analytics.json").is_file():
+        folder = path / "checkpoints"
+        found = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+        listed = ", ".join(str(folder / n) for n in found[-3:]) if found else "none: that run saved no checkpoint"
+        raise ConfigError(field, f"{value!r} is a run folder, not a checkpoint; allowed: one of its "
+                                 f"checkpoints ({listed})")
+    return str(path.resolve())
+
+
+def _get(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        obj = obj.get(part) if isinstance(obj, Mapping) else getattr(obj, part)
+    return obj
+
+
+def field_map(config_class: type | None) -> dict[str, Any] | None:
+    """The ``shared_fields`` entry of a describe document, or None for a config that is no RunConfig."""
+    if config_class is None or not (isinstance(config_class, type) and issubclass(config_class, RunConfig)):
+        return None
+    return config_class.FIELDS.to_dict()
+
+
+# -- reading any run's config, old or new ----------------------------------------------
+@dataclass(frozen=True)
+class RunSummary:
+    """What listings show of a run, read from its config alone (no worker needed)."""
+
+    worker: str = ""
+    algorithm: str = ""
+    env_family: str = ""
+    env_id: str = ""
+    seed: int | None = None
+    budget: int | None = None
+    budget_unit: str = ""  # "env steps" or "episodes"
+
+    @property
+    def env(self) -> str:
+        return self.env_id
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _env_label(ids: Iterable[str]) -> str:
+    ids = [str(i) for i in ids if i]
+    if not ids:
+        return ""
+    return ids[0] if len(ids) == 1 else f"{ids[0]} +{len(ids) - 1}"
+
+
+def summarize(config: Mapping[str, Any] | None, worker: str = "") -> RunSummary:
+    """Worker, algorithm, env, seed and budget of a config in the shared shape.
+
+    Run folders written before the shared vocabulary are read too (``training.algorithm``,
+    a top-level ``env_id``/``env_family``, Jumanji's ``environment`` string, BALROG's
+    ``tasks`` and ``episodes_per_task``), so old runs still list.
+    """
+    c = dict(config or {})
+    training = c.get("training") if isinstance(c.get("training"), Mapping) else {}
+    env = c.get("environment")
+    family, env_id = "", ""
+    if isinstance(env, Mapping):
+        family = str(env.get("family") or "")
+        ids = list(env.get("env_ids") or []) or [env.get("env_id") or ""]
+        env_id = _env_label(ids)
+    elif isinstance(env, str):  # Jumanji, before the shared fields
+        family, env_id = "jumanji", env
+    if not env_id:
+        env_id = _env_label([c.get("env_id") or ""]) or _env_label(c.get("tasks") or [])
+        family = family or str(c.get("env_family") or "")
+    algorithm = str(c.get("algorithm") or training.get("algorithm") or "")
+    budget, unit = None, ""
+    for value, label in ((c.get("total_timesteps"), "env steps"), (training.get("total_timesteps"), "env steps"),
+                         (c.get("episodes"), "episodes"), (c.get("episodes_per_task"), "episodes")):
+        if isinstance(value, int) and not isinstance(value, bool):
+            budget, unit = value, label
+            break
+    seed = c.get("seed")
+    return RunSummary(worker=str(c.get("worker") or worker or ""), algorithm=algorithm, env_family=family,
+                      env_id=env_id, seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+                      budget=budget, budget_unit=unit)

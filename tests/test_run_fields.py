@@ -1,0 +1,222 @@
+"""The shared run vocabulary: one meaning per field, for every worker, and everything above reads it.
+
+The walk over installed workers runs each one's real ``--describe`` in its own interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import pytest
+
+from mosaic import configkit
+from mosaic.configkit import json_types
+from mosaic.discovery import discover_workers
+from mosaic.errors import ConfigError
+from mosaic.launcher import validate_config, worker_command
+from mosaic.run_fields import (SHARED_FIELDS, SHARED_PATHS, FieldMap, RunConfig, canonical_algorithm,
+                               check_restore_from, summarize)
+from mosaic.runs import RunStore
+
+WORKERS = discover_workers()
+CORE_SCHEMA = configkit.json_schema(RunConfig)
+
+
+# -- the core's own pieces -----------------------------------------------------------
+@dataclass
+class ToyConfig(RunConfig):
+    FIELDS = FieldMap(honoured={"learning_rate": "the toy's lr"},
+                      refused={"gamma": "the toy has no discount", "checkpoint.keep": "the toy keeps all"})
+    ALGORITHM_ALIASES = {"DeepQ": "dqn"}
+
+    @classmethod
+    def algorithms(cls):
+        return ("ppo", "dqn")
+
+
+def test_the_algorithm_is_normalised_from_any_case_and_the_librarys_spelling():
+    assert ToyConfig.from_dict({"run_id": "r", "algorithm": "PPO"}).algorithm == "ppo"
+    assert ToyConfig.from_dict({"run_id": "r", "algorithm": "deepq"}).algorithm == "dqn"
+    with pytest.raises(ConfigError) as err:
+        ToyConfig.from_dict({"run_id": "r", "algorithm": "sac"})
+    assert str(err.value) == "algorithm: 'sac' is not one of ppo, dqn"
+    assert canonical_algorithm("Mappo", ["mappo"]) == "mappo"
+
+
+def test_a_refused_shared_field_is_refused_by_name_with_the_allowed_value():
+    with pytest.raises(ConfigError) as err:
+        ToyConfig.from_dict({"run_id": "r", "algorithm": "ppo", "gamma": 0.9})
+    assert str(err.value).startswith("gamma: 0.9 is not supported") and "the toy has no discount" in str(err.value)
+    assert str(err.value).endswith("allowed: null (the default)")
+    with pytest.raises(ConfigError) as err:
+        ToyConfig.from_dict({"run_id": "r", "algorithm": "ppo", "checkpoint": {"keep": 2}})
+    assert err.value.field == "checkpoint.keep"
+    assert ToyConfig.from_dict({"run_id": "r", "algorithm": "ppo", "learning_rate": 0.1}).learning_rate == 0.1
+
+
+def test_restore_from_must_be_an_existing_checkpoint_not_a_run_folder(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        check_restore_from(str(tmp_path / "nope"))
+    assert err.value.field == "checkpoint.restore_from" and "does not exist" in str(err.value)
+    run = RunStore(tmp_path / "home").create("r1", {"worker": "toy"}, {"worker": "toy"})
+    (run.root / "checkpoints" / "iter_000001").mkdir(parents=True)
+    with pytest.raises(ConfigError) as err:
+        check_restore_from(str(run.root))
+    assert "is a run folder" in str(err.value) and str(run.root / "checkpoints" / "iter_000001") in str(err.value)
+    assert check_restore_from(str(run.root / "checkpoints" / "iter_000001")) == \
+        str((run.root / "checkpoints" / "iter_000001").resolve())
+
+
+def test_summaries_read_the_shared_fields_and_run_folders_written_before_them():
+    new = summarize({"worker": "xuance", "algorithm": "mappo", "seed": 2, "total_timesteps": 30_000,
+                     "environment": {"family": "mpe", "env_id": "simple_spread_v3"}})
+    assert (new.worker, new.algorithm, new.env_id, new.seed, new.budget, new.budget_unit) == \
+        ("xuance", "mappo", "simple_spread_v3", 2, 30_000, "env steps")
+    tasks = summarize({"worker": "balrog", "algorithm": "llm", "episodes": 20,
+                       "environment": {"family": "babyai", "env_ids": ["BabyAI-GoToObj-v0", "BabyAI-OpenDoor-v0"]}})
+    assert tasks.env_id == "BabyAI-GoToObj-v0 +1" and tasks.budget_unit == "episodes"
+    # the shapes of run folders written before the shared vocabulary
+    assert summarize({"training": {"algorithm": "PPO", "total_timesteps": 5},
+                      "environment": {"family": "mpe", "env_id": "simple_tag_v3"}}).algorithm == "PPO"
+    assert summarize({"algorithm": "dqn", "env_id": "CartPole-v1"}).env_id == "CartPole-v1"
+    assert summarize({"algorithm": "a2c", "environment": "tsp"}).env_id == "tsp"
+    assert summarize({"tasks": ["BabyAI-GoToObj-v0"], "episodes_per_task": 3}).budget == 3
+
+
+# -- every installed worker ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def documents() -> dict[str, dict]:
+    out = {}
+    for worker in WORKERS.workers:
+        proc = subprocess.run([*worker_command(worker), "--describe"], capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, (worker.name, proc.stderr[-2000:])
+        out[worker.name] = json.loads(proc.stdout)
+    return out
+
+
+def _leaf(schema: dict, path: str) -> dict | None:
+    node = schema
+    for part in path.split("."):
+        node = (node.get("properties") or {}).get(part)
+        if node is None:
+            return None
+    return node
+
+
+@pytest.mark.parametrize("name", WORKERS.names())
+def test_every_worker_declares_the_shared_fields_with_the_cores_types(name, documents):
+    """Each worker's config schema has every shared field, each leaf with the core's JSON types."""
+    schema = documents[name]["config_schema"]
+    for field in SHARED_FIELDS:
+        assert field in schema["properties"], f"{name}: the shared field {field!r} is missing from its config"
+    for path in SHARED_PATHS:
+        ours, theirs = _leaf(CORE_SCHEMA, path), _leaf(schema, path)
+        assert theirs is not None, f"{name}: the shared field {path!r} is missing from its config"
+        assert json_types(theirs) == json_types(ours), \
+            f"{name}: {path} must have the core's types {sorted(json_types(ours))}, has {sorted(json_types(theirs))}"
+
+
+@pytest.mark.parametrize("name", WORKERS.names())
+def test_every_shared_field_is_either_honoured_or_refused_with_a_reason(name, documents):
+    shared = documents[name].get("shared_fields")
+    assert shared is not None, f"{name}: its config class is not a mosaic.run_fields.RunConfig"
+    honoured, refused = shared["honoured"], shared["refused"]
+    assert not set(honoured) & set(refused), f"{name}: both honoured and refused: {set(honoured) & set(refused)}"
+    missing = [p for p in SHARED_PATHS if p not in honoured and p not in refused]
+    assert not missing, f"{name}: says nothing of the shared fields {missing}"
+    unknown = [p for p in [*honoured, *refused] if p not in SHARED_PATHS]
+    assert not unknown, f"{name}: {unknown} are not shared fields"
+    assert all(text.strip() for text in [*honoured.values(), *refused.values()])
+
+
+@pytest.mark.parametrize("name", WORKERS.names())
+def test_algorithms_are_canonical_lower_case_and_the_default_uses_one(name, documents):
+    document = documents[name]
+    algorithms = document["capabilities"]["algorithms"]
+    assert algorithms and all(a == a.lower() for a in algorithms), algorithms
+    assert document["default_config"].get("algorithm", algorithms[0]) in algorithms
+
+
+@pytest.mark.parametrize("name", WORKERS.names())
+def test_listings_show_env_and_algorithm_for_every_worker_from_its_config(name, documents, tmp_path,
+                                                                          monkeypatch):
+    """`mosaic runs` and the daemon read the shared fields: a run of every worker that never reached
+    run_started (its worker died at once) still lists with its worker, env, algorithm and seed."""
+    from mosaic.daemon.supervisor import _config_summary
+    from mosaic.llm.stub_server import StubServer
+
+    worker = WORKERS.get(name)
+    data = {**documents[name]["default_config"], "run_id": "listed"}
+    monkeypatch.setenv("OPENAI_API_KEY", "local")  # defaults that name a hosted model's key variable
+    with StubServer(["ACTION: done"]) as server:
+        if isinstance(data.get("model"), dict):  # an evaluator's endpoint: a local one stands in for it
+            monkeypatch.setenv("MOSAIC_TEST_KEY", "local")
+            data["model"] = {**data["model"], "base_url": server.base_url, "api_key_env": "MOSAIC_TEST_KEY"}
+        config = validate_config(worker, data)
+    algorithm, env_id = _config_summary(config)
+    assert algorithm and env_id, (name, config)
+    home = tmp_path / "home"
+    RunStore(home).create("listed", config, {"worker": name, "status": "failed"})
+    proc = subprocess.run([sys.executable, "-m", "mosaic", "runs"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "MOSAIC_HOME": str(home)})
+    assert proc.returncode == 0, proc.stderr
+    row = proc.stdout.splitlines()[-1].split()
+    assert row[:5] == ["listed", "failed", name, env_id.split()[0], algorithm], proc.stdout
+
+
+@pytest.mark.parametrize("name", WORKERS.names())
+def test_mosaic_workers_show_prints_each_workers_description(name, documents):
+    """Algorithms, env families, capabilities, the shared-field map and every config field, for a person;
+    --json gives the describe document itself."""
+    env = {**os.environ}
+    proc = subprocess.run([sys.executable, "-m", "mosaic", "workers", "show", name], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    document = documents[name]
+    assert proc.stdout.startswith(f"{name} {document['metadata']['version']}: ")
+    assert f"algorithms: {', '.join(document['capabilities']['algorithms'])}" in proc.stdout
+    for family in document["envs"]:
+        assert f"\n  {family}: " in proc.stdout
+    for path in SHARED_PATHS:
+        assert f"\n  {path}: " in proc.stdout, path  # honoured or refused, with what or why
+    for field in ("seed", "total_timesteps", "checkpoint.every_timesteps", "resources.gpus"):
+        assert f"\n  {field} = " in proc.stdout
+    as_json = subprocess.run([sys.executable, "-m", "mosaic", "workers", "show", name, "--json"],
+                             capture_output=True, text=True, timeout=300, env=env)
+    assert as_json.returncode == 0 and json.loads(as_json.stdout)["config_schema"] == document["config_schema"]
+
+
+def test_mosaic_workers_show_refuses_an_unknown_worker_naming_the_installed_ones():
+    proc = subprocess.run([sys.executable, "-m", "mosaic", "workers", "show", "no_such_worker"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"mosaic: error: worker: 'no_such_worker' is not one of {', '.join(WORKERS.names())}"
+
+
+def test_the_contracts_new_worker_skeleton_is_a_complete_run_config():
+    """docs/worker-contract.md's skeleton runs, and says something of every shared field."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "worker-contract.md").read_text()
+    block = text.split("### A new worker on the shared fields", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    import types
+
+    module = types.ModuleType("mosaic_contract_skeleton")
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+    try:
+        exec(compile(block, "worker-contract.md", "exec", dont_inherit=True), module.__dict__)
+    finally:
+        del sys.modules[module.__name__]
+    config_class = module.MyConfig
+    fields = config_class.FIELDS
+    assert sorted([*fields.honoured, *fields.refused]) == sorted(SHARED_PATHS)
+    config = config_class.from_dict({"run_id": "r", "algorithm": "PPO", "environment": {"env_id": "CartPole-v1"}})
+    assert config.algorithm == "ppo" and config.seed == 1
+    with pytest.raises(ConfigError) as err:
+        config_class.from_dict({"run_id": "r", "algorithm": "ppo", "batch_size": 64})
+    assert err.value.field == "batch_size"
