@@ -34,8 +34,8 @@ import threading
 import time
 from pathlib import Path
 
-from mosaic.daemon.client import DaemonClient, state_name
-from mosaic.daemon.proto import mosaic_daemon_pb2 as pb
+from mosaic.host.daemon.client import DaemonClient, state_name
+from mosaic.host.daemon.proto import mosaic_daemon_pb2 as pb
 from mosaic.testing import LocalDaemon, start_daemon
 
 HERE = Path(__file__).resolve().parent

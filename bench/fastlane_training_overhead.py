@@ -29,10 +29,10 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a private local cluster
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
 from mosaic.fastlane.registry import read_registry  # noqa: E402
-from mosaic.lifecycle import RunControl  # noqa: E402
+from mosaic.workerkit.lifecycle import RunControl  # noqa: E402
 from mosaic.runs import RunStore, new_run_id  # noqa: E402
-from mosaic.telemetry import TelemetryEmitter  # noqa: E402
-from mosaic.worker_cli import WorkerContext  # noqa: E402
+from mosaic.workerkit.telemetry import TelemetryEmitter  # noqa: E402
+from mosaic.workerkit.cli import WorkerContext  # noqa: E402
 
 BATCH = 1000
 ENV_KWARGS = {"N": 3, "max_cycles": 25, "continuous_actions": False}

@@ -55,14 +55,14 @@ def main() -> int:
     os.environ["MOSAIC_HOME"] = str(home)
 
     from PySide6.QtCore import Qt, QTimer
-    from mosaic.gui.drive import close_window, fill, inside, open_window, submit, wait
+    from mosaic.clients.gui.drive import close_window, fill, inside, open_window, submit, wait
 
     _app, loop, window = open_window(home, 1280, 900)
     run_ids: list[str] = []
     # the daemon queues what does not fit its CPU budget: this one lets every run start at once
     import subprocess
 
-    from mosaic.daemon.endpoint import find_daemon
+    from mosaic.host.daemon.endpoint import find_daemon
 
     subprocess.Popen([sys.executable, "-m", "mosaic", "daemon", "--port", "0", "--cpu-budget", str(2 * args.runs),
                       "--max-runs", str(args.runs)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

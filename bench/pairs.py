@@ -208,7 +208,7 @@ def bench_home(worker: str) -> Any:
     up to date)."""
     import tempfile
 
-    from mosaic import worker_envs
+    from mosaic.host import environments as worker_envs
     from mosaic.testing import WorkerHome
 
     built = worker_envs.build(worker, home=os.environ.get("MOSAIC_HOME") or Path(__file__).resolve().parents[1] / "var")

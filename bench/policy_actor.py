@@ -23,10 +23,10 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 import numpy as np  # noqa: E402
 
-from mosaic.lifecycle import RunControl  # noqa: E402
+from mosaic.workerkit.lifecycle import RunControl  # noqa: E402
 from mosaic.runs import RunStore, new_run_id  # noqa: E402
-from mosaic.telemetry import TelemetryEmitter  # noqa: E402
-from mosaic.worker_cli import WorkerContext  # noqa: E402
+from mosaic.workerkit.telemetry import TelemetryEmitter  # noqa: E402
+from mosaic.workerkit.cli import WorkerContext  # noqa: E402
 
 
 def make_checkpoint(home: Path) -> str:

@@ -25,10 +25,10 @@ from pathlib import Path
 
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a private local cluster
 
-from mosaic.lifecycle import RunControl  # noqa: E402
+from mosaic.workerkit.lifecycle import RunControl  # noqa: E402
 from mosaic.runs import RunStore, new_run_id  # noqa: E402
-from mosaic.telemetry import TelemetryEmitter  # noqa: E402
-from mosaic.worker_cli import WorkerContext  # noqa: E402
+from mosaic.workerkit.telemetry import TelemetryEmitter  # noqa: E402
+from mosaic.workerkit.cli import WorkerContext  # noqa: E402
 
 BATCH = 1000
 ENV_KWARGS = {"N": 3, "max_cycles": 25, "continuous_actions": False}

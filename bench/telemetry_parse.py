@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import time
 
-from mosaic.telemetry import TelemetryEmitter, parse_line
+from mosaic.workerkit.telemetry import TelemetryEmitter, parse_line
 
 TARGET_EVENTS_PER_S = 200_000
 

@@ -42,7 +42,7 @@ def main() -> int:
     os.environ["MOSAIC_HOME"] = str(home)
     args.out.mkdir(parents=True, exist_ok=True)
 
-    from mosaic.gui.drive import close_window, fill, inside, open_window, submit, wait
+    from mosaic.clients.gui.drive import close_window, fill, inside, open_window, submit, wait
 
     _app, loop, window = open_window(home, 1280, 820)
     shots: list[Path] = []

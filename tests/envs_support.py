@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cli_support import REPO, run_cli
-from mosaic import worker_envs
+from mosaic.host import environments as worker_envs
 
 FIXTURE = REPO / "tests" / "fixtures" / "numpy1_worker"
 WORKER = "numpy1"

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import pytest
 
-from mosaic.checkpoints import STATE_FILE, CheckpointState, checkpoint_folder, resolve, run_checkpoints
+from mosaic.workerkit.checkpoints import STATE_FILE, CheckpointState, checkpoint_folder, resolve, run_checkpoints
 from mosaic.errors import ConfigError
 
 

@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from cli_support import EXAMPLES, run_cli, write_config
-from mosaic.telemetry_schema import TELEMETRY_SCHEMA
+from mosaic.workerkit.telemetry_schema import TELEMETRY_SCHEMA
 from mosaic.testing import check_pause_resume
 
 VALIDATOR = jsonschema.Draft202012Validator(TELEMETRY_SCHEMA)

@@ -9,8 +9,8 @@ CODE = """
 import sys
 for banned in ("ray", "torch", "grpc", "PySide6", "PyQt6", "pettingzoo", "numpy", "gymnasium"):
     sys.modules[banned] = None  # any import of it now fails
-import mosaic, mosaic.cli, mosaic.discovery, mosaic.telemetry, mosaic.telemetry_schema
-import mosaic.runs, mosaic.recorder, mosaic.launcher, mosaic.worker_cli, mosaic.envs, mosaic.testing
+import mosaic, mosaic.clients.cli, mosaic.host.discovery, mosaic.workerkit.telemetry, mosaic.workerkit.telemetry_schema
+import mosaic.runs, mosaic.host.recorder, mosaic.host.launcher, mosaic.workerkit.cli, mosaic.workerkit.envs, mosaic.testing
 print("ok")
 """
 

@@ -14,9 +14,11 @@ import sys
 import jsonschema
 import pytest
 
-from mosaic import describe
-from mosaic.discovery import discover_workers
-from mosaic.launcher import worker_command
+from mosaic.host import describe_cache
+
+from mosaic.workerkit import describe
+from mosaic.host.discovery import discover_workers
+from mosaic.host.launcher import worker_command
 
 WORKERS = discover_workers()
 
@@ -87,29 +89,29 @@ def test_a_document_with_a_mistake_is_refused(documents):
 
 
 def test_answers_are_cached_and_an_edited_source_describes_again(tmp_path, monkeypatch):
-    monkeypatch.setenv(describe.CACHE_VAR, str(tmp_path / "cache"))
+    monkeypatch.setenv(describe_cache.CACHE_VAR, str(tmp_path / "cache"))
     worker = WORKERS.get("random")
     package = tmp_path / "random_worker_copy"
     package.mkdir()
     source = package / "marker.py"
     source.write_text("x = 1\n")
-    first = describe.load(sys.executable, worker.cli_module, [package])
+    first = describe_cache.load(sys.executable, worker.cli_module, [package])
     cached = list((tmp_path / "cache" / "describe").glob("*.json"))
     assert len(cached) == 1
     # the cache answers as long as nothing changed: a tampered entry is what comes back
     entry = json.loads(cached[0].read_text())
     entry["answer"]["metadata"]["description"] = "from the cache"
     cached[0].write_text(json.dumps(entry))
-    assert describe.load(sys.executable, worker.cli_module, [package])["metadata"]["description"] == "from the cache"
+    assert describe_cache.load(sys.executable, worker.cli_module, [package])["metadata"]["description"] == "from the cache"
     # an edited source file (an editable install changed) makes a new key: described afresh
     stat = source.stat()
     os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
-    fresh = describe.load(sys.executable, worker.cli_module, [package])
+    fresh = describe_cache.load(sys.executable, worker.cli_module, [package])
     assert fresh == first and len(list((tmp_path / "cache" / "describe").glob("*.json"))) == 2
 
 
 def test_a_worker_that_does_not_run_gives_a_clear_reason():
-    with pytest.raises(describe.DescribeError, match="no_such_worker_pkg.cli --describe` failed"):
-        describe.run_describe(sys.executable, "no_such_worker_pkg.cli")
-    with pytest.raises(describe.DescribeError, match="does not exist"):
-        describe.run_describe("/nonexistent/python", "random_worker.cli")
+    with pytest.raises(describe_cache.DescribeError, match="no_such_worker_pkg.cli --describe` failed"):
+        describe_cache.run_describe(sys.executable, "no_such_worker_pkg.cli")
+    with pytest.raises(describe_cache.DescribeError, match="does not exist"):
+        describe_cache.run_describe("/nonexistent/python", "random_worker.cli")

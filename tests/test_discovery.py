@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from mosaic.discovery import discover_workers
+from mosaic.host.discovery import discover_workers
 from mosaic.errors import UserError
-from mosaic.worker import WorkerCapabilities
+from mosaic.workerkit.contract import WorkerCapabilities
 from cli_support import run_cli
 
 PLUGIN_MODULE = '''
-from mosaic.worker import WorkerCapabilities, WorkerMetadata
+from mosaic.workerkit.contract import WorkerCapabilities, WorkerMetadata
 
 META = WorkerMetadata("t", "0", "test", "none", "0", "MIT")
 

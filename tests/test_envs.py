@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from mosaic.envs import ENV_FAMILIES, available_env_ids, make_env
+from mosaic.workerkit.envs import ENV_FAMILIES, available_env_ids, make_env
 from mosaic.errors import ConfigError
 
 
@@ -40,11 +40,11 @@ def test_parallel_env_steps():
 @pytest.mark.parametrize("family", ENV_FAMILIES)
 def test_every_installed_env_id_declares_how_it_rewards_its_agents(family):
     """Self-play validation relies on it: a new env id must be classified, not silently allowed."""
-    from mosaic.envs import REWARD_STRUCTURES, available_env_ids, reward_structure
+    from mosaic.workerkit.envs import REWARD_STRUCTURES, available_env_ids, reward_structure
 
     ids = available_env_ids(family)
     assert ids
     unclassified = [i for i in ids if reward_structure(family, i) not in ("cooperative", "competitive", "mixed",
                                                                           "single")]
-    assert not unclassified, f"classify these {family} envs in mosaic.envs.REWARD_STRUCTURES: {unclassified}"
+    assert not unclassified, f"classify these {family} envs in mosaic.workerkit.envs.REWARD_STRUCTURES: {unclassified}"
     assert sorted(REWARD_STRUCTURES[family]) == ids, "REWARD_STRUCTURES lists ids the packages do not offer"

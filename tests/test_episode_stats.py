@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mosaic.episode_stats import episode_statistics, winner
+from mosaic.workerkit.episode_stats import episode_statistics, winner
 
 
 def test_statistics_over_the_episodes_of_an_iteration():

@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 
-from mosaic.envs import make_env
-from mosaic.evaluation import EvaluationResults, play_episodes, save_results
+from mosaic.workerkit.envs import make_env
+from mosaic.workerkit.evaluation import EvaluationResults, play_episodes, save_results
 from mosaic.runs import RunStore
 
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from cli_support import EXAMPLES
-from mosaic.discovery import discover_workers
-from mosaic.launcher import validate_config
+from mosaic.host.discovery import discover_workers
+from mosaic.host.launcher import validate_config
 
 CONFIGS = sorted(EXAMPLES.glob("*.json"))
 
@@ -16,7 +16,7 @@ CONFIGS = sorted(EXAMPLES.glob("*.json"))
 @pytest.fixture(scope="module")
 def model_server():
     """Examples that play a language model name an endpoint; a local one stands in for it here."""
-    from mosaic.llm.stub_server import StubServer
+    from mosaic.testing.stub_llm_server import StubServer
 
     with StubServer(["ACTION: done"]) as server:
         yield server

@@ -8,7 +8,7 @@ import pytest
 
 from mosaic.llm.actions import choose_action, parse_action, reminder
 from mosaic.llm.backends import ModelConfig, make_client
-from mosaic.llm.stub_server import StubServer
+from mosaic.testing.stub_llm_server import StubServer
 
 MINIGRID = ["turn left", "turn right", "move forward", "pick up", "drop", "toggle", "done"]
 COLUMNS = [str(c) for c in range(7)]

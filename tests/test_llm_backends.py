@@ -1,6 +1,6 @@
 """The OpenAI-compatible backend against a real HTTP server on 127.0.0.1 speaking that protocol.
 
-The server (mosaic.llm.stub_server) answers from a script: normal replies, HTTP
+The server (mosaic.testing.stub_llm_server) answers from a script: normal replies, HTTP
 errors, slow replies and bodies that are not chat completions. Retries, timeouts,
 the budget and the record of each call are shown through the real ``openai`` client.
 """
@@ -15,7 +15,7 @@ from mosaic import configkit
 from mosaic.errors import ConfigError
 from mosaic.llm.backends import (BudgetExhausted, EndpointError, LLMClient, ModelConfig, OpenAIBackend,
                                  check_endpoint, make_client)
-from mosaic.llm.stub_server import StubServer
+from mosaic.testing.stub_llm_server import StubServer
 
 MESSAGES = [{"role": "system", "content": "You play tic-tac-toe."}, {"role": "user", "content": "Your move?"}]
 

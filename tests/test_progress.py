@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from mosaic.progress import ProgressView
+from mosaic.clients.cli.progress import ProgressView
 
 
 def _lines(events: list[dict]) -> list[str]:

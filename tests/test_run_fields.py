@@ -15,10 +15,10 @@ import pytest
 
 from mosaic import configkit
 from mosaic.configkit import json_types
-from mosaic.discovery import discover_workers
+from mosaic.host.discovery import discover_workers
 from mosaic.errors import ConfigError
-from mosaic.launcher import validate_config, worker_command
-from mosaic.run_fields import (SHARED_FIELDS, SHARED_PATHS, FieldMap, RunConfig, canonical_algorithm,
+from mosaic.host.launcher import validate_config, worker_command
+from mosaic.workerkit.run_fields import (SHARED_FIELDS, SHARED_PATHS, FieldMap, RunConfig, canonical_algorithm,
                                check_restore_from, summarize)
 from mosaic.runs import RunStore
 
@@ -124,7 +124,7 @@ def test_every_worker_declares_the_shared_fields_with_the_cores_types(name, docu
 @pytest.mark.parametrize("name", WORKERS.names())
 def test_every_shared_field_is_either_honoured_or_refused_with_a_reason(name, documents):
     shared = documents[name].get("shared_fields")
-    assert shared is not None, f"{name}: its config class is not a mosaic.run_fields.RunConfig"
+    assert shared is not None, f"{name}: its config class is not a mosaic.workerkit.run_fields.RunConfig"
     honoured, refused = shared["honoured"], shared["refused"]
     assert not set(honoured) & set(refused), f"{name}: both honoured and refused: {set(honoured) & set(refused)}"
     missing = [p for p in SHARED_PATHS if p not in honoured and p not in refused]
@@ -147,8 +147,8 @@ def test_listings_show_env_and_algorithm_for_every_worker_from_its_config(name, 
                                                                           monkeypatch):
     """`mosaic runs` and the daemon read the shared fields: a run of every worker that never reached
     run_started (its worker died at once) still lists with its worker, env, algorithm and seed."""
-    from mosaic.daemon.supervisor import _config_summary
-    from mosaic.llm.stub_server import StubServer
+    from mosaic.host.daemon.supervisor import _config_summary
+    from mosaic.testing.stub_llm_server import StubServer
 
     worker = WORKERS.get(name)
     data = {**documents[name]["default_config"], "run_id": "listed"}

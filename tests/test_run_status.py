@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mosaic.daemon.states import TRANSITIONS
+from mosaic.host.daemon.states import TRANSITIONS
 from mosaic.run_status import TERMINAL_STATES, RunState
 
 

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from mosaic.errors import UserError
-from mosaic.recorder import RunRecorder
+from mosaic.host.recorder import RunRecorder
 from mosaic.runs import RunStore, new_run_id, validate_run_id
 
 

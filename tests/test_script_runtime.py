@@ -15,11 +15,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from mosaic.lifecycle import ProgressTracker, RunCancelled, RunControl
+from mosaic.workerkit.lifecycle import ProgressTracker, RunCancelled, RunControl
 from mosaic.runs import RunDir
-from mosaic.script_runtime import ScriptFailed, ScriptRuntime
-from mosaic.telemetry import TelemetryEmitter
-from mosaic.worker_cli import WorkerContext
+from mosaic.workerkit.script_runtime import ScriptFailed, ScriptRuntime
+from mosaic.workerkit.telemetry import TelemetryEmitter
+from mosaic.workerkit.cli import WorkerContext
 from mosaic.testing import wait_until
 
 # An "upstream script": prints a JSON line per step; modes make it misbehave.
@@ -176,8 +176,8 @@ PROGRAM = textwrap.dedent("""\
     import sys
     from dataclasses import dataclass
     from mosaic import configkit
-    from mosaic.script_runtime import ScriptRuntime
-    from mosaic.worker_cli import WorkerProgram, worker_main
+    from mosaic.workerkit.script_runtime import ScriptRuntime
+    from mosaic.workerkit.cli import WorkerProgram, worker_main
 
     UPSTREAM = sys.argv.pop(1)  # the script to run; the rest is the shared worker command line
 

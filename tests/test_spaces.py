@@ -1,4 +1,4 @@
-"""Standard observation encodings (mosaic.spaces): shapes, one-hot values, nesting, refusals."""
+"""Standard observation encodings (mosaic.workerkit.spaces): shapes, one-hot values, nesting, refusals."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from mosaic.spaces import encode, encoded_space, encoding_name, is_image_space, needs_encoding
+from mosaic.workerkit.spaces import encode, encoded_space, encoding_name, is_image_space, needs_encoding
 
 S = gym.spaces
 

@@ -10,9 +10,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mosaic.recorder import LineSplitter
-from mosaic.telemetry import MAX_LINE_BYTES, TelemetryEmitter, encode_event, parse_line
-from mosaic.telemetry_schema import TELEMETRY_SCHEMA
+from mosaic.host.recorder import LineSplitter
+from mosaic.workerkit.telemetry import MAX_LINE_BYTES, TelemetryEmitter, encode_event, parse_line
+from mosaic.workerkit.telemetry_schema import TELEMETRY_SCHEMA
 
 VALIDATOR = jsonschema.Draft202012Validator(TELEMETRY_SCHEMA)
 

@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from mosaic.threads import thread_env
+from mosaic.workerkit.threads import thread_env
 
 PROBE = """
 import json, os, sys
-from mosaic.threads import limit_torch_threads
+from mosaic.workerkit.threads import limit_torch_threads
 import torch
 default = torch.get_num_threads()
 limit_torch_threads(json.loads(sys.argv[1]))

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from mosaic.lifecycle import EXIT_CANCELLED, EXIT_FAILED, ProgressTracker, RunControl, RunWatchdog
-from mosaic.telemetry import TelemetryEmitter
-from mosaic.telemetry_schema import TELEMETRY_SCHEMA
+from mosaic.workerkit.lifecycle import EXIT_CANCELLED, EXIT_FAILED, ProgressTracker, RunControl, RunWatchdog
+from mosaic.workerkit.telemetry import TelemetryEmitter
+from mosaic.workerkit.telemetry_schema import TELEMETRY_SCHEMA
 from mosaic.testing import wait_until
 
 
@@ -222,7 +222,7 @@ def test_a_terminal_event_is_written_once():
 
 PROGRAM = textwrap.dedent("""\
     import sys, threading, time
-    from mosaic.worker_cli import WorkerProgram, worker_main
+    from mosaic.workerkit.cli import WorkerProgram, worker_main
 
     class Config:
         def __init__(self, data):

@@ -17,10 +17,10 @@ import pytest
 
 from cli_support import run_cli
 from envs_support import PINNED, WORKER, Lab, assert_one_line_error, build_ok, make_lab
-from mosaic import worker_envs
-from mosaic.discovery import DiscoveredWorker
+from mosaic.host import environments as worker_envs
+from mosaic.host.discovery import DiscoveredWorker
 from mosaic.errors import ConfigError, UserError
-from mosaic.launcher import WorkerProcess
+from mosaic.host.launcher import WorkerProcess
 from mosaic.runs import RunDir, RunStore
 
 
@@ -242,12 +242,13 @@ def test_pip_config_files_are_read_and_environment_variables_win(tmp_path, monke
 
 # -- discovery, `mosaic run` and the catalog with a worker MOSAIC cannot import ----------
 def test_discovery_describes_it_with_its_own_interpreter(built, monkeypatch, tmp_path):
-    from mosaic import describe
-    from mosaic.discovery import discover_workers
+    from mosaic.host import describe_cache
+    from mosaic.workerkit import describe
+    from mosaic.host.discovery import discover_workers
 
     monkeypatch.setenv("MOSAIC_WORKER_PATH", str(built.workers))
     monkeypatch.setenv("MOSAIC_HOME", str(built.home))
-    monkeypatch.setenv(describe.CACHE_VAR, str(tmp_path / "cache"))
+    monkeypatch.setenv(describe_cache.CACHE_VAR, str(tmp_path / "cache"))
     assert subprocess.run([sys.executable, "-c", "import numpy1_worker"],  # MOSAIC's interpreter cannot …
                           capture_output=True).returncode != 0
     found = discover_workers()
@@ -266,7 +267,7 @@ def test_discovery_describes_it_with_its_own_interpreter(built, monkeypatch, tmp
     assert discover_workers().get(WORKER).description == worker.description
 
     proc = run_cli("workers", "--json", home=built.home,
-                   env={"MOSAIC_WORKER_PATH": str(built.workers), describe.CACHE_VAR: str(tmp_path / "cache")})
+                   env={"MOSAIC_WORKER_PATH": str(built.workers), describe_cache.CACHE_VAR: str(tmp_path / "cache")})
     assert proc.returncode == 0, proc.stderr
     row = next(w for w in json.loads(proc.stdout)["workers"] if w["name"] == WORKER)
     assert row["own_environment"] and row["python"] == worker.python
@@ -290,7 +291,7 @@ def test_mosaic_run_runs_it_in_its_own_environment(built, tmp_path):
 
 
 def test_a_missing_environment_is_a_broken_worker_naming_the_build_command(tmp_path):
-    from mosaic.discovery import discover_workers
+    from mosaic.host.discovery import discover_workers
 
     lab = make_lab(tmp_path)  # not built
     env = {"MOSAIC_WORKER_PATH": str(lab.workers)}
@@ -307,10 +308,10 @@ def test_a_missing_environment_is_a_broken_worker_naming_the_build_command(tmp_p
 
 
 def test_an_environment_without_the_workers_library_is_a_broken_worker(lab, monkeypatch, tmp_path):
-    from mosaic import describe
-    from mosaic.discovery import discover_workers
+    from mosaic.host import describe_cache
+    from mosaic.host.discovery import discover_workers
 
-    monkeypatch.setenv(describe.CACHE_VAR, str(tmp_path / "cache"))
+    monkeypatch.setenv(describe_cache.CACHE_VAR, str(tmp_path / "cache"))
     monkeypatch.setenv("MOSAIC_HOME", str(lab.home))
     python = worker_envs.python_in(lab.env)
     proc = subprocess.run([worker_envs.uv_binary(), "pip", "uninstall", "--python", str(python), "numpy"],

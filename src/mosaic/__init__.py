@@ -4,7 +4,7 @@ The core package is dependency-free; RL libraries live in worker packages
 discovered through the ``mosaic.workers`` entry-point group.
 """
 
-from mosaic.worker import (
+from mosaic.workerkit.contract import (
     ResourceEstimate,
     WorkerCapabilities,
     WorkerConfig,

@@ -1,3 +1,3 @@
-from mosaic.cli import main
+from mosaic.clients.cli import main
 
 raise SystemExit(main())

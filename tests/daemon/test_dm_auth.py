@@ -11,8 +11,8 @@ import grpc
 import pytest
 
 from dm_helpers import SHORT_CONFIG
-from mosaic.daemon.auth import is_loopback, resolve_token, token_required
-from mosaic.daemon.client import DaemonClient, DaemonError
+from mosaic.host.daemon.auth import is_loopback, resolve_token, token_required
+from mosaic.host.daemon.client import DaemonClient, DaemonError
 from mosaic.errors import UserError
 
 TOKEN = "test-token-0123456789abcdef"

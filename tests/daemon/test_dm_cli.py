@@ -81,7 +81,7 @@ def test_submit_follow_exits_with_the_runs_outcome(daemon_factory, tmp_path):
     assert bad.stderr.strip().startswith("mosaic: error: total_timesteps:") and "\n" not in bad.stderr.strip()
 
 
-NO_GRPC = "import sys; sys.modules['grpc'] = None; from mosaic.cli import main; sys.exit(main(sys.argv[1:]))"
+NO_GRPC = "import sys; sys.modules['grpc'] = None; from mosaic.clients.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def test_without_grpc_the_core_cli_works_and_daemon_commands_explain(tmp_path):

@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from mosaic.daemon.hub import TelemetryHub
-from mosaic.daemon.registry import Registry, RunRecord
-from mosaic.daemon.states import InvalidTransition, RunState
-from mosaic.daemon.streaming import stream_run
-from mosaic.recorder import RunRecorder
+from mosaic.host.daemon.hub import TelemetryHub
+from mosaic.host.daemon.registry import Registry, RunRecord
+from mosaic.host.daemon.states import InvalidTransition, RunState
+from mosaic.host.daemon.streaming import stream_run
+from mosaic.host.recorder import RunRecorder
 from mosaic.runs import RunStore
 
 

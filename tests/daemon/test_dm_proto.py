@@ -6,19 +6,19 @@ import pytest
 
 pytest.importorskip("grpc_tools", reason="grpcio-tools regenerates the code")
 
-from mosaic.daemon.proto import generate  # noqa: E402
+from mosaic.host.daemon.proto import generate  # noqa: E402
 
 
 def test_generated_code_is_current(tmp_path):
     fresh = generate.generate(tmp_path)
-    committed = generate.source_root() / "mosaic" / "daemon" / "proto"
+    committed = generate.source_root() / "mosaic" / "host" / "daemon" / "proto"
     for path in fresh:
         assert path.read_bytes() == (committed / path.name).read_bytes(), (
             f"{path.name} is stale: run scripts/gen_proto and commit the result")
 
 
 def test_service_has_every_call_of_the_api():
-    from mosaic.daemon.proto import mosaic_daemon_pb2 as pb
+    from mosaic.host.daemon.proto import mosaic_daemon_pb2 as pb
 
     methods = set(pb.DESCRIPTOR.services_by_name["TrainerDaemon"].methods_by_name)
     assert methods == {"SubmitRun", "CancelRun", "PauseRun", "ResumeRun", "ListRuns", "GetRun", "WatchRuns",

@@ -14,9 +14,9 @@ import psutil
 import pytest
 
 from dm_helpers import SHORT_CONFIG, random_config, wait_until, worker_seqs
-from mosaic.daemon.client import DaemonError, state_name
-from mosaic.daemon.proto import mosaic_daemon_pb2 as pb
-from mosaic.telemetry_schema import TELEMETRY_SCHEMA
+from mosaic.host.daemon.client import DaemonError, state_name
+from mosaic.host.daemon.proto import mosaic_daemon_pb2 as pb
+from mosaic.workerkit.telemetry_schema import TELEMETRY_SCHEMA
 
 VALIDATOR = jsonschema.Draft202012Validator(TELEMETRY_SCHEMA)
 

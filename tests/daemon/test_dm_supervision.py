@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 
 from dm_helpers import random_config, wait_until, worker_seqs
-from mosaic.daemon.client import state_name
+from mosaic.host.daemon.client import state_name
 
 # Started as the `random` worker's interpreter (--python random=THIS): for a run
 # whose seed is 4242 it leaves a SIGTERM-immune child in the worker's process

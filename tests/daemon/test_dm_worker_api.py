@@ -13,9 +13,11 @@ import pytest
 
 from dm_helpers import SHORT_CONFIG, kill_leftovers, start_daemon, wait_until
 from envs_support import PINNED, WORKER, build_ok, make_lab
-from mosaic import describe, worker_envs
-from mosaic.daemon.client import DaemonError
-from mosaic.llm.stub_server import StubServer
+from mosaic.host import describe_cache
+from mosaic.workerkit import describe
+from mosaic.host import environments as worker_envs
+from mosaic.host.daemon.client import DaemonError
+from mosaic.testing.stub_llm_server import StubServer
 
 
 def test_every_worker_is_described_and_its_default_config_validates(shared_daemon):
@@ -63,7 +65,7 @@ def test_bad_configs_are_answered_with_the_field_and_create_nothing(shared_daemo
 
 
 def test_text_that_is_no_config_is_answered_too(shared_daemon):
-    from mosaic.daemon.proto import mosaic_daemon_pb2 as pb
+    from mosaic.host.daemon.proto import mosaic_daemon_pb2 as pb
 
     for text, fragment in (("{not json", "not valid JSON"), ("[1, 2]", "must be a JSON object")):
         reply = shared_daemon.client._call("ValidateConfig", pb.ValidateConfigRequest(config_json=text))
@@ -82,7 +84,7 @@ def env_daemon(tmp_path_factory):
     lab = make_lab(tmp_path_factory.mktemp("envlab"))
     build_ok(lab)
     cache = tmp_path_factory.mktemp("describe-cache")
-    daemon = start_daemon(lab.home, env={"MOSAIC_WORKER_PATH": str(lab.workers), describe.CACHE_VAR: str(cache)})
+    daemon = start_daemon(lab.home, env={"MOSAIC_WORKER_PATH": str(lab.workers), describe_cache.CACHE_VAR: str(cache)})
     yield daemon, lab
     daemon.stop(timeout=60)
     kill_leftovers(lab.home)

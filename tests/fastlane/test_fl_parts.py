@@ -108,7 +108,7 @@ def test_a_publisher_that_never_publishes_leaves_nothing(tmp_path):
 
 def test_package_import_needs_no_numpy():
     code = ("import sys; sys.modules['numpy'] = None\n"
-            "import mosaic.fastlane, mosaic.fastlane.config, mosaic.cli\n"
+            "import mosaic.fastlane, mosaic.fastlane.config, mosaic.clients.cli\n"
             "assert mosaic.fastlane.FastLaneConfig().fps == 30\nprint('ok')")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr

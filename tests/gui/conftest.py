@@ -3,7 +3,7 @@
 The window's asyncio loop (qasync) shares the QApplication. Qt events processed
 while that loop is stopped would run asyncio callbacks (a background task
 waking from a sleep) with no running loop, and the task would fail. Tests drive
-the window with the loop running (``mosaic.gui.drive``), and pytest-qt's
+the window with the loop running (``mosaic.clients.gui.drive``), and pytest-qt's
 ``processEvents()`` around each test goes through the loop while a qasync loop
 is the current one.
 """
@@ -17,7 +17,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytestqt.plugin  # noqa: E402
 
-from mosaic.gui.drive import run  # noqa: E402
+from mosaic.clients.gui.drive import run  # noqa: E402
 
 _process_events = pytestqt.plugin._process_events
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from mosaic.gui.drive import close_window, event_loop, fill, inside, run, share_of_colour, stop_daemon, submit, wait
-from mosaic.discovery import discover_workers
-from mosaic.gui.main_window import MainWindow
-from mosaic.gui.run_view import PALETTE
+from mosaic.clients.gui.drive import close_window, event_loop, fill, inside, run, share_of_colour, stop_daemon, submit, wait
+from mosaic.host.discovery import discover_workers
+from mosaic.clients.gui.main_window import MainWindow
+from mosaic.clients.gui.run_view import PALETTE
 
 TERMINAL = {"COMPLETED", "FAILED", "CANCELLED"}
 
@@ -70,7 +70,7 @@ def fill_random(gui, **values):
 
 
 def in_loop(test):
-    """Run an ``async def`` test with the window's loop running (mosaic.gui.drive.inside)."""
+    """Run an ``async def`` test with the window's loop running (mosaic.clients.gui.drive.inside)."""
 
     @functools.wraps(test)
     def sync(*args, **kwargs):

@@ -7,8 +7,8 @@ import signal
 import subprocess
 import sys
 
-from mosaic.daemon.endpoint import find_daemon
-from mosaic.gui.drive import stop_daemon
+from mosaic.host.daemon.endpoint import find_daemon
+from mosaic.clients.gui.drive import stop_daemon
 from mosaic.testing import wait_until
 
 
@@ -30,7 +30,7 @@ def test_mosaic_gui_starts_a_daemon_for_its_home_and_ends_on_sigterm(tmp_path):
 
 
 def test_without_the_gui_extra_it_says_what_to_install():
-    code = ("import sys\nsys.modules['PySide6'] = None\nfrom mosaic.cli import main\nsys.exit(main(['gui']))")
+    code = ("import sys\nsys.modules['PySide6'] = None\nfrom mosaic.clients.cli import main\nsys.exit(main(['gui']))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("mosaic: error: the GUI needs the 'gui' extra (PySide6 missing)")

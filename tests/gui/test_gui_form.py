@@ -7,9 +7,10 @@ import sys
 import pytest
 from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLabel, QLineEdit, QSpinBox
 
-from mosaic.gui.new_run import restore_path
-from mosaic.gui.schema_form import (CHANGED_MARK, FieldError, SchemaForm, split_error, suggestions_from_envs,
-                                    with_shared_choices)
+from mosaic.clients.gui.new_run import restore_path
+from mosaic.clients.gui.form_fields import CHANGED_MARK, FieldError
+from mosaic.clients.gui.schema_form import SchemaForm
+from mosaic.clients.gui.schema_paths import split_error, suggestions_from_envs, with_shared_choices
 
 SCHEMA = {
     "type": "object",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mosaic.curves import ema
-from mosaic.gui.run_view import RunView
+from mosaic.clients.gui.run_view import RunView
 
 
 def metrics(seq, steps, ret, **extra):
@@ -70,7 +70,7 @@ def test_frame_canvas_fits_the_frame_and_a_new_frame_repaints_only_the_canvas(qt
     from PySide6.QtGui import QColor
     from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-    from mosaic.gui.frames import FramesView
+    from mosaic.clients.gui.frames import FramesView
 
     host = QWidget()
     qtbot.addWidget(host)

@@ -6,7 +6,7 @@
   budget of requests and tokens, and every call's tokens, latency and cost recorded.
 - :mod:`mosaic.llm.actions`: an action read from a reply; a reply that names no
   legal action is asked again, then replaced by a random legal action and counted.
-- :mod:`mosaic.llm.stub_server`: a local server speaking the same HTTP protocol with
+- :mod:`mosaic.testing.stub_llm_server`: a local server speaking the same HTTP protocol with
   scripted replies (malformed, slow, failing), for tests and offline runs.
 
 Nothing here is imported by ``import mosaic``; the ``openai`` package is needed only

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mosaic.errors import ConfigError
-from mosaic.worker_cli import WorkerProgram, worker_main
+from mosaic.workerkit.cli import WorkerProgram, worker_main
 
 from balrog_worker import get_worker_metadata
 from balrog_worker.config import BalrogConfig, default_config

@@ -1,4 +1,4 @@
-"""The evaluation's configuration: the shared run fields (``mosaic.run_fields``) and the evaluator's own.
+"""The evaluation's configuration: the shared run fields (``mosaic.workerkit.run_fields``) and the evaluator's own.
 
 Which tasks (``environment``: a family and its ids), how many episodes of each
 (``episodes``), which model plays (``model``) and how prompts are built.
@@ -15,7 +15,7 @@ from mosaic import configkit
 from mosaic.configkit import option
 from mosaic.errors import ConfigError
 from mosaic.llm.backends import ModelConfig
-from mosaic.run_fields import Environment, FieldMap, RunConfig
+from mosaic.workerkit.run_fields import Environment, FieldMap, RunConfig
 
 DEFAULT_TASKS = ("BabyAI-GoToRedBallNoDists-v0",)
 DEFAULT_EPISODES = 5

@@ -38,7 +38,7 @@ from mosaic.llm import scores
 from mosaic.llm.actions import choose_action
 from mosaic.llm.backends import make_client
 from mosaic.provenance import config_digest, package_versions
-from mosaic.worker_cli import WorkerContext
+from mosaic.workerkit.cli import WorkerContext
 
 from balrog_worker.config import BalrogConfig
 from balrog_worker.text import ACTION_INDEX, ACTION_NAMES, build_messages, describe, observation_prompt

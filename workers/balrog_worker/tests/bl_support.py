@@ -1,7 +1,7 @@
 """Helpers for the balrog worker's tests: its environment, the real CLI, and model servers on 127.0.0.1.
 
 No model runs here. The tests' server speaks the OpenAI protocol
-(``mosaic.llm.stub_server``) and answers either from a script or with
+(``mosaic.testing.stub_llm_server``) and answers either from a script or with
 :func:`goal_seeker`, a few rules that read the worker's own text of the
 observation and head for the object the mission names: when that wins episodes,
 the text said truthfully where things are.

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bl_support import goal_seeker
-from mosaic.llm.stub_server import StubServer
+from mosaic.testing.stub_llm_server import StubServer
 from mosaic.testing import check_live_evaluation, check_worker, run_events, run_under_daemon
 
 GOTO = "BabyAI-GoToRedBallNoDists-v0"

@@ -14,7 +14,7 @@ and work from MOSAIC's own environment, where CleanRL is not installed.
 from __future__ import annotations
 
 from mosaic.provenance import installed_version
-from mosaic.worker import ResourceEstimate, WorkerCapabilities, WorkerMetadata
+from mosaic.workerkit.contract import ResourceEstimate, WorkerCapabilities, WorkerMetadata
 
 __version__ = "0.1.0"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from mosaic.checkpoints import CheckpointState
+from mosaic.workerkit.checkpoints import CheckpointState
 
 MODULES_FILE = "modules.pt"
 

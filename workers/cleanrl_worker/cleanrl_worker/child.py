@@ -195,7 +195,7 @@ def save_checkpoint() -> None:
     import torch
 
     from cleanrl_worker.checkpoint import MODULES_FILE, CleanRLCheckpointState
-    from mosaic.checkpoints import checkpoint_folder
+    from mosaic.workerkit.checkpoints import checkpoint_folder
 
     main = sys.modules.get("__main__")
     modules = {name: obj for name, obj in sorted(vars(main).items()) if isinstance(obj, torch.nn.Module)}

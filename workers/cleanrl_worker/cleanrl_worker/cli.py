@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from mosaic.worker_cli import WorkerProgram, worker_main
+from mosaic.workerkit.cli import WorkerProgram, worker_main
 
 from cleanrl_worker import algorithms, get_worker_metadata
 from cleanrl_worker.config import CleanRLConfig, params_schema
@@ -33,7 +33,7 @@ def deep_validate(config: CleanRLConfig) -> dict[str, Any]:
 
 
 def dry_run(config: CleanRLConfig, checked: Any) -> dict[str, Any]:
-    from mosaic.threads import thread_env
+    from mosaic.workerkit.threads import thread_env
 
     from cleanrl_worker.runtime import command
 

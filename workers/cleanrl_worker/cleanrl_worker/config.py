@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Mapping
 from mosaic import configkit, diskcache
 from mosaic.configkit import option
 from mosaic.errors import ConfigError, UserError
-from mosaic.run_fields import Environment, FieldMap, RunConfig
+from mosaic.workerkit.run_fields import Environment, FieldMap, RunConfig
 
 from cleanrl_worker import algorithms
 from cleanrl_worker.algorithms import FAMILY, Algorithm

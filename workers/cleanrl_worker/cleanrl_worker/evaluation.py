@@ -6,7 +6,7 @@ would make, so shapes and buffers (``action_scale``) match; then its weights
 are loaded and it plays the task greedily: ppo the most likely action, dqn the
 largest Q-value, c51 the largest expected return, sac the squashed mean, td3
 and ddpg their deterministic actor. Results, confidence intervals, CSV and
-GIF videos are written by :mod:`mosaic.evaluation`, as for every worker.
+GIF videos are written by :mod:`mosaic.workerkit.evaluation`, as for every worker.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from mosaic.errors import UserError
-from mosaic.evaluation import (EvaluationResults, FrameSink, eval_lane, play_single_agent, print_results,
+from mosaic.workerkit.evaluation import (EvaluationResults, FrameSink, eval_lane, play_single_agent, print_results,
                                save_results)
 
 from cleanrl_worker import algorithms
@@ -107,7 +107,7 @@ def evaluate(request: Any) -> int:
     if request.opponent:
         raise UserError("--opponent: CleanRL runs are single-agent; there is no other seat")
     state = CleanRLCheckpointState.read(request.target, "--evaluate", "the cleanrl worker")
-    from mosaic.checkpoints import resolve
+    from mosaic.workerkit.checkpoints import resolve
 
     folder = resolve(request.target, "--evaluate", "the cleanrl worker")
     policy = Policy(state, folder)

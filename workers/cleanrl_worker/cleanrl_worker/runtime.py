@@ -1,7 +1,7 @@
 """A CleanRL run: the unmodified script as a child process, observed from inside.
 
 ``CleanRLRuntime.run()`` reports ``run_started``, then hands the script's
-command line to :class:`mosaic.script_runtime.ScriptRuntime`, which owns the
+command line to :class:`mosaic.workerkit.script_runtime.ScriptRuntime`, which owns the
 child (its own process group; pause = SIGSTOP/SIGCONT of the group; cancel =
 SIGTERM, SIGKILL after a short grace) and relays the records
 ``child.py`` writes on a pipe of their own through ``telemetry.Translator``.
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from mosaic.provenance import config_digest, package_versions
-from mosaic.script_runtime import ScriptRuntime
-from mosaic.threads import thread_env
+from mosaic.workerkit.script_runtime import ScriptRuntime
+from mosaic.workerkit.threads import thread_env
 
 import cleanrl_worker
 from cleanrl_worker import analytics

@@ -5,7 +5,7 @@ The script's TensorBoard calls arrive as records on their own pipe, in order:
 - ``charts/episodic_return`` then ``charts/episodic_length`` at the same step
   are one finished episode: an ``episode`` event (agent ``agent_0``);
 - every ``charts/SPS`` closes an iteration: a ``metrics`` event with the
-  episodes since the last one (``mosaic.episode_stats``), the throughput, the
+  episodes since the last one (``mosaic.workerkit.episode_stats``), the throughput, the
   losses under MOSAIC's names (``learner.policy.*``, mapping in
   ``algorithms.py``) and every scalar of the iteration as the script named it
   (``scalars``);
@@ -24,8 +24,8 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator
 
-from mosaic.episode_stats import episode_statistics
-from mosaic.script_runtime import Relay
+from mosaic.workerkit.episode_stats import episode_statistics
+from mosaic.workerkit.script_runtime import Relay
 
 from cleanrl_worker.algorithms import Algorithm
 

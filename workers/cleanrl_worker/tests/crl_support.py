@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mosaic.testing import WorkerHome, run_events
-from mosaic.threads import thread_env
+from mosaic.workerkit.threads import thread_env
 
 REPO = Path(__file__).resolve().parents[3]
 RUN_TIMEOUT_S = 900  # tiny budgets take a minute on a busy 2-core machine; the bound is for hangs
@@ -36,7 +36,7 @@ class Home(WorkerHome):
         """``mosaic run`` a tiny budget of ``algorithm``; (process, run folder).
 
         One torch thread, as the examples have it (and as :meth:`direct` runs the script):
-        with torch's default the tiny networks crawl on a busy machine (``mosaic.threads``).
+        with torch's default the tiny networks crawl on a busy machine (``mosaic.workerkit.threads``).
         """
         cfg = {"algorithm": algorithm, "seed": 1, "resources": {"threads": THREADS}, **TINY[algorithm], **fields}
         proc = self.cli("run", str(self.config(f"{algorithm}-{len(list(self.root.glob('*.json')))}", **cfg)))

@@ -142,7 +142,7 @@ def _field_map(home) -> dict:
 
 
 def test_field_map_covers_every_shared_field(home):
-    from mosaic.run_fields import SHARED_PATHS
+    from mosaic.workerkit.run_fields import SHARED_PATHS
 
     fields = _field_map(home)
     assert sorted([*fields["honoured"], *fields["refused"]]) == sorted(SHARED_PATHS)

@@ -3,7 +3,7 @@
 ``jumanji.training`` keeps one yaml file per environment (``configs/env/<name>.yaml``:
 ``network``, ``training``, ``evaluation`` and ``a2c`` sections) under a top
 ``config.yaml`` (``agent``, ``seed``, ``logger``). MOSAIC's fields name what
-every run has (the shared run fields of ``mosaic.run_fields``: environment, agent,
+every run has (the shared run fields of ``mosaic.workerkit.run_fields``: environment, agent,
 seed, budget, num_envs, learning_rate, gamma), plus Jumanji's own epoch shape
 (n_steps, learner steps per epoch, evaluation episodes); ``network`` and
 ``algo_params`` are the env yaml's ``network`` and ``a2c`` sections, by their
@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 from mosaic import configkit
 from mosaic.configkit import option
 from mosaic.errors import ConfigError, UserError, one_of
-from mosaic.run_fields import Environment, FieldMap, Resources, RunConfig
+from mosaic.workerkit.run_fields import Environment, FieldMap, Resources, RunConfig
 
 from jumanji_worker import ALGORITHMS
 

@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from mosaic.errors import UserError
-from mosaic.evaluation import EpisodeMetrics, EvaluationResults, eval_lane, print_results, save_results
+from mosaic.workerkit.evaluation import EpisodeMetrics, EvaluationResults, eval_lane, print_results, save_results
 
 from jumanji_worker.telemetry import AGENT, MODULE, env_measures
 

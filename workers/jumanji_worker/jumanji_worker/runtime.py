@@ -36,12 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mosaic.checkpoints import STATE_FILE as CHECKPOINT_STATE
-from mosaic.checkpoints import CheckpointState, checkpoint_folder, is_checkpoint, resolve
+from mosaic.workerkit.checkpoints import STATE_FILE as CHECKPOINT_STATE
+from mosaic.workerkit.checkpoints import CheckpointState, checkpoint_folder, is_checkpoint, resolve
 from mosaic.errors import ConfigError
-from mosaic.lifecycle import RunCancelled, RunControl
+from mosaic.workerkit.lifecycle import RunCancelled, RunControl
 from mosaic.provenance import config_digest, package_versions
-from mosaic.worker_cli import WorkerContext
+from mosaic.workerkit.cli import WorkerContext
 
 from jumanji_worker.config import JumanjiConfig, compose
 from jumanji_worker.frames import EpochFrames, headless
@@ -132,7 +132,7 @@ def load_state(folder: Path, state: JumanjiCheckpointState) -> Any:
         return pickle.load(fh)
 
 
-#: Fields of configs saved before the shared run vocabulary (mosaic.run_fields) -> where they went.
+#: Fields of configs saved before the shared run vocabulary (mosaic.workerkit.run_fields) -> where they went.
 _OLD_FIELDS = {"checkpoint_every_timesteps": ("checkpoint", "every_timesteps"),
                "checkpoint_at_end": ("checkpoint", "at_end"), "restore_from": ("checkpoint", "restore_from"),
                "heartbeat_interval_s": ("reporting", "heartbeat_interval_s"),

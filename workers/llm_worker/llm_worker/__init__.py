@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
-from mosaic.worker import ResourceEstimate, WorkerCapabilities, WorkerMetadata
+from mosaic.workerkit.contract import ResourceEstimate, WorkerCapabilities, WorkerMetadata
 
 __version__ = "0.1.0"
 ENV_FAMILIES = ("classic", "mpe")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from mosaic.envs import reward_structure
+from mosaic.workerkit.envs import reward_structure
 from mosaic.errors import ConfigError
-from mosaic.worker_cli import WorkerProgram, worker_main
+from mosaic.workerkit.cli import WorkerProgram, worker_main
 
 from llm_worker import get_worker_metadata
 from llm_worker.config import MAX_AGENTS, LLMWorkerConfig, default_config

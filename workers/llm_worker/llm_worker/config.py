@@ -1,4 +1,4 @@
-"""The evaluation's configuration: the shared run fields (``mosaic.run_fields``) and the evaluator's own.
+"""The evaluation's configuration: the shared run fields (``mosaic.workerkit.run_fields``) and the evaluator's own.
 
 Which env (``environment``), how many episodes (``episodes``), who plays each agent
 (``players``), which model (``model``) and how the models coordinate.
@@ -13,10 +13,10 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 from mosaic import configkit
 from mosaic.configkit import option
-from mosaic.envs import EnvironmentConfig
+from mosaic.workerkit.envs import EnvironmentConfig
 from mosaic.errors import ConfigError
 from mosaic.llm.backends import ModelConfig
-from mosaic.run_fields import FieldMap, RunConfig
+from mosaic.workerkit.run_fields import FieldMap, RunConfig
 
 #: How the language-model agents decide, each with what it costs per decision.
 COORDINATION = {

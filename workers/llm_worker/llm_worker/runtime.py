@@ -38,16 +38,16 @@ from typing import Any
 
 import numpy as np
 
-from mosaic.envs import reward_structure
-from mosaic.episode_stats import winner
-from mosaic.evaluation import legal_random
+from mosaic.workerkit.envs import reward_structure
+from mosaic.workerkit.episode_stats import winner
+from mosaic.workerkit.evaluation import legal_random
 from mosaic.fastlane.config import FastLaneTarget
 from mosaic.llm import scores
 from mosaic.llm.actions import Choice, choose_action
 from mosaic.llm.backends import make_client
 from mosaic.provenance import config_digest, package_versions
 from mosaic.runs import write_json_atomic
-from mosaic.worker_cli import WorkerContext
+from mosaic.workerkit.cli import WorkerContext
 
 from llm_worker import coordination as co
 from llm_worker.config import LLMWorkerConfig, PlayerConfig

@@ -273,7 +273,7 @@ def api_type(family: str) -> str:
 
 def coverage(family: str) -> dict[str, str | None]:
     """Every installed id of ``family`` -> None when it can be played, else why not."""
-    from mosaic.envs import available_env_ids, make_env
+    from mosaic.workerkit.envs import available_env_ids, make_env
 
     out: dict[str, str | None] = {}
     for env_id in available_env_ids(family):

@@ -1,6 +1,6 @@
 """Helpers for the mosaic_llm worker's tests: model servers on 127.0.0.1 that answer by rules.
 
-No model runs here. The servers speak the OpenAI protocol (``mosaic.llm.stub_server``)
+No model runs here. The servers speak the OpenAI protocol (``mosaic.testing.stub_llm_server``)
 and answer with a few rules that read only the worker's own text: when those rules
 win games or cover landmarks, the text told the truth about the board or the world.
 """

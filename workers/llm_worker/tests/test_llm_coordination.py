@@ -9,9 +9,9 @@ import pytest
 
 from llm_worker import coordination as co
 from llm_worker.text import MPE_MOVES, Unsupported, View, api_type, coverage, describer_for
-from mosaic.envs import available_env_ids, make_env, reward_structure
+from mosaic.workerkit.envs import available_env_ids, make_env, reward_structure
 from mosaic.llm.backends import ModelConfig, make_client
-from mosaic.llm.stub_server import StubServer
+from mosaic.testing.stub_llm_server import StubServer
 
 MOVES = list(MPE_MOVES)
 

@@ -16,8 +16,8 @@ import pytest
 
 from llm_support import (connect_four_player, last_user, mpe_world, spread_player, tictactoe_player,
                          toward_nearest_landmark)
-from mosaic.envs import make_env
-from mosaic.llm.stub_server import StubServer
+from mosaic.workerkit.envs import make_env
+from mosaic.testing.stub_llm_server import StubServer
 from mosaic.testing import check_live_evaluation, check_worker, run_events, run_under_daemon
 
 SPREAD = {"family": "mpe", "env_id": "simple_spread_v3", "env_kwargs": {"N": 2, "max_cycles": 6}}
@@ -365,7 +365,7 @@ REFUSED = {"environment.env_ids": ["tictactoe_v3"], "total_timesteps": 1000, "nu
 
 def test_the_refused_list_covers_the_field_map():
     from llm_worker.config import LLMWorkerConfig
-    from mosaic.run_fields import SHARED_PATHS
+    from mosaic.workerkit.run_fields import SHARED_PATHS
 
     fields = LLMWorkerConfig.FIELDS
     assert set(fields.refused) == set(REFUSED)
@@ -427,10 +427,10 @@ def test_frames_pause_resume_and_ctrl_c_of_a_live_evaluation(home, tmp_path):
 
 
 def test_the_transformers_backend_plays_from_a_local_model_directory(home, tmp_path):
-    """A tiny random GPT-2 made here (mosaic.llm.tiny_model): real tokenising and generation on CPU; its babble
+    """A tiny random GPT-2 made here (mosaic.testing.tiny_model): real tokenising and generation on CPU; its babble
     is parsed or replaced, and greedy decoding plays the same game twice."""
     from llm_worker.text import TicTacToe
-    from mosaic.llm.tiny_model import make
+    from mosaic.testing.tiny_model import make
 
     env = make_env("classic", "tictactoe_v3", "AEC")
     describer = TicTacToe(env)

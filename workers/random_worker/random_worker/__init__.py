@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from importlib import metadata
 
-from mosaic.envs import ENV_FAMILIES
-from mosaic.worker import ResourceEstimate, WorkerCapabilities, WorkerMetadata
+from mosaic.workerkit.envs import ENV_FAMILIES
+from mosaic.workerkit.contract import ResourceEstimate, WorkerCapabilities, WorkerMetadata
 
 __version__ = "0.1.0"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from mosaic.envs import offered_env_ids
-from mosaic.worker_cli import WorkerProgram, worker_main
+from mosaic.workerkit.envs import offered_env_ids
+from mosaic.workerkit.cli import WorkerProgram, worker_main
 from random_worker import get_worker_metadata
 from random_worker.config import RandomWorkerConfig, default_config
 from random_worker.runtime import RandomWorkerRuntime

@@ -1,4 +1,4 @@
-"""Configuration of the reference worker: the shared run fields (``mosaic.run_fields``) and its own few."""
+"""Configuration of the reference worker: the shared run fields (``mosaic.workerkit.run_fields``) and its own few."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
 
 from mosaic.configkit import option
-from mosaic.envs import EnvironmentConfig
-from mosaic.run_fields import FieldMap, Reporting, RunConfig
+from mosaic.workerkit.envs import EnvironmentConfig
+from mosaic.workerkit.run_fields import FieldMap, Reporting, RunConfig
 
 NOT_LEARNING = "random play learns nothing"
 

@@ -8,12 +8,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mosaic.checkpoints import CheckpointState, checkpoint_folder
-from mosaic.envs import reward_structure
-from mosaic.episode_stats import episode_statistics, winner
+from mosaic.workerkit.checkpoints import CheckpointState, checkpoint_folder
+from mosaic.workerkit.envs import reward_structure
+from mosaic.workerkit.episode_stats import episode_statistics, winner
 from mosaic.fastlane.config import FastLaneTarget
 from mosaic.provenance import config_digest, package_versions
-from mosaic.worker_cli import WorkerContext
+from mosaic.workerkit.cli import WorkerContext
 from random_worker.config import RandomWorkerConfig
 
 PACKAGES = ("mosaic-marl", "mosaic-random-worker", "pettingzoo", "gymnasium", "numpy", "mpe2")

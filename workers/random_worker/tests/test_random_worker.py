@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from mosaic.envs import make_env
+from mosaic.workerkit.envs import make_env
 from mosaic.testing import check_worker
 from random_worker.runtime import RandomPolicy, legal_mask
 

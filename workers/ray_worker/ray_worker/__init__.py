@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
-from mosaic.worker import ResourceEstimate, WorkerCapabilities, WorkerMetadata
+from mosaic.workerkit.contract import ResourceEstimate, WorkerCapabilities, WorkerMetadata
 
 __version__ = "0.1.0"
 
@@ -17,7 +17,7 @@ _LAZY = {
     "RayPolicyConfig": "ray_worker.policy_actor", "RayPolicyActor": "ray_worker.policy_actor",
     "RayPolicyController": "ray_worker.policy_actor", "create_ray_actor": "ray_worker.policy_actor",
     "EvaluationConfig": "ray_worker.policy_evaluator", "run_evaluation": "ray_worker.policy_evaluator",
-    "EpisodeMetrics": "mosaic.evaluation", "EvaluationResults": "mosaic.evaluation",
+    "EpisodeMetrics": "mosaic.workerkit.evaluation", "EvaluationResults": "mosaic.workerkit.evaluation",
     "RayWorkerConfig": "ray_worker.config", "PolicyConfiguration": "ray_worker.config",
 }
 __all__ = ["get_worker_metadata", *_LAZY]

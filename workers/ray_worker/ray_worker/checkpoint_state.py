@@ -1,7 +1,7 @@
 """The Ray worker's checkpoint state: MOSAIC's counters plus what evaluation and resume need.
 
 RLlib's own files sit beside it (``Algorithm.save_to_path``); this is what
-:class:`mosaic.checkpoints.CheckpointState` keeps for the Ray worker.
+:class:`mosaic.workerkit.checkpoints.CheckpointState` keeps for the Ray worker.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from mosaic.checkpoints import CheckpointState
+from mosaic.workerkit.checkpoints import CheckpointState
 
 
 @dataclass

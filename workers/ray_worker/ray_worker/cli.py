@@ -1,6 +1,6 @@
 """``python -m ray_worker.cli``: the Ray RLlib worker's process.
 
-The shared worker command line (``mosaic.worker_cli``) with the Ray hooks:
+The shared worker command line (``mosaic.workerkit.cli``) with the Ray hooks:
 ``--schema ALGO`` prints an algorithm's hyperparameter JSON Schema,
 ``--dry-run`` shows agents, spaces and the resolved RLlib settings without
 starting Ray, ``--evaluate`` plays a checkpoint without Ray.
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import sys
 
-from mosaic.envs import offered_env_ids
+from mosaic.workerkit.envs import offered_env_ids
 from mosaic.errors import ConfigError, UserError
-from mosaic.threads import limit_torch_threads
-from mosaic.worker_cli import EvaluateRequest, WorkerProgram, worker_main
+from mosaic.workerkit.threads import limit_torch_threads
+from mosaic.workerkit.cli import EvaluateRequest, WorkerProgram, worker_main
 from ray_worker import algo_params, get_worker_metadata
 from ray_worker.config import RayWorkerConfig, default_config
 
@@ -53,7 +53,7 @@ def _prepare(config: RayWorkerConfig):
 
 def _evaluate(request: EvaluateRequest) -> int:
     from ray_worker.policy_actor import RayPolicyController, read_checkpoint
-    from mosaic.evaluation import print_results
+    from mosaic.workerkit.evaluation import print_results
     from ray_worker.policy_evaluator import EvaluationConfig, run_evaluation
 
     limit_torch_threads(1)  # one env, batches of one: more threads only wait for each other

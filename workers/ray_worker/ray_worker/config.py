@@ -1,6 +1,6 @@
 """``RayWorkerConfig``: typed, validated configuration of a Ray RLlib run.
 
-A :class:`mosaic.run_fields.RunConfig`: the fields every run shares (algorithm, env,
+A :class:`mosaic.workerkit.run_fields.RunConfig`: the fields every run shares (algorithm, env,
 seed, budget, shared hyperparameters, checkpointing, reporting, resources) plus what
 only RLlib has (``rllib``: env runners, the Ray cluster, the stall bound) and MOSAIC's
 multi-agent sections (``policy_configuration``, ``ctde``, ``self_play``). ``FIELDS``
@@ -18,10 +18,10 @@ from typing import Any, ClassVar, Mapping
 
 from mosaic import configkit
 from mosaic.configkit import option
-from mosaic.envs import API_TYPES, ENV_FAMILIES
-from mosaic.envs import EnvironmentConfig as PettingZooEnvironment
+from mosaic.workerkit.envs import API_TYPES, ENV_FAMILIES
+from mosaic.workerkit.envs import EnvironmentConfig as PettingZooEnvironment
 from mosaic.errors import ConfigError, one_of
-from mosaic.run_fields import HYPERPARAMETERS, Checkpointing, FieldMap, Resources, RunConfig
+from mosaic.workerkit.run_fields import HYPERPARAMETERS, Checkpointing, FieldMap, Resources, RunConfig
 from ray_worker import algo_params
 
 

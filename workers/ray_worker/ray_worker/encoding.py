@@ -1,4 +1,4 @@
-"""PettingZoo wrappers that give every agent a flat float observation (:mod:`mosaic.spaces`).
+"""PettingZoo wrappers that give every agent a flat float observation (:mod:`mosaic.workerkit.spaces`).
 
 Applied by :class:`~ray_worker.environment.EnvironmentFactory` to any agent whose
 observation is not already a 1-D Box, an image, or a PettingZoo action-mask dict,
@@ -12,7 +12,7 @@ from typing import Any
 import gymnasium as gym
 from pettingzoo.utils.wrappers.base import BaseWrapper
 
-from mosaic.spaces import encode, encoded_space, encoding_name, needs_encoding
+from mosaic.workerkit.spaces import encode, encoded_space, encoding_name, needs_encoding
 from ray_worker.parallel_wrapper import ParallelPassThrough
 from ray_worker.preprocessing import is_image_space
 

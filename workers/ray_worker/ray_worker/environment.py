@@ -1,6 +1,6 @@
 """``EnvironmentFactory``: PettingZoo env → RLlib ``MultiAgentEnv``.
 
-Builds the env by family and id through :mod:`mosaic.envs`, applies image
+Builds the env by family and id through :mod:`mosaic.workerkit.envs`, applies image
 preprocessing where asked, and wraps it with RLlib's own PettingZoo
 wrappers (AEC or parallel). It also describes the env (agents and spaces)
 for validation and ``--dry-run``.
@@ -51,7 +51,7 @@ class EnvInfo:
     action_spaces: dict[str, gym.Space]
     preprocessed: bool
     has_state: bool
-    #: agent -> how its observation was encoded (mosaic.spaces), for agents that needed it
+    #: agent -> how its observation was encoded (mosaic.workerkit.spaces), for agents that needed it
     encodings: dict[str, str] = field(default_factory=dict)
 
     def action_kinds(self) -> set[str]:
@@ -88,7 +88,7 @@ class EnvironmentFactory:
 
     def make_pettingzoo(self, render_mode: str | None = None) -> tuple[Any, bool]:
         """The PettingZoo env in the configured API (AEC or parallel), preprocessed if needed."""
-        from mosaic.envs import load_env_module, make_env, supported_api_types
+        from mosaic.workerkit.envs import load_env_module, make_env, supported_api_types
 
         cfg = self.config
         module = load_env_module(cfg.family, cfg.env_id)

@@ -159,7 +159,7 @@ def layout_for(policy: PolicyConfiguration, env: EnvInfo, ctde_actors: str = "pe
 
 def check_self_play_env(family: str, env_id: str) -> None:
     """Self-play needs someone to beat: refuse envs whose agents all share one goal."""
-    from mosaic.envs import reward_structure
+    from mosaic.workerkit.envs import reward_structure
 
     structure = reward_structure(family, env_id)
     if structure in ("cooperative", "single"):

@@ -32,7 +32,7 @@ MODULES_DIR = Path("learner_group") / "learner" / "rl_module"
 
 def resolve_checkpoint(path: str | Path) -> Path:
     """A checkpoint folder, or a run folder (its latest checkpoint)."""
-    from mosaic import checkpoints
+    from mosaic.workerkit import checkpoints
 
     return checkpoints.resolve(path, "checkpoint_path", "the ray worker")
 

@@ -1,7 +1,7 @@
 """``run_evaluation``: play a Ray checkpoint's policies for N episodes, without Ray.
 
 Loading the checkpoint and building its env is Ray-worker glue; playing,
-scoring and saving are MOSAIC's (``mosaic.evaluation``).
+scoring and saving are MOSAIC's (``mosaic.workerkit.evaluation``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 
 from mosaic.errors import UserError
-from mosaic.evaluation import EvaluationResults, eval_lane, play_episodes, save_results
+from mosaic.workerkit.evaluation import EvaluationResults, eval_lane, play_episodes, save_results
 from ray_worker.policy_actor import RayPolicyActor, RayPolicyController, environment_config
 
 

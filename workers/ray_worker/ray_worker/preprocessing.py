@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 from pettingzoo.utils.env import ParallelEnv
 
-from mosaic.spaces import is_image_space  # noqa: F401  (its users import it from here)
+from mosaic.workerkit.spaces import is_image_space  # noqa: F401  (its users import it from here)
 from ray_worker.parallel_wrapper import ParallelPassThrough
 
 _LUMA = np.array([0.299, 0.587, 0.114], np.float32)

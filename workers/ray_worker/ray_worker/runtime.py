@@ -16,13 +16,13 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from mosaic.checkpoints import checkpoint_folder
-from mosaic.episode_stats import episode_statistics
+from mosaic.workerkit.checkpoints import checkpoint_folder
+from mosaic.workerkit.episode_stats import episode_statistics
 from mosaic.errors import ConfigError
-from mosaic.lifecycle import RunCancelled
+from mosaic.workerkit.lifecycle import RunCancelled
 from mosaic.provenance import config_digest, package_versions
-from mosaic.threads import limit_torch_threads
-from mosaic.worker_cli import WorkerContext
+from mosaic.workerkit.threads import limit_torch_threads
+from mosaic.workerkit.cli import WorkerContext
 from ray_worker.callbacks import EPISODES_KEY
 from ray_worker.config import PolicyConfiguration, RayWorkerConfig
 from ray_worker.environment import EnvironmentFactory, EnvInfo

@@ -16,7 +16,7 @@ import os
 
 import pytest
 
-from mosaic.threads import limit_torch_threads
+from mosaic.workerkit.threads import limit_torch_threads
 
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")

@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mosaic.lifecycle import RunControl
+from mosaic.workerkit.lifecycle import RunControl
 from mosaic.runs import RunStore, new_run_id
-from mosaic.telemetry import TelemetryEmitter
-from mosaic.worker_cli import WorkerContext
+from mosaic.workerkit.telemetry import TelemetryEmitter
+from mosaic.workerkit.cli import WorkerContext
 
 #: Tiny but real settings: two short iterations per algorithm on 2 CPUs.
 TINY: dict[str, Any] = {

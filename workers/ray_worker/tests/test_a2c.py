@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ray_support import train
-from mosaic.envs import make_env
+from mosaic.workerkit.envs import make_env
 
 BUDGET = 4000  # env steps; about 16 updates of 250 steps
 

@@ -163,7 +163,7 @@ REFUSED = [("episodes", {"episodes": 5}), ("reporting.every_timesteps", {"report
 
 
 def test_the_field_map_covers_every_shared_field():
-    from mosaic.run_fields import SHARED_PATHS
+    from mosaic.workerkit.run_fields import SHARED_PATHS
 
     fields = RayWorkerConfig.FIELDS
     assert sorted([*fields.honoured, *fields.refused]) == sorted(SHARED_PATHS)

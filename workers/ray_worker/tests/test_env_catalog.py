@@ -1,6 +1,6 @@
 """Every env id the installed packages offer trains (or is refused with a documented reason).
 
-The list is computed from the installed packages (``mosaic.envs``), never written
+The list is computed from the installed packages (``mosaic.workerkit.envs``), never written
 by hand: a new PettingZoo release with a new env id adds a case here. Each case
 is one tiny PPO iteration in this module's Ray session; envs whose agents
 differ in spaces also train with one module per agent (INDEPENDENT).
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mosaic.envs import ENV_FAMILIES, available_env_ids, load_env_module, make_env, supported_api_types
+from mosaic.workerkit.envs import ENV_FAMILIES, available_env_ids, load_env_module, make_env, supported_api_types
 from mosaic.errors import ConfigError
 from ray_support import train
 
@@ -127,7 +127,7 @@ def _encoded(config: dict) -> dict:
     ("sisl", "pursuit_v4", "flatten(7x7x3)"),
 ])
 def test_non_vector_observations_are_encoded_for_every_agent_in_both_apis(family, env_id, encoding):
-    from mosaic.spaces import encoded_space
+    from mosaic.workerkit.spaces import encoded_space
 
     raw = make_env(family, env_id, "PARALLEL")
     size = encoded_space(raw.observation_space(raw.possible_agents[0])).shape[0]

@@ -85,7 +85,7 @@ def test_masked_games_never_sample_illegal_actions(ray_session, tmp_path, env_id
 
 
 def test_illegal_move_monitor_counts_a_real_illegal_move():
-    from mosaic.envs import make_env
+    from mosaic.workerkit.envs import make_env
     from ray_worker.illegal_moves import INFO_KEY, IllegalMoveMonitor
 
     env = IllegalMoveMonitor(make_env("classic", "tictactoe_v3", "AEC"))

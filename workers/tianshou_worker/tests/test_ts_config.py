@@ -76,7 +76,7 @@ def _run_cli(home, args: list[str], config: dict | None = None) -> subprocess.Co
 
 
 def test_field_map_covers_every_shared_field_and_refuses_by_name(home):
-    from mosaic.run_fields import SHARED_PATHS
+    from mosaic.workerkit.run_fields import SHARED_PATHS
 
     check = ("import json; from tianshou_worker.config import TianshouConfig; "
              "print(json.dumps(TianshouConfig.FIELDS.to_dict()))")

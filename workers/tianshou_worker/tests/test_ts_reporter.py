@@ -12,7 +12,7 @@ from ts_support import REPO
 
 sys.path.insert(0, str(REPO / "workers" / "tianshou_worker"))
 
-from mosaic.telemetry import TelemetryEmitter  # noqa: E402
+from mosaic.workerkit.telemetry import TelemetryEmitter  # noqa: E402
 from tianshou_worker.config import EpsilonSchedule  # noqa: E402
 from tianshou_worker.telemetry import Reporter  # noqa: E402
 

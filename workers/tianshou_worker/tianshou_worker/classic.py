@@ -29,7 +29,7 @@ OPPONENT = "random"
 
 def make_game(env_id: str, render_mode: str | None = None) -> Any:
     """The PettingZoo AEC game, resolved by MOSAIC's env registry (clear errors for unknown ids)."""
-    from mosaic.envs import make_env
+    from mosaic.workerkit.envs import make_env
 
     return make_env("classic", env_id, "AEC", render_mode=render_mode, field="environment.env_id")
 

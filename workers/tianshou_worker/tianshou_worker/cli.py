@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from mosaic.worker_cli import WorkerProgram, worker_main
+from mosaic.workerkit.cli import WorkerProgram, worker_main
 
 from tianshou_worker import get_worker_metadata
 from tianshou_worker.config import TianshouConfig, params_schema

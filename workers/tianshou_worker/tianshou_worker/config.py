@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Mapping
 from mosaic import configkit
 from mosaic.configkit import UpstreamParam, option
 from mosaic.errors import ConfigError, UserError, one_of
-from mosaic.run_fields import Environment, FieldMap, Resources, RunConfig
+from mosaic.workerkit.run_fields import Environment, FieldMap, Resources, RunConfig
 
 from tianshou_worker import algorithms
 from tianshou_worker.algorithms import BUILT, Algorithm, class_name

@@ -6,9 +6,9 @@ greedy Q-values without epsilon, the most likely action or the mean action where
 the policy has a deterministic evaluation) through ``Policy.compute_action``.
 Episode *i* is seeded ``seed + i``: the env's reset and torch's (and numpy's) generator, which a
 policy that samples in evaluation mode (ppo) draws its actions from. Results, confidence intervals, CSV and GIF
-videos are written by :mod:`mosaic.evaluation`, as for every worker; with
+videos are written by :mod:`mosaic.workerkit.evaluation`, as for every worker; with
 ``--fastlane`` the played frames stream as the run's ``eval`` stream
-(:func:`mosaic.evaluation.eval_lane`). A classic game's learner plays its seat
+(:func:`mosaic.workerkit.evaluation.eval_lane`). A classic game's learner plays its seat
 against random legal moves through MOSAIC's shared player, which scores win rates.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from mosaic.errors import UserError
-from mosaic.evaluation import (EvaluationResults, FrameSink, eval_lane, play_single_agent, print_results,
+from mosaic.workerkit.evaluation import (EvaluationResults, FrameSink, eval_lane, play_single_agent, print_results,
                                save_results)
 
 from tianshou_worker.telemetry import AGENT, MODULE
@@ -46,7 +46,7 @@ def play(policy: Any, env: Any, seed: int, frames: FrameSink | None) -> tuple[fl
 
 
 def evaluate(request: Any) -> int:
-    from mosaic.threads import limit_torch_threads
+    from mosaic.workerkit.threads import limit_torch_threads
 
     from tianshou_worker.envs import make_env
     from tianshou_worker.runtime import load_checkpoint, quiet
@@ -80,8 +80,8 @@ def evaluate(request: Any) -> int:
 
 def evaluate_game(request: Any, folder: Any, state: Any, config: Any, algo: Any) -> int:
     """A classic game: the learner's seat plays its greedy masked policy, the other seat random legal moves;
-    MOSAIC's shared player (``mosaic.evaluation.play_episodes``) plays and scores them (win rates)."""
-    from mosaic.evaluation import play_episodes
+    MOSAIC's shared player (``mosaic.workerkit.evaluation.play_episodes``) plays and scores them (win rates)."""
+    from mosaic.workerkit.evaluation import play_episodes
 
     from tianshou_worker import classic
     from tianshou_worker.runtime import learner_of

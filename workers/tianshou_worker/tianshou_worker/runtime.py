@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mosaic.checkpoints import CheckpointState, checkpoint_folder, resolve
+from mosaic.workerkit.checkpoints import CheckpointState, checkpoint_folder, resolve
 from mosaic.errors import ConfigError
-from mosaic.lifecycle import RunCancelled
+from mosaic.workerkit.lifecycle import RunCancelled
 from mosaic.provenance import config_digest, package_versions
-from mosaic.threads import limit_torch_threads
-from mosaic.worker_cli import WorkerContext
+from mosaic.workerkit.threads import limit_torch_threads
+from mosaic.workerkit.cli import WorkerContext
 
 from tianshou_worker import algorithms
 from tianshou_worker.config import TianshouConfig

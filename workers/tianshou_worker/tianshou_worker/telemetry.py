@@ -14,7 +14,7 @@ Two observation points, neither an edit of Tianshou:
 
 An "iteration" is ``report_every_timesteps`` env steps (offline: gradient
 steps): one ``metrics`` event with the episodes that ended in it
-(``mosaic.episode_stats``) and the mean of each learner scalar over its updates.
+(``mosaic.workerkit.episode_stats``) and the mean of each learner scalar over its updates.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import time
 from collections import defaultdict
 from typing import Any, Callable
 
-from mosaic.episode_stats import episode_statistics, winner
+from mosaic.workerkit.episode_stats import episode_statistics, winner
 
 AGENT = "agent_0"
 MODULE = "policy"

@@ -29,7 +29,7 @@ DOCS = Path(__file__).resolve().parents[3] / "docs" / "xuance-worker.md"
 CHECK_ALL = """
 import json, sys
 changes = json.loads(sys.argv[2])
-from mosaic.envs import available_env_ids
+from mosaic.workerkit.envs import available_env_ids
 from mosaic.errors import ConfigError
 from xuance_worker.config import XuanCeConfig
 from xuance_worker.runtime import probe_env, quiet_xuance
@@ -95,7 +95,7 @@ def test_every_env_id_trains_or_is_refused_with_a_documented_reason(home):
         elif env_id in ("pursuit_v4", "knights_archers_zombies_v10", "rps_v2"):
             expected = {"pursuit_v4": "flatten(7x7x3)", "knights_archers_zombies_v10": "flatten(27x5)",
                         "rps_v2": "one-hot(4)"}[env_id]
-            assert all(o.startswith(expected + " by mosaic.spaces") for o in observed), observed
+            assert all(o.startswith(expected + " by mosaic.workerkit.spaces") for o in observed), observed
         else:
             assert all(o.startswith("vector ") for o in observed), observed
 

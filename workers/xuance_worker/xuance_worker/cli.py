@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from mosaic.worker_cli import WorkerProgram, worker_main
+from mosaic.workerkit.cli import WorkerProgram, worker_main
 
 from xuance_worker import get_worker_metadata
 from xuance_worker.config import XuanCeConfig, params_schema
@@ -38,7 +38,7 @@ def dry_run(config: XuanCeConfig, checked: Any) -> dict[str, Any]:
 
 def envs() -> dict[str, list[str]]:
     """MPE, SISL and Butterfly as installed; of the classic games, those played simultaneously (a parallel API)."""
-    from mosaic.envs import offered_env_ids
+    from mosaic.workerkit.envs import offered_env_ids
 
     offered = offered_env_ids(("mpe", "sisl", "butterfly", "classic"))
     offered["classic"] = [env_id for env_id in offered["classic"] if simultaneous("classic", env_id)]
@@ -46,7 +46,7 @@ def envs() -> dict[str, list[str]]:
 
 
 def simultaneous(family: str, env_id: str) -> bool:
-    from mosaic.envs import load_env_module, supported_api_types
+    from mosaic.workerkit.envs import load_env_module, supported_api_types
     from mosaic.errors import ConfigError
 
     try:

@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
 from mosaic import configkit
-from mosaic.checkpoints import STATE_FILE, CheckpointState, is_checkpoint
+from mosaic.workerkit.checkpoints import STATE_FILE, CheckpointState, is_checkpoint
 from mosaic.configkit import UpstreamParam, option
-from mosaic.envs import EnvironmentConfig
+from mosaic.workerkit.envs import EnvironmentConfig
 from mosaic.errors import ConfigError, UserError
-from mosaic.run_fields import FieldMap, Reporting, Resources, RunConfig
+from mosaic.workerkit.run_fields import FieldMap, Reporting, Resources, RunConfig
 
 from xuance_worker import algorithms
 from xuance_worker.algorithms import Algorithm
@@ -179,7 +179,7 @@ class XuanCeConfig(RunConfig):
                                          f"its own; null = {DEFAULT_REPORT_EVERY})",
             "reporting.heartbeat_interval_s": "heartbeats",
             "fastlane": "frames of env 0",
-            "resources.threads": "torch threads of the worker (mosaic/threads.py)",
+            "resources.threads": "torch threads of the worker (mosaic/workerkit/threads.py)",
             "resources.cpus": "CPUs the daemon reserves for the run",
             "algo_params": "XuanCe's yaml options by their own names (`--schema ALGO` lists them)",
         },
@@ -201,7 +201,7 @@ class XuanCeConfig(RunConfig):
     reporting: Reporting = option(default_factory=lambda: Reporting(every_timesteps=DEFAULT_REPORT_EVERY),
                                   help="metrics (an 'iteration') every N env steps, and heartbeats")
     resources: Resources = option(default_factory=lambda: Resources(threads=1),
-                                  help="torch threads of the worker (default 1: mosaic/threads.py), CPUs")
+                                  help="torch threads of the worker (default 1: mosaic/workerkit/threads.py), CPUs")
     backend: str = option("torch", choices=("torch",),
                           help="XuanCe's dl_toolbox; only torch: XuanCe's TensorFlow and MindSpore backends are "
                                "not installed in the worker's environment")
@@ -307,7 +307,7 @@ def check_restore_from(config: XuanCeConfig) -> None:
 
 def refuse_turn_based(environment: EnvironmentConfig) -> None:
     """Classic board and card games take turns (PettingZoo's AEC API only): XuanCe has no turn-based loop."""
-    from mosaic.envs import load_env_module, supported_api_types
+    from mosaic.workerkit.envs import load_env_module, supported_api_types
 
     if "PARALLEL" not in supported_api_types(load_env_module(environment.family, environment.env_id)):
         raise ConfigError("environment.env_id", f"{environment.env_id} is turn-based (PettingZoo offers it as an "

@@ -2,7 +2,7 @@
 
 XuanCe's own MPE class builds ``pettingzoo.mpe.<id>`` with nothing but
 ``continuous_actions``: no ``N``, no ``max_cycles``, no other family. This
-adapter builds any parallel env :func:`mosaic.envs.make_env` offers, with the
+adapter builds any parallel env :func:`mosaic.workerkit.envs.make_env` offers, with the
 config's ``env_kwargs``, and is registered in XuanCe's env registry under
 :data:`ENV_NAME` when a run starts (a registry entry, not an edit of XuanCe).
 
@@ -16,7 +16,7 @@ truncated. Env 0 also streams its frames to FastLane when the run asks for it.
 Observations reach XuanCe as the env gives them when they are flat vectors (its
 MLP representations) or HxWxC uint8 images (its ``Basic_CNN``); anything else
 (knights_archers_zombies' entity table, pursuit's 7x7x3 float grid, a Discrete
-move) is flattened by :mod:`mosaic.spaces`, here and in ``mosaic eval`` alike
+move) is flattened by :mod:`mosaic.workerkit.spaces`, here and in ``mosaic eval`` alike
 (:class:`ObservationCodec`).
 """
 
@@ -40,11 +40,11 @@ VECTOR, IMAGE, FLATTENED = "vector", "image", "flattened"  # how an agent's obse
 
 
 def observation_kind(space: Any) -> str:
-    """``vector`` (a 1-D Box: XuanCe's MLPs), ``image`` (HxWxC uint8: its CNN) or ``flattened`` (by mosaic.spaces).
+    """``vector`` (a 1-D Box: XuanCe's MLPs), ``image`` (HxWxC uint8: its CNN) or ``flattened`` (by mosaic.workerkit.spaces).
 
-    Raises ``ValueError`` naming the space when mosaic.spaces has no encoding for it.
+    Raises ``ValueError`` naming the space when mosaic.workerkit.spaces has no encoding for it.
     """
-    from mosaic.spaces import encoded_space, is_image_space, needs_encoding
+    from mosaic.workerkit.spaces import encoded_space, is_image_space, needs_encoding
 
     if not needs_encoding(space):
         return VECTOR
@@ -55,10 +55,10 @@ def observation_kind(space: Any) -> str:
 
 
 class ObservationCodec:
-    """Each agent's observation as XuanCe is given it: unchanged, or flattened by :mod:`mosaic.spaces`."""
+    """Each agent's observation as XuanCe is given it: unchanged, or flattened by :mod:`mosaic.workerkit.spaces`."""
 
     def __init__(self, spaces: dict[str, Any]) -> None:
-        from mosaic.spaces import encode, encoded_space
+        from mosaic.workerkit.spaces import encode, encoded_space
 
         self.raw = dict(spaces)
         self.kinds = {a: observation_kind(s) for a, s in spaces.items()}
@@ -70,7 +70,7 @@ class ObservationCodec:
 
     def encodings(self) -> dict[str, str]:
         """Agent → how its observations are flattened (``flatten(27x5)``, ``one-hot(4)``), for flattened agents."""
-        from mosaic.spaces import encoding_name
+        from mosaic.workerkit.spaces import encoding_name
 
         return {a: encoding_name(s) for a, s in self.raw.items() if self.kinds[a] == FLATTENED}
 
@@ -106,7 +106,7 @@ def state_space_of(env: Any, codec: ObservationCodec) -> Any:
 
 @functools.lru_cache(maxsize=8)
 def _spaces(family: str, env_id: str, api_type: str, kwargs: str) -> dict[str, Any]:
-    from mosaic.envs import make_env
+    from mosaic.workerkit.envs import make_env
 
     env = make_env(family, env_id, api_type, json.loads(kwargs))
     try:
@@ -126,7 +126,7 @@ def env_spaces(environment: Any) -> dict[str, Any]:
 
 def observes_images(environment: Any) -> bool:
     """Whether any agent of the env observes an image (XuanCe's CNN settings apply)."""
-    from mosaic.spaces import is_image_space
+    from mosaic.workerkit.spaces import is_image_space
 
     return any(is_image_space(s) for s in env_spaces(environment)["observation_spaces"].values())
 
@@ -157,7 +157,7 @@ def make_raw_env_class() -> type:
     """The adapter class; built on first use, as it subclasses XuanCe's base."""
     from xuance.environment import RawMultiAgentEnv
 
-    from mosaic.envs import make_env
+    from mosaic.workerkit.envs import make_env
 
     class MosaicPettingZooEnv(RawMultiAgentEnv):
         def __init__(self, config: Any) -> None:

@@ -2,7 +2,7 @@
 
 The agent is rebuilt the way training built it (the run's config, XuanCe's
 arguments, one env) and loaded with XuanCe's own ``load_model``. It plays the
-env from MOSAIC's env layer through :func:`mosaic.evaluation.play_episodes`, the
+env from MOSAIC's env layer through :func:`mosaic.workerkit.evaluation.play_episodes`, the
 same loop, seeds and results format (confidence intervals, CSV, GIF videos) as
 every other worker's evaluation. Actions are XuanCe's test-mode actions:
 deterministic for MAPPO and IPPO, no exploration for the Q-learners, no noise
@@ -19,9 +19,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
-from mosaic.checkpoints import resolve
+from mosaic.workerkit.checkpoints import resolve
 from mosaic.errors import UserError
-from mosaic.evaluation import print_results, EvaluationResults, eval_lane, play_episodes, save_results
+from mosaic.workerkit.evaluation import print_results, EvaluationResults, eval_lane, play_episodes, save_results
 from xuance_worker.envs import ObservationCodec
 
 
@@ -54,7 +54,7 @@ class Seating:
         return self.actor
 
 
-#: Fields of configs saved before the shared run vocabulary (mosaic.run_fields) -> where they went.
+#: Fields of configs saved before the shared run vocabulary (mosaic.workerkit.run_fields) -> where they went.
 _OLD_FIELDS = {"report_every_timesteps": ("reporting", "every_timesteps"),
                "heartbeat_interval_s": ("reporting", "heartbeat_interval_s"),
                "checkpoint_every_timesteps": ("checkpoint", "every_timesteps"),
@@ -110,7 +110,7 @@ def evaluate(request: Any) -> int:
         raise UserError("--opponent: the xuance worker evaluates its own agents in every seat")
     state = XuanCeCheckpointState.read(request.target, "--evaluate", "the xuance worker")
     folder = resolve(request.target, "--evaluate", "the xuance worker")
-    from mosaic.threads import limit_torch_threads
+    from mosaic.workerkit.threads import limit_torch_threads
 
     limit_torch_threads(1)
     # XuanCe prints as it loads; stdout is for the results (--json)

@@ -26,12 +26,12 @@ from argparse import Namespace
 from pathlib import Path
 from typing import Any
 
-from mosaic.checkpoints import checkpoint_folder
+from mosaic.workerkit.checkpoints import checkpoint_folder
 from mosaic.errors import ConfigError
-from mosaic.lifecycle import RunCancelled
+from mosaic.workerkit.lifecycle import RunCancelled
 from mosaic.provenance import config_digest, package_versions
-from mosaic.threads import limit_torch_threads
-from mosaic.worker_cli import WorkerContext
+from mosaic.workerkit.threads import limit_torch_threads
+from mosaic.workerkit.cli import WorkerContext
 
 from xuance_worker import envs as env_adapter
 from xuance_worker.config import MODEL_FILE, XuanCeCheckpointState, XuanCeConfig  # noqa: F401 (re-exported)
@@ -195,7 +195,7 @@ def observations_report(codec: Any) -> dict[str, str]:
         if kind == env_adapter.IMAGE:
             out[agent] = f"image {shape} uint8 (XuanCe's CNN)"
         elif kind == env_adapter.FLATTENED:
-            out[agent] = f"{codec.encodings()[agent]} by mosaic.spaces, {codec.spaces[agent].shape[0]} numbers"
+            out[agent] = f"{codec.encodings()[agent]} by mosaic.workerkit.spaces, {codec.spaces[agent].shape[0]} numbers"
         else:
             out[agent] = f"vector {shape}"
     return out

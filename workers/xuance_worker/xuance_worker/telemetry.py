@@ -9,7 +9,7 @@ Two observation points, neither an edit of XuanCe:
   instance: learner scalars such as ``agent_0/actor_loss`` or ``loss_Q``.
 
 An "iteration" is ``reporting.every_timesteps`` env steps: one ``metrics`` event
-with the episodes that ended in it (``mosaic.episode_stats``) and the mean of
+with the episodes that ended in it (``mosaic.workerkit.episode_stats``) and the mean of
 each learner scalar over its updates, keyed by module like the Ray worker's
 ``learner`` field: ``shared`` when agents share parameters, else the agent's id;
 scalars that belong to no single agent (a mixer's ``loss_Q``, the learning rate
@@ -22,8 +22,8 @@ import time
 from collections import defaultdict
 from typing import Any, Callable
 
-from mosaic.envs import reward_structure
-from mosaic.episode_stats import episode_statistics, winner
+from mosaic.workerkit.envs import reward_structure
+from mosaic.workerkit.episode_stats import episode_statistics, winner
 
 EPISODE_KEYS = "Train-Results/"  # XuanCe's per-episode scalars: reported as episodes, not learner values
 JOINT = "joint"

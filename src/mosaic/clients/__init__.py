@@ -1,0 +1,1 @@
+"""The clients: the `mosaic` command line and the desktop GUI."""

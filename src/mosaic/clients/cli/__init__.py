@@ -1,0 +1,44 @@
+"""The ``mosaic`` command line, one module per command group.
+
+User mistakes print one ``mosaic: error: ...`` line and exit with code 2;
+a failed run exits 1 and a cancelled one 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from mosaic import __version__
+from mosaic.clients.cli import daemon, envs, fastlane, gui, runs, workers
+from mosaic.clients.cli.common import apply_overrides
+from mosaic.errors import UserError
+
+__all__ = ["apply_overrides", "build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mosaic", description="MOSAIC multi-agent RL platform")
+    parser.add_argument("--version", action="version", version=f"mosaic {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for group in (workers, runs, fastlane, daemon, envs, gui):
+        group.add_parsers(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except UserError as exc:
+        print(f"mosaic: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""What the command groups share: tables, config overrides, event lines, run rows, the daemon client."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from mosaic.errors import UserError
+from mosaic.runs import RunDir, RunStore
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
+    lines += [fmt.format(*map(str, r)) for r in rows]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """``--set total_timesteps=400``: values are JSON, else plain strings."""
+    for item in overrides:
+        path, sep, raw = item.partition("=")
+        if not sep or not path or any(not part for part in path.split(".")):
+            raise UserError(f"--set: expected KEY.PATH=VALUE, got {item!r}")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        node = data
+        *parents, leaf = path.split(".")
+        for part in parents:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise UserError(f"--set: {path!r}: {part!r} is not an object in the config")
+            node = child
+        node[leaf] = value
+    return data
+
+
+def _format_event(e: dict[str, Any]) -> str:
+    stamp = time.strftime("%H:%M:%S", time.localtime(e.get("ts", 0)))
+    body = {k: v for k, v in e.items() if k not in ("v", "type", "run_id", "seq", "ts")}
+    if e.get("type") == "log":
+        return f"{stamp} #{e.get('seq')} log[{e.get('level')}] {e.get('message', '')}"
+    return f"{stamp} #{e.get('seq')} {e.get('type')} {json.dumps(body, default=str)}"
+
+
+#: The columns of `mosaic runs`, with or without a daemon.
+RUN_COLUMNS = ["RUN", "STATUS", "WORKER", "ENV", "ALGORITHM", "SEED", "PROGRESS", "RETURN"]
+
+
+def _config_of(run: RunDir) -> dict[str, Any]:
+    try:
+        return run.read_config()
+    except (OSError, ValueError):
+        return {}
+
+
+def progress_text(summary: Any, metrics: dict[str, Any]) -> str:
+    """``done/budget unit`` from the last metrics and the config's budget (``-`` when neither is known)."""
+    unit = summary.budget_unit or "env steps"
+    done = metrics.get("episodes_total") if unit == "episodes" else metrics.get("timesteps_total")
+    if done is None and summary.budget is None:
+        return "-"
+    shown = "-" if done is None else str(done)
+    return f"{shown}/{summary.budget} {unit}" if summary.budget is not None else f"{shown} {unit}"
+
+
+def listing_row(run_id: str, status: str, summary: Any, metrics: dict[str, Any]) -> list[str]:
+    """One row of :data:`RUN_COLUMNS`: every field read from the shared vocabulary."""
+    ret = metrics.get("episode_return_mean")
+    return [run_id, status, summary.worker or "?", summary.env_id or "?", summary.algorithm or "-",
+            "-" if summary.seed is None else str(summary.seed), progress_text(summary, metrics),
+            f"{ret:.3f}" if isinstance(ret, (int, float)) else "-"]
+
+
+def _summary_row(run: RunDir) -> list[str]:
+    from mosaic.workerkit.run_fields import summarize
+
+    m = run.read_manifest()
+    summary = summarize(_config_of(run), worker=m.get("worker", ""))
+    return listing_row(run.run_id, m.get("status", "?"), summary, run.last_event("metrics") or {})
+
+
+def _daemon_client(required: bool = False) -> Any:
+    """A client of the daemon serving this MOSAIC_HOME, or None when none runs."""
+    import importlib.util
+
+    from mosaic.host.daemon.endpoint import find_daemon  # looking needs no gRPC
+
+    home = RunStore().home
+    endpoint = find_daemon(home)
+    if endpoint is None:
+        if required:
+            raise UserError(f"no daemon serves MOSAIC_HOME={home}; start one with `mosaic daemon` "
+                            "(or run in the foreground with `mosaic run`)")
+        return None
+    if importlib.util.find_spec("grpc") is None:
+        raise UserError("a daemon serves this MOSAIC_HOME, but talking to it needs the 'daemon' extra: "
+                        "pip install 'mosaic-marl[daemon]'")
+    from mosaic.host.daemon.client import DaemonClient
+
+    return DaemonClient.for_endpoint(endpoint, home)

@@ -1,0 +1,222 @@
+"""``mosaic run``, ``runs``, ``show``, ``logs`` and ``eval``: runs in the foreground and their folders."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from typing import Any
+
+from mosaic.clients.cli.common import RUN_COLUMNS, _config_of, _daemon_client, _format_event, _summary_row, _table, apply_overrides
+from mosaic.clients.cli.daemon import _daemon_logs, _daemon_runs
+from mosaic.host.discovery import Discovery, discover_workers
+from mosaic.errors import UserError
+from mosaic.host.launcher import create_run, run_in_foreground, validate_config, worker_command
+from mosaic.workerkit.lifecycle import EXIT_CANCELLED, EXIT_FAILED
+from mosaic.clients.cli.progress import ProgressView
+from mosaic.run_status import RunState
+from mosaic.runs import RunDir, RunStore, new_run_id, validate_run_id
+from mosaic.workerkit.telemetry import TERMINAL_TYPES
+from mosaic.workerkit.cli import load_config_data
+
+#: Worker whose default config ``mosaic run`` uses without a CONFIG, best first.
+DEFAULT_WORKERS = ("ray", "random")
+
+
+def _default_config(found: Discovery) -> dict[str, Any]:
+    for name in DEFAULT_WORKERS:
+        if name in found.names():
+            worker = found.get(name)
+            proc = subprocess.run([*worker_command(worker), "--default-config"],
+                                  capture_output=True, text=True, timeout=120)
+            if proc.returncode == 0:
+                return json.loads(proc.stdout)
+            raise UserError(f"worker {name!r} could not print its default config: "
+                            f"{proc.stderr.strip().splitlines()[-1:] or proc.returncode}")
+    raise UserError(f"no default worker installed (looked for {', '.join(DEFAULT_WORKERS)})")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    found = discover_workers()
+    data = load_config_data(args.config) if args.config else _default_config(found)
+    data = apply_overrides(data, args.set)
+    name = args.worker or data.get("worker")
+    if not name:
+        raise UserError(f"worker: not given; add \"worker\": NAME to the config or pass --worker "
+                        f"(installed: {', '.join(found.names()) or 'none'})")
+    worker = found.get(name)
+    run_id = validate_run_id(args.run_id or data.get("run_id") or new_run_id())
+    store = RunStore()
+    if store.exists(run_id):
+        raise UserError(f"run_id: a run named {run_id!r} already exists")
+    if args.dry_run:  # the worker's own check, in its own interpreter; nothing is written
+        proc = subprocess.run([*worker_command(worker), "--dry-run", "--config", "-"],
+                              input=json.dumps({**data, "worker": name, "run_id": run_id}), text=True)
+        return proc.returncode
+    config = validate_config(worker, {**data, "worker": name, "run_id": run_id})
+    run = create_run(store, worker, config, status=RunState.CREATED.manifest)
+    view = ProgressView()
+    print(f"run folder: {run.root}", file=sys.stderr)
+    outcome = run_in_foreground(worker, run, on_event=view,
+                                on_interrupt=lambda: print("\ncancelling…", file=sys.stderr))
+    view.close()
+    term = outcome.terminal
+    if outcome.status == RunState.COMPLETED.manifest:
+        print(f"run {run_id} completed: {json.dumps(term.get('summary', {}))}")
+        print(next_steps(run, view), file=sys.stderr)
+        return 0
+    if outcome.status == RunState.CANCELLED.manifest:
+        print(f"run {run_id} cancelled", file=sys.stderr)
+        return EXIT_CANCELLED
+    print(f"run {run_id} failed: {term.get('error_type', '?')}: {term.get('message', '')}",
+          file=sys.stderr)
+    return EXIT_FAILED
+
+
+def next_steps(run: RunDir, view: ProgressView) -> str:
+    """What the run learned, and where to look next."""
+    lines = [line for line in [view.learning_summary()] if line]
+    short = run.run_id
+    lines.append("where to look next:")
+    lines.append(f"  mosaic show {short}                   manifest, versions and the last metrics")
+    if view.checkpoints:
+        lines.append(f"  mosaic eval {short} --episodes 20 --video   play the trained policies, record a GIF")
+    board = run.root / "tensorboard"
+    if board.is_dir() and any(board.iterdir()):
+        lines.append(f"  tensorboard --logdir {board}   learning curves")
+    lines.append(f"  mosaic logs {short}                   every telemetry event ({run.root / 'telemetry.jsonl'})")
+    return "\n".join(lines)
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    client = _daemon_client()  # a daemon serves this MOSAIC_HOME: ask it
+    if client is not None:
+        return _daemon_runs(client, args)
+    runs = RunStore().list()[-args.limit:] if args.limit else RunStore().list()
+    if not runs:
+        print("no runs yet")
+        return 0
+    print(_table([_summary_row(r) for r in runs], RUN_COLUMNS))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from mosaic.clients.cli.common import progress_text
+    from mosaic.workerkit.run_fields import summarize
+
+    run = RunStore().resolve(args.run)
+    manifest = run.read_manifest()
+    summary = summarize(_config_of(run), worker=manifest.get("worker", ""))
+    last = run.last_event("metrics")
+    print(json.dumps({"run_dir": str(run.root), "run": {**summary.to_dict(),
+                                                        "progress": progress_text(summary, last or {})},
+                      "manifest": manifest, "last_metrics": last}, indent=2))
+    return 0
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    client = _daemon_client() if args.follow else None
+    if client is not None:
+        code = _daemon_logs(client, args)
+        if code is not None:
+            return code
+    run = RunStore().resolve(args.run)
+    out = sys.stdout
+    with run.telemetry_path.open("rb") as fh:
+        partial = b""
+        while True:
+            chunk = fh.readline()
+            if chunk.endswith(b"\n"):
+                line, partial = partial + chunk, b""
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                out.write((line.decode("utf-8", "replace") if args.raw else _format_event(event) + "\n"))
+                out.flush()
+                if args.follow and event.get("type") in TERMINAL_TYPES:
+                    return 0
+                continue
+            partial += chunk
+            if not args.follow:
+                return 0
+            status = RunState.from_manifest(run.read_manifest().get("status"))
+            if status is not None and status.terminal and not chunk:
+                return 0
+            time.sleep(0.2)
+
+
+def _run_or_path(ref: str) -> tuple[str, str | None]:
+    """A run reference or a checkpoint path → (path, worker name if known)."""
+    from pathlib import Path
+
+    if Path(ref).exists():
+        run_root = Path(ref).resolve()
+        for candidate in (run_root, run_root.parent.parent):
+            manifest = RunDir(candidate).read_manifest()
+            if manifest.get("worker"):
+                return str(run_root), manifest["worker"]
+        return str(run_root), None
+    run = RunStore().resolve(ref)
+    return str(run.root), run.read_manifest().get("worker")
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    path, worker_name = _run_or_path(args.target)
+    worker_name = args.worker or worker_name
+    if not worker_name:
+        raise UserError(f"worker: cannot tell which worker made {args.target!r}; pass --worker")
+    worker = discover_workers().get(worker_name)
+    cmd = [*worker_command(worker), "--evaluate", path, "--episodes", str(args.episodes),
+           "--seed", str(args.seed)]
+    if args.opponent:
+        cmd += ["--opponent", args.opponent if args.opponent == "random" else _run_or_path(args.opponent)[0]]
+    if args.video:
+        cmd += ["--video", str(args.video)]
+    if args.json:
+        cmd.append("--json")
+    if args.fastlane:
+        cmd.append("--fastlane")
+    proc = subprocess.run(cmd)
+    return proc.returncode
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("run", help="run a config in the foreground (no daemon needed)")
+    p.add_argument("config", nargs="?", help="config JSON; omitted: the default worker's default config")
+    p.add_argument("--worker", help="worker name (overrides the config's \"worker\")")
+    p.add_argument("--run-id", help="run id (default: time-sortable and random)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="let the worker check the config as a run would and show what it would use; "
+                        "no run folder, no training")
+    p.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override one config value (JSON value), e.g. --set total_timesteps=4000 (the same path for every worker)")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("runs", help="list runs")
+    p.add_argument("--limit", type=int, default=0, help="show only the newest N")
+    p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("show", help="show one run's manifest and latest metrics")
+    p.add_argument("run", help="run id, unique prefix, or 'latest'")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("eval", help="play a trained run's policies and report returns and win rates")
+    p.add_argument("target", metavar="RUN|CHECKPOINT", help="run id, prefix, 'latest', or a checkpoint folder")
+    p.add_argument("--episodes", type=int, default=20)
+    p.add_argument("--opponent", metavar="RUN2|random", help="who plays the other seat(s)")
+    p.add_argument("--video", type=int, nargs="?", const=1, default=0, metavar="N",
+                   help="record the first N episodes as GIF (default 1)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--worker", help="the worker to evaluate with (default: the run's)")
+    p.add_argument("--json", action="store_true", help="results as JSON")
+    p.add_argument("--fastlane", action="store_true", help="stream frames (`mosaic watch RUN --stream eval`)")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("logs", help="print a run's telemetry")
+    p.add_argument("run", help="run id, unique prefix, or 'latest'")
+    p.add_argument("--follow", "-f", action="store_true", help="keep printing until the run ends")
+    p.add_argument("--raw", action="store_true", help="print the JSONL lines as stored")
+    p.set_defaults(func=cmd_logs)

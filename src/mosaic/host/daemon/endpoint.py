@@ -1,0 +1,102 @@
+"""How clients find the daemon serving a ``MOSAIC_HOME``: a lock file the daemon
+holds while it lives, and ``daemon.json`` with its address.
+
+The lock, not the json, is the truth: a daemon killed with SIGKILL leaves its
+json behind, but the kernel drops its lock, so a stale json is never trusted.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mosaic.host.daemon.settings import state_dir_for
+from mosaic.errors import UserError
+from mosaic.runs import write_json_atomic
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    host: str
+    port: int
+    pid: int
+    token_required: bool
+    home: str
+
+    @property
+    def address(self) -> str:
+        return format_address(self.host, self.port)
+
+
+def format_address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
+class DaemonLock:
+    """An exclusive ``flock`` on ``daemon.lock``: one daemon per MOSAIC_HOME."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self, endpoint_path: Path) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            other = read_endpoint_file(endpoint_path)
+            where = f" (pid {other.pid}, {other.address})" if other else ""
+            raise UserError(f"another daemon already serves this MOSAIC_HOME{where}; "
+                            "stop it first (`mosaic daemon stop`)") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def is_locked(path: Path) -> bool:
+    """Does a live process hold the daemon lock?"""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops our shared lock if we got it
+    return False
+
+
+def write_endpoint_file(path: Path, endpoint: Endpoint, **extra: Any) -> None:
+    write_json_atomic(path, {"host": endpoint.host, "port": endpoint.port, "pid": endpoint.pid,
+                             "token_required": endpoint.token_required, "home": endpoint.home,
+                             "address": endpoint.address, **extra})
+
+
+def read_endpoint_file(path: Path) -> Endpoint | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return Endpoint(str(data["host"]), int(data["port"]), int(data["pid"]),
+                        bool(data.get("token_required")), str(data.get("home", "")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def find_daemon(home: Path) -> Endpoint | None:
+    """The daemon serving ``home`` right now, or None."""
+    state = state_dir_for(home)
+    if not is_locked(state / "daemon.lock"):
+        return None
+    return read_endpoint_file(state / "daemon.json")

@@ -1,0 +1,241 @@
+"""Building, replacing and removing a worker's environment."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterator
+from mosaic.errors import ConfigError, UserError
+from mosaic.runs import write_json_atomic
+
+from mosaic.host.environments.layout import CHECK_TIMEOUT_S, EnvBuildError, LOCK_NAME, Log, NO_DEPS_LOCK_NAME, RECORD_NAME, RECORD_VERSION, RESOLVE_TIMEOUT_S, TABLE, _NAME, envs_root, python_in
+from mosaic.host.environments.sources import WorkerSource, mosaic_source_tree, scan
+from mosaic.host.environments.status import probe, status
+from mosaic.host.environments.uv import PackageSources, _uv, check_cpu_torch, locked_versions, pip_sources
+
+
+# -- build / remove ------------------------------------------------------------
+@contextlib.contextmanager
+def _locked(root: Path, worker: str) -> Iterator[None]:
+    """One build or removal of a worker's environment at a time."""
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root / f".{worker}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UserError(f"another build or removal of {worker!r}'s environment is under way") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _sweep(root: Path, worker: str) -> None:
+    """Leftovers of builds and removals that were killed half-way."""
+    for leftover in [*root.glob(f".build-{worker}-??????"), *root.glob(f".old-{worker}-??????")]:
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _swap_in(built: Path, dest: Path) -> None:
+    """Replace ``dest`` by ``built``; the older environment goes only once the new one is in place."""
+    old = dest.with_name(f".old-{dest.name}-{secrets.token_hex(3)}")
+    if dest.exists():
+        os.rename(dest, old)
+    try:
+        os.rename(built, dest)
+    except BaseException:
+        if old.exists():
+            os.rename(old, dest)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    worker: str
+    path: Path
+    built: bool  # False: it was up to date, nothing was done
+    record: dict[str, Any]
+
+
+def build(worker: str, force: bool = False, home: str | Path | None = None,
+          log: Log | None = None) -> BuildResult:
+    """Build ``worker``'s environment, unless it is up to date (``force`` rebuilds)."""
+    say = log or (lambda message: None)
+    source = scan().get(worker)
+    if not source.declared:
+        raise UserError(f"worker {worker!r} declares no environment (no [{TABLE}] in {source.pyproject}); "
+                        "it runs in MOSAIC's own interpreter")
+    if not _NAME.match(worker):
+        raise ConfigError("worker", f"{worker!r} cannot name an environment folder "
+                          "(allowed: letters, digits, '.', '_', '-'; not starting with '.')")
+    root = envs_root(home)
+    dest = root / worker
+    with _locked(root, worker):
+        current = status(source, home)
+        if current.status == "ok" and not force:
+            return BuildResult(worker, dest, False, current.record)
+        if current.status in ("stale", "broken"):
+            say(f"{worker}: rebuilding ({current.status}: {current.reason})")
+        _sweep(root, worker)
+        mosaic_tree = mosaic_source_tree()
+        if mosaic_tree is None:
+            raise UserError("worker environments install MOSAIC from its source tree, but this MOSAIC "
+                            "was not installed from one (pip install -e <checkout>)")
+        staging = root / f".build-{worker}-{secrets.token_hex(3)}"
+        try:
+            record = _build_into(staging, source, mosaic_tree, say)
+            record["interpreter"] = str(python_in(dest))
+            write_json_atomic(staging / RECORD_NAME, record)
+            _swap_in(staging, dest)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        say(f"{worker}: compiling its packages' bytecode")
+        compile_bytecode(python_in(dest))
+    return BuildResult(worker, dest, True, record)
+
+
+def compile_bytecode(python: Path) -> None:
+    """Write the ``.pyc`` files of everything installed for ``python``, where it now lives.
+
+    uv installs no bytecode (pip does), so without this every process of a worker compiles what
+    it imports (torch alone takes seconds) and, where ``PYTHONDONTWRITEBYTECODE`` is set, as in
+    many container images, does so again in every process. Compiled after the environment is in
+    its place (``-f``: also over what the build's own checks imported, in the staging folder), so
+    tracebacks name the real paths. A file that does not compile (a package's Python 2 leftovers)
+    is skipped, as pip skips it.
+    """
+    subprocess.run([str(python), "-m", "compileall", "-q", "-f", "-j", "0", *site_packages(python)],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ,
+                   "PYTHONDONTWRITEBYTECODE": ""}, check=False)
+
+
+def site_packages(python: Path) -> list[str]:
+    """The site-packages folders of ``python``'s environment."""
+    out = subprocess.run([str(python), "-c", "import site, json; print(json.dumps(site.getsitepackages()))"],
+                         capture_output=True, text=True, timeout=CHECK_TIMEOUT_S, check=True)
+    return [p for p in json.loads(out.stdout) if Path(p).is_dir()]
+
+
+def resolve(source: WorkerSource, mosaic_tree: Path, sources: PackageSources, python: Path,
+            lock: Path) -> dict[str, str]:
+    """Resolve the worker and MOSAIC (editable) and the pins for ``python`` into ``lock``.
+
+    Nothing is installed; the resolution is checked (torch must be a CPU build)
+    so a wrong one fails before anything is downloaded. Returns name -> version.
+    """
+    wanted = lock.with_name("mosaic-requirements.in")
+    wanted.write_text("".join(f"{line}\n" for line in
+                              (f"-e {source.root}", f"-e {mosaic_tree}", *(source.requirements or ()))))
+    try:
+        _uv(["pip", "compile", "--no-config", "--quiet", "--no-header", "--no-annotate",
+             "--python", str(python), *sources.uv_args(), "-o", str(lock), str(wanted)],
+            sources, timeout=RESOLVE_TIMEOUT_S)
+    except EnvBuildError as exc:
+        raise ConfigError(f"{TABLE}.requirements", f"cannot be resolved for worker {source.name!r} "
+                          f"({source.pyproject}): {exc}") from None
+    resolved = locked_versions(lock.read_text(encoding="utf-8"))
+    if source.no_deps:
+        alone = lock.with_name(NO_DEPS_LOCK_NAME)
+        wanted.write_text("".join(f"{line}\n" for line in source.no_deps))
+        try:
+            _uv(["pip", "compile", "--no-config", "--quiet", "--no-header", "--no-annotate", "--no-deps",
+                 "--python", str(python), *sources.uv_args(), "-o", str(alone), str(wanted)],
+                sources, timeout=RESOLVE_TIMEOUT_S)
+        except EnvBuildError as exc:
+            raise ConfigError(f"{TABLE}.no_deps", f"cannot be resolved for worker {source.name!r} "
+                              f"({source.pyproject}): {exc}") from None
+        resolved.update(locked_versions(alone.read_text(encoding="utf-8")))
+    check_cpu_torch(resolved, f"worker {source.name!r} ({source.pyproject})")
+    return resolved
+
+
+def _build_into(staging: Path, source: WorkerSource, mosaic_tree: Path, say: Log) -> dict[str, Any]:
+    """venv, resolve, check, install, verify: the record of what now lives in ``staging``."""
+    started = time.time()
+    sources = pip_sources()
+    python = python_in(staging)
+    say(f"{source.name}: creating a venv of {sys.executable}")
+    _uv(["venv", "--relocatable", "--no-config", "--quiet", "--python", sys.executable, str(staging)],
+        sources, timeout=CHECK_TIMEOUT_S)
+    say(f"{source.name}: resolving {len(source.requirements or ())} pins, the worker and MOSAIC")
+    resolved = resolve(source, mosaic_tree, sources, python, staging / LOCK_NAME)
+    say(f"{source.name}: installing {len(resolved)} pinned packages, the worker and MOSAIC (editable)")
+    # uv caches the wheels it builds from the editable trees; a tree edited since then must be built anew
+    refresh = [arg for dist in (source.distribution, "mosaic-marl") if dist for arg in ("--refresh-package", dist)]
+    _uv(["pip", "sync", "--no-config", "--quiet", "--python", str(python), *sources.uv_args(), *refresh,
+         str(staging / LOCK_NAME)], sources)
+    if source.no_deps:  # after the sync, which would remove what its lock does not list
+        say(f"{source.name}: installing {len(source.no_deps)} pinned packages without their dependencies")
+        _uv(["pip", "install", "--no-config", "--quiet", "--no-deps", "--python", str(python),
+             *sources.uv_args(), "-r", str(staging / NO_DEPS_LOCK_NAME)], sources)
+    facts, why = probe(python, source.entry_point or source.package)
+    if facts is None:
+        raise EnvBuildError(f"the new environment of {source.name!r} does not work: {why}")
+    freeze = _uv(["pip", "freeze", "--no-config", "--python", str(python)], sources, timeout=CHECK_TIMEOUT_S)
+    listed = json.loads(_uv(["pip", "list", "--no-config", "--format", "json", "--python", str(python)],
+                            sources, timeout=CHECK_TIMEOUT_S))
+    return {
+        "record_version": RECORD_VERSION, "worker": source.name, "package": source.package,
+        "source": str(source.root), "mosaic_source": str(mosaic_tree),
+        "base_interpreter": sys.executable, "python_version": facts["python_version"],
+        "pins_digest": source.pins_digest, "requirements": list(source.requirements or ()),
+        "no_deps": list(source.no_deps),
+        "packages": {p["name"]: p["version"] for p in listed}, "freeze": freeze.strip().splitlines(),
+        "package_sources": sources.to_dict(), "uv_version": _uv_version(),
+        "built_at": time.time(), "build_seconds": round(time.time() - started, 3),
+    }
+
+
+def _uv_version() -> str:
+    try:
+        return metadata.version("uv")
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def remove(worker: str, home: str | Path | None = None) -> Path | None:
+    """Delete ``worker``'s environment; the path removed, or None when there was none."""
+    root = envs_root(home)
+    dest = root / worker
+    if not (_NAME.match(worker) and dest.is_dir()):
+        scan().get(worker)  # an unknown name is an error naming the known ones
+        return None
+    with _locked(root, worker):
+        _sweep(root, worker)
+        if not dest.is_dir():
+            return None
+        doomed = root / f".old-{worker}-{secrets.token_hex(3)}"
+        os.rename(dest, doomed)
+        shutil.rmtree(doomed, ignore_errors=True)
+    return dest
+
+
+def interpreter_for(worker: str, home: str | Path | None = None) -> str | None:
+    """The python ``worker`` runs with: its environment's, or None for MOSAIC's own interpreter.
+
+    :class:`UserError` (naming ``mosaic envs build``) when the worker declares an
+    environment that is missing, stale or broken.
+    """
+    found = scan()
+    if worker in found.invalid:
+        raise UserError(found.invalid[worker])
+    source = found.sources.get(worker)
+    if source is None or not source.declared:
+        return None
+    current = status(source, home)
+    if current.status == "ok":
+        return str(current.interpreter)
+    raise UserError(f"worker {worker!r} runs in its own environment, which is {current.status} "
+                    f"({current.reason}): build it with `mosaic envs build {worker}`")

@@ -1,0 +1,216 @@
+"""Start a worker process for a run and follow it to the end (no daemon needed).
+
+The worker runs as ``python -m <worker>.cli --config <run>/config.json
+--run-dir <run>`` in its own process group, so a terminal's Ctrl-C reaches
+only MOSAIC, which then asks the whole group to stop (SIGTERM, then SIGKILL
+after a grace period). Its stdout is telemetry (stored by
+:class:`~mosaic.host.recorder.RunRecorder`); its stderr goes to ``logs/worker.log``.
+However the worker ends, its FastLane segments are removed (last frames kept).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from mosaic.host.discovery import DiscoveredWorker
+from mosaic.errors import UserError
+from mosaic.pids import signal_group
+from mosaic.host.recorder import EventCallback, LineSplitter, RunRecorder
+from mosaic.run_status import RunState
+from mosaic.runs import RunDir, RunStore
+
+VALIDATE_TIMEOUT_S = 120
+
+
+def worker_command(worker: DiscoveredWorker, python: str | None = None) -> list[str]:
+    """``python -m <worker>.cli`` with the worker's own environment's interpreter when it has one."""
+    return [python or worker.python or sys.executable, "-m", worker.cli_module]
+
+
+def _worker_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def validate_config(worker: DiscoveredWorker, config: Mapping[str, Any],
+                    python: str | None = None) -> dict[str, Any]:
+    """Ask the worker to check ``config``; returns it normalised or raises :class:`UserError`."""
+    cmd = [*worker_command(worker, python), "--validate", "--config", "-"]
+    try:
+        proc = subprocess.run(cmd, input=json.dumps(dict(config)), capture_output=True, text=True,
+                              timeout=VALIDATE_TIMEOUT_S, env=_worker_env())
+    except subprocess.TimeoutExpired:
+        raise UserError(f"worker {worker.name!r} did not validate the config within "
+                        f"{VALIDATE_TIMEOUT_S} s") from None
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        message = lines[-1] if lines else f"exit code {proc.returncode}"
+        for prefix in ("mosaic: error: ", f"{worker.name}: error: "):
+            message = message[len(prefix):] if message.startswith(prefix) else message
+        if proc.returncode == 2:
+            raise UserError(message)
+        raise UserError(f"worker {worker.name!r} could not check the config: {message}")
+    try:
+        return json.loads(proc.stdout)
+    except ValueError:
+        raise UserError(f"worker {worker.name!r} printed an invalid normalised config") from None
+
+
+def create_run(store: "RunStore", worker: DiscoveredWorker, config: Mapping[str, Any], *, status: str,
+               python: str | None = None, **manifest: Any) -> RunDir:
+    """The run folder of a validated config, with its manifest: the one place `mosaic run` and the
+    daemon create runs (status, versions, host, the shared fields' summary)."""
+    import time
+
+    from mosaic.provenance import host_info, package_versions
+    from mosaic.workerkit.run_fields import summarize
+
+    return store.create(str(config["run_id"]), config, {
+        "worker": worker.name, "worker_version": worker.metadata.version, "status": status,
+        "created_at": time.time(), "host": host_info(), "versions": package_versions(["mosaic-marl"]),
+        "python": python or worker.python or sys.executable,
+        "run": summarize(config, worker=worker.name).to_dict(), **manifest})
+
+
+def _hash_seed(run: RunDir) -> dict[str, str]:
+    """PYTHONHASHSEED from the run's seed, unless the user set one.
+
+    Python randomises str hashing per process; libraries that iterate over
+    sets of agent ids (RLlib does) then batch agents in a different order in
+    every process, and the same seed stops giving the same run.
+    """
+    if "PYTHONHASHSEED" in os.environ:
+        return {}
+    try:
+        seed = run.read_config().get("seed", 0)
+    except (OSError, ValueError):
+        return {}
+    return {"PYTHONHASHSEED": str(seed % 4294967296)} if isinstance(seed, int) else {}
+
+
+@dataclass
+class RunOutcome:
+    status: str  # the manifest spelling of a terminal RunState: completed | failed | cancelled
+    returncode: int
+    terminal: dict[str, Any]
+
+
+def _stderr_tail(path: Path, limit: int = 2000) -> str:
+    try:
+        with path.open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - limit))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def run_launch(worker: DiscoveredWorker, run: RunDir, python: str | None = None,
+               env: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """The command and environment of a run's worker, the same for ``mosaic run`` and the daemon.
+
+    Started with ``start_new_session=True`` the worker leads its own process
+    group, which :func:`mosaic.pids.signal_group` stops as a whole.
+    """
+    cmd = [*worker_command(worker, python), "--config", str(run.config_path), "--run-dir", str(run.root)]
+    return cmd, _worker_env({"MOSAIC_RUN_DIR": str(run.root), **_hash_seed(run), **(env or {})})
+
+
+class WorkerProcess:
+    """One running worker: its process group, stdout proxy and stop logic."""
+
+    def __init__(self, worker: DiscoveredWorker, run: RunDir, *, python: str | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
+        self.worker = worker
+        self.run = run
+        cmd, full_env = run_launch(worker, run, python, env)
+        run.worker_log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._stderr = run.worker_log_path.open("ab")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr,
+                                     stdin=subprocess.DEVNULL, start_new_session=True, env=full_env)
+        self.cancel_requested = False
+        self._kill_timer: threading.Timer | None = None
+        run.update_manifest(status=RunState.STARTING.manifest, pid=self.proc.pid, command=cmd)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def signal_group(self, sig: int) -> None:
+        signal_group(self.proc.pid, sig)
+
+    def cancel(self, grace_s: float = 30.0) -> None:
+        """SIGTERM to the group now; SIGKILL if it is still there after ``grace_s``."""
+        if self.cancel_requested:
+            self.signal_group(signal.SIGKILL)  # second request: stop waiting
+            return
+        self.cancel_requested = True
+        self.signal_group(signal.SIGTERM)
+        self._kill_timer = threading.Timer(grace_s, self.signal_group, args=(signal.SIGKILL,))
+        self._kill_timer.daemon = True
+        self._kill_timer.start()
+
+    def follow(self, on_event: EventCallback | None = None) -> RunOutcome:
+        """Store telemetry until the worker exits; returns how it ended."""
+        splitter = LineSplitter()
+        fd = self.proc.stdout.fileno()
+        with RunRecorder(self.run, on_event=on_event) as recorder:
+            while True:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                for line in splitter.feed(chunk):
+                    recorder.feed_line(line)
+            for line in splitter.flush():
+                recorder.feed_line(line)
+            returncode = self.proc.wait()
+            if self._kill_timer:
+                self._kill_timer.cancel()
+            # Anything left in the group (grandchildren) goes with the worker,
+            # and so does the shared memory it can no longer release itself.
+            self.signal_group(signal.SIGKILL)
+            release_fastlane(self.run)
+            self._stderr.close()
+            terminal = recorder.finish(returncode, _stderr_tail(self.run.worker_log_path))
+        state = RunState.from_terminal_event(terminal.get("type")) or RunState.FAILED
+        return RunOutcome(state.manifest, returncode, terminal)
+
+
+def release_fastlane(run: RunDir) -> list[str]:
+    """Unlink the FastLane segments a run left behind (keeping last frames); never raises."""
+    try:
+        from mosaic.fastlane.publisher import finish_run
+
+        return finish_run(run.root, run.run_id)
+    except Exception:  # cleanup must not turn a finished run into a crash
+        return []
+
+
+def run_in_foreground(worker: DiscoveredWorker, run: RunDir,
+                      on_event: EventCallback | None = None,
+                      on_interrupt: Callable[[], None] | None = None,
+                      grace_s: float = 30.0) -> RunOutcome:
+    """Launch and follow a worker; Ctrl-C / SIGTERM cancel it cleanly."""
+    process = WorkerProcess(worker, run)
+
+    def handle(signum: int, _frame: object) -> None:
+        if on_interrupt:
+            on_interrupt()
+        process.cancel(grace_s)
+
+    previous = {s: signal.signal(s, handle) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return process.follow(on_event)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,89 @@
+"""Workers with environments of their own, for tests: build or reuse one, and a home to run them in."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+
+def worker_env_for_tests(name: str, checkout: Path, scratch: "Callable[[], Path]") -> Path:
+    """An up-to-date environment of worker ``name``, for its tests.
+
+    ``scripts/bootstrap`` builds every worker's environment into the checkout's
+    ``var/envs``; the tests use that one when it is up to date, and otherwise build
+    their own into the home ``scratch()`` returns (seconds, from uv's cache).
+    """
+    from mosaic.host import environments as worker_envs
+
+    source = worker_envs.scan().get(name)
+    checkout_home = Path(checkout) / "var"
+    if worker_envs.status(source, checkout_home).status == "ok":
+        return worker_envs.envs_root(checkout_home) / name
+    return worker_envs.build(name, home=scratch()).path
+
+
+@dataclass
+class WorkerHome:
+    """A MOSAIC_HOME whose ``envs/<worker>`` is a built environment, and the real CLI on it."""
+
+    root: Path
+    env: Path
+    worker: str
+
+    @classmethod
+    def create(cls, root: Path, worker: str, env: Path) -> "WorkerHome":
+        (root / "envs").mkdir(parents=True, exist_ok=True)
+        (root / "envs" / worker).symlink_to(env, target_is_directory=True)
+        return cls(root, env, worker)
+
+    @property
+    def python(self) -> str:
+        return str(self.env / "bin" / "python")
+
+    def cli(self, *args: str, timeout: float = 900, **kwargs: Any) -> subprocess.CompletedProcess:
+        """``python -m mosaic ARGS`` (MOSAIC's own interpreter) on this home."""
+        import sys
+
+        env = {**os.environ, "MOSAIC_HOME": str(self.root), **kwargs.pop("env", {})}
+        return subprocess.run([sys.executable, "-m", "mosaic", *args], capture_output=True, text=True,
+                              timeout=timeout, env=env, **kwargs)
+
+    def config(self, name: str, **fields: Any) -> Path:
+        path = self.root / f"{name}.json"
+        path.write_text(json.dumps({"worker": self.worker, **fields}))
+        return path
+
+    def check_refused(self, fields: Mapping[str, Any], field: str, words: str) -> str:
+        """``mosaic run`` of a config with ``fields`` exits 2 with one line naming ``field`` (and saying
+        ``words``), no traceback, and no run folder; the line is returned."""
+        proc = self.cli("run", str(self.config("bad", **fields)))
+        assert proc.returncode == 2, (proc.stdout, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"mosaic: error: {field}: "), proc.stderr
+        assert words in lines[0]
+        assert "Traceback" not in proc.stderr and self.runs() == []
+        return lines[0]
+
+    def runs(self) -> list[Path]:
+        """Run folders, oldest first."""
+        folder = self.root / "trainer" / "runs"
+        return sorted(folder.iterdir(), key=lambda p: p.stat().st_mtime) if folder.exists() else []
+
+    def events(self, run: Path, kind: str | None = None) -> list[dict[str, Any]]:
+        return run_events(run, kind)
+
+
+def run_events(run: Path, kind: str | None = None) -> list[dict[str, Any]]:
+    """A run folder's telemetry events (of one ``kind``), in order.
+
+    A run still writing may have a last line without its newline yet: that one is left out.
+    """
+    path = Path(run) / "telemetry.jsonl"
+    text = path.read_text() if path.exists() else ""
+    lines = text.split("\n")[:-1]  # complete lines only
+    out = [json.loads(line) for line in lines if line.strip()]
+    return [e for e in out if kind is None or e["type"] == kind]

@@ -1,0 +1,285 @@
+"""The command line every worker shares: ``python -m <worker>.cli``.
+
+A worker describes itself as a :class:`WorkerProgram` and calls
+:func:`worker_main`; it then honours the whole process contract of
+``docs/worker-contract.md``: ``--config PATH|-``, ``--run-dir``,
+``--validate``, ``--default-config``, ``--describe``, ``--schema ALGO``,
+``--dry-run``, ``--evaluate``, JSONL telemetry on stdout (everything else the
+process prints goes to stderr), signals, heartbeats and exit codes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Callable, Mapping, Sequence
+
+from mosaic.errors import UserError
+from mosaic.workerkit.lifecycle import (
+    EXIT_CANCELLED,
+    EXIT_COMPLETED,
+    EXIT_FAILED,
+    EXIT_USAGE,
+    Heartbeat,
+    ProgressTracker,
+    RunCancelled,
+    RunControl,
+    RunWatchdog,
+    thread_failure,
+    thread_stacks,
+)
+from mosaic.runs import RunDir, RunStore, new_run_id, validate_run_id
+from mosaic.workerkit.telemetry import TelemetryEmitter
+from mosaic.workerkit.contract import WorkerConfig, WorkerRuntime
+
+
+@dataclass
+class WorkerContext:
+    """What a runtime gets besides its config."""
+
+    emitter: TelemetryEmitter
+    control: RunControl
+    run_dir: RunDir
+    #: Tick it after each iteration; register threads the run depends on.
+    progress: ProgressTracker = field(default_factory=ProgressTracker)
+
+
+@dataclass(frozen=True)
+class EvaluateRequest:
+    """``--evaluate TARGET`` and its options, the same for every worker."""
+
+    target: str  # a run folder (its latest checkpoint) or a checkpoint
+    episodes: int = 20
+    opponent: str | None = None  # 'random', or another run/checkpoint for the other seat(s)
+    video: int = 0  # record the first N episodes
+    seed: int = 0
+    json: bool = False
+    fastlane: bool = False
+
+
+@dataclass
+class WorkerProgram:
+    name: str
+    config_from_dict: Callable[[Mapping[str, Any]], WorkerConfig]
+    make_runtime: Callable[[Any, WorkerContext], WorkerRuntime]
+    default_config: Callable[[], dict[str, Any]]
+    #: Extra checks that need more than the dict (e.g. building the env once); what it
+    #: returns is handed to ``dry_run``.
+    deep_validate: Callable[[Any], Any] | None = None
+    heartbeat_interval_s: Callable[[Any], float] = lambda config: 5.0
+    #: The entry point's function: ``() -> (WorkerMetadata, WorkerCapabilities)``.
+    describe: Callable[[], tuple[Any, Any]] | None = None
+    #: The typed (``mosaic.configkit``) config class: ``--describe`` gives its JSON Schema.
+    config_class: type | None = None
+    #: Distributions whose installed versions ``--describe`` reports (the worker's, upstream's).
+    packages: tuple[str, ...] = ()
+    #: ``ALGORITHM -> JSON Schema`` of ``algo_params`` (``--schema``).
+    algo_params_schema: Callable[[str], dict[str, Any]] | None = None
+    #: ``() -> {family: [env ids]}``: the envs this worker offers, as installed.
+    envs: Callable[[], Mapping[str, Sequence[str]]] | None = None
+    #: ``(config, deep_validate's result) -> dict`` printed by ``--dry-run`` beside the config.
+    dry_run: Callable[[Any, Any], dict[str, Any]] | None = None
+    #: Plays a trained run or checkpoint; returns the exit code. None: cannot evaluate.
+    evaluate: Callable[[EvaluateRequest], int] | None = None
+    #: Hook to add worker-specific flags; return an exit code to stop there.
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+    handle_arguments: Callable[[argparse.Namespace], int | None] | None = None
+
+
+def load_config_data(source: str, stdin: IO[str] | None = None) -> dict[str, Any]:
+    """Read a JSON object from a path or ``-``; :class:`UserError` on any problem."""
+    try:
+        text = (stdin or sys.stdin).read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"config: file {source!r} does not exist") from None
+    except IsADirectoryError:
+        raise UserError(f"config: {source!r} is a directory, expected a JSON file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"config: cannot read {source!r}: {exc}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UserError(f"config: {source!r} is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"config: {source!r} must hold a JSON object, got {type(data).__name__}")
+    return data
+
+
+def build_config(program: WorkerProgram, data: dict[str, Any]) -> Any:
+    data = dict(data)
+    named = data.pop("worker", None) or program.name
+    if named != program.name:
+        raise UserError(f"worker: this config is for worker {named!r}, not {program.name!r}")
+    if data.get("run_id") is None:
+        data["run_id"] = new_run_id()
+    validate_run_id(data["run_id"])
+    from mosaic.workerkit.run_fields import RunConfig
+
+    if isinstance(program.config_class, type) and issubclass(program.config_class, RunConfig):
+        data["worker"] = program.name  # the shared field: the config says which worker it is for
+    return program.config_from_dict(data)
+
+
+def _prog(program: WorkerProgram) -> str:
+    """How this worker's command line was started: ``python -m <the module running now>``."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return f"python -m {spec.name}" if spec is not None and spec.name else f"mosaic worker {program.name}"
+
+
+def _telemetry_stream() -> IO[str]:
+    """Keep the real stdout for telemetry; send all other prints to stderr."""
+    sys.stdout.flush()
+    stream = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return stream
+
+
+def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=_prog(program),
+                                     description=f"MOSAIC {program.name} worker")
+    parser.add_argument("--config", help="run config: a JSON file, or - for stdin")
+    parser.add_argument("--run-dir", help="run folder to write artefacts into")
+    parser.add_argument("--validate", action="store_true",
+                        help="check the config, print it normalised as JSON, and exit")
+    parser.add_argument("--default-config", action="store_true",
+                        help="print the built-in default config and exit")
+    parser.add_argument("--describe", action="store_true",
+                        help="print this worker's describe document (metadata, capabilities, config "
+                             "schema, algo_params schemas, envs, default config) as JSON and exit")
+    parser.add_argument("--schema", metavar="ALGORITHM",
+                        help="print the JSON Schema of one algorithm's algo_params and exit")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="check the config as a run would (building the env once), print what "
+                             "the run would use, and exit without training")
+    parser.add_argument("--evaluate", metavar="RUN_OR_CHECKPOINT",
+                        help="play a trained run (its latest checkpoint) or a checkpoint and exit")
+    parser.add_argument("--episodes", type=int, default=20, help="--evaluate: episodes to play")
+    parser.add_argument("--opponent", help="--evaluate: 'random', or another run/checkpoint for the other seat(s)")
+    parser.add_argument("--video", type=int, nargs="?", const=1, default=0, metavar="N",
+                        help="--evaluate: record the first N episodes (default 1)")
+    parser.add_argument("--seed", type=int, default=0, help="--evaluate: first episode seed")
+    parser.add_argument("--json", action="store_true", help="--evaluate: print results as JSON")
+    parser.add_argument("--fastlane", action="store_true",
+                        help="--evaluate: stream frames for `mosaic watch RUN --stream eval`")
+    if program.add_arguments:
+        program.add_arguments(parser)
+    args = parser.parse_args(argv)
+
+    try:
+        if program.handle_arguments:
+            code = program.handle_arguments(args)
+            if code is not None:
+                return code
+        if args.describe:
+            from mosaic.workerkit.describe import describe_program
+
+            print(json.dumps(describe_program(program), indent=2, default=str))
+            return EXIT_COMPLETED
+        if args.schema:
+            print(json.dumps(algo_params_schema(program, args.schema), indent=2, sort_keys=True))
+            return EXIT_COMPLETED
+        if args.evaluate:
+            return evaluate(program, args)
+        if args.default_config:
+            print(json.dumps({**program.default_config(), "worker": program.name}, indent=2))
+            return EXIT_COMPLETED
+        if not args.config:
+            raise UserError("config: --dry-run needs --config PATH" if args.dry_run else
+                            "config: --config PATH (or - for stdin) is required")
+        config = build_config(program, load_config_data(args.config))
+        checked = program.deep_validate(config) if program.deep_validate else None
+        if args.dry_run:
+            shown = program.dry_run(config, checked) if program.dry_run else {}
+            print(json.dumps({"worker": program.name, "config": config.to_dict(), **shown},
+                             indent=2, default=str))
+            return EXIT_COMPLETED
+        if args.validate:
+            print(json.dumps({"worker": program.name, **config.to_dict()}, indent=2))
+            return EXIT_COMPLETED
+        if args.run_dir:
+            run_dir = RunDir(Path(args.run_dir))
+        else:
+            run_dir = RunStore().create(config.run_id, {"worker": program.name, **config.to_dict()},
+                                        {"worker": program.name})
+    except UserError as exc:
+        print(f"mosaic: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    emitter = TelemetryEmitter(config.run_id, stream=_telemetry_stream())
+    progress = ProgressTracker()
+    control = RunControl(emitter, progress)
+    control.install_signal_handlers()
+    context = WorkerContext(emitter=emitter, control=control, run_dir=run_dir, progress=progress)
+    watchdog = RunWatchdog(progress, control,
+                           on_failure=lambda kind, message: _abort_failed(program, context, kind, message),
+                           on_stuck_cancel=lambda reason: _abort_cancelled(program, context, reason))
+    with Heartbeat(emitter, program.heartbeat_interval_s(config), progress), watchdog:
+        try:
+            try:
+                summary = program.make_runtime(config, context).run()
+            finally:
+                progress.stop()  # the runtime is done: its threads may end now
+        except RunCancelled as exc:
+            emitter.run_cancelled(reason=str(exc))
+            return EXIT_CANCELLED
+        except BaseException as exc:  # report every failure as telemetry
+            emitter.run_failed(exc)
+            print(f"{program.name}: run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+    emitter.run_completed(summary)
+    return EXIT_COMPLETED
+
+
+def algo_params_schema(program: WorkerProgram, algorithm: str) -> dict[str, Any]:
+    """``--schema ALGORITHM``: :class:`UserError` naming the algorithms when there is none."""
+    if program.algo_params_schema is None:
+        raise UserError(f"--schema: worker {program.name!r} has no per-algorithm hyperparameter schema")
+    algorithms = list(program.describe()[1].algorithms) if program.describe else []
+    wanted = next((a for a in algorithms if a.lower() == algorithm.lower()), None)
+    if algorithms and wanted is None:
+        from mosaic.errors import one_of
+
+        raise UserError(f"--schema: {one_of(algorithm, algorithms)}")
+    return program.algo_params_schema(wanted or algorithm)
+
+
+def evaluate(program: WorkerProgram, args: argparse.Namespace) -> int:
+    if program.evaluate is None:
+        raise UserError(f"--evaluate: worker {program.name!r} cannot evaluate (it trains no policies)")
+    if args.episodes < 1:
+        raise UserError(f"--episodes: must be >= 1, got {args.episodes}")
+    if args.video < 0:
+        raise UserError(f"--video: must be >= 0, got {args.video}")
+    return program.evaluate(EvaluateRequest(target=args.evaluate, episodes=args.episodes, opponent=args.opponent,
+                                            video=args.video, seed=args.seed, json=args.json,
+                                            fastlane=args.fastlane))
+
+
+def _abort_failed(program: WorkerProgram, context: WorkerContext, error_type: str, message: str) -> None:
+    """The run cannot go on and its main thread may never return: report, clean up, exit now."""
+    dead = context.progress.dead_threads()
+    cause = thread_failure(dead[0][1]) if dead else None
+    detail = cause[1] if cause else "stuck at:\n" + thread_stacks()
+    if context.emitter.failure(error_type, message, detail) is None and context.emitter.terminal:
+        return  # the run ended on its own meanwhile
+    print(f"{program.name}: run failed: {error_type}: {message}\n{detail}", file=sys.stderr)
+    _exit_now(context, EXIT_FAILED)
+
+
+def _abort_cancelled(program: WorkerProgram, context: WorkerContext, reason: str) -> None:
+    """A cancel the runtime could not honour (stuck inside the library): end the run as cancelled."""
+    if context.emitter.run_cancelled(reason=reason) is None and context.emitter.terminal:
+        return
+    print(f"{program.name}: run cancelled: {reason}\nstuck at:\n{thread_stacks()}", file=sys.stderr)
+    _exit_now(context, EXIT_CANCELLED)
+
+
+def _exit_now(context: WorkerContext, code: int) -> None:
+    context.control.run_abort_hooks()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,53 @@
+"""Episode statistics every worker reports the same way.
+
+A training iteration's ``metrics`` event carries RLlib-named statistics over
+the episodes that *finished in that iteration* (not a moving window):
+``num_episodes``, ``episode_return_mean/min/max`` (the sum over agents),
+``episode_len_mean``, ``illegal_actions`` and per-agent and per-module
+``*_episode_returns_mean/min/max`` (docs/telemetry.md). Workers hand
+:func:`episode_statistics` one record per finished episode:
+``{"returns": {agent: float}, "length": int, "modules": {agent: module}, "illegal_actions": int}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+
+def _stats(values: list[float]) -> tuple[float, float, float]:
+    return sum(values) / len(values), min(values), max(values)
+
+
+def episode_statistics(episodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The statistics above; ``{"num_episodes": 0}`` when no episode finished."""
+    episodes = list(episodes)
+    if not episodes:
+        return {"num_episodes": 0}
+    totals = [float(sum(e["returns"].values())) for e in episodes]
+    per_agent: dict[str, list[float]] = {}
+    per_module: dict[str, list[float]] = {}
+    for e in episodes:
+        modules = e.get("modules") or {}
+        for agent, ret in e["returns"].items():
+            per_agent.setdefault(agent, []).append(float(ret))
+            if agent in modules:
+                per_module.setdefault(modules[agent], []).append(float(ret))
+    out: dict[str, Any] = {"num_episodes": len(episodes)}
+    out["episode_return_mean"], out["episode_return_min"], out["episode_return_max"] = _stats(totals)
+    out["episode_len_mean"] = sum(e["length"] for e in episodes) / len(episodes)
+    out["illegal_actions"] = sum(int(e.get("illegal_actions", 0)) for e in episodes)
+    for prefix, groups in (("agent", per_agent), ("module", per_module)):
+        stats = {k: _stats(v) for k, v in groups.items()}
+        for i, suffix in enumerate(("mean", "min", "max")):
+            out[f"{prefix}_episode_returns_{suffix}"] = {k: s[i] for k, s in stats.items()}
+    return out
+
+
+def winner(returns: Mapping[str, float], structure: str | None = None) -> str | None:
+    """The better-scoring agent of a two-agent episode; None for a draw, more agents, or
+    an env where nobody wins (``structure`` from ``mosaic.workerkit.envs.reward_structure`` is
+    ``cooperative`` or ``single``)."""
+    if len(returns) != 2 or structure in ("cooperative", "single"):
+        return None
+    (a, ra), (b, rb) = returns.items()
+    return None if ra == rb else (a if ra > rb else b)
