@@ -111,6 +111,9 @@ def test_set_rejects_malformed_overrides(home):
     ("bad_env", lambda d: ["run", str(write_config(d / "c.json", {
         "worker": "random", "environment": {"family": "classic", "env_id": "connect_five_v3"}}))],
      "environment.env_id: 'connect_five_v3' is not a classic env"),
+    ("bad_env_seeded", lambda d: ["run", str(write_config(d / "c.json", {
+        "worker": "random", "seed": 4, "environment": {"family": "classic", "env_id": "connect_five_v3"}}))],
+     "environment.env_id: 'connect_five_v3' is not a classic env"),  # refused inside the one worker process
     ("bad_run_id", lambda d: ["run", str(EXAMPLES / "random_connect_four.json"), "--run-id", "../x"],
      "run_id: '../x' is not a valid run id"),
     ("bad_run_id_in_config", lambda d: ["run", str(write_config(d / "c.json", {"worker": "random", "run_id": "a/../../b"}))],
@@ -124,6 +127,8 @@ def test_bad_input_is_one_line_exit_2_and_no_run_folder(home, tmp_path, case, se
     assert words in lines[0]
     assert "Traceback" not in proc.stderr
     assert runs_in(home) == []
+    runs = home / "trainer" / "runs"
+    assert not runs.exists() or list(runs.iterdir()) == []  # not even the worker's log of a run never made
     assert not (tmp_path / "x").exists()
 
 
@@ -154,6 +159,27 @@ def start_slow_run(home: Path, tmp_path: Path, **overrides) -> tuple[subprocess.
 
 def worker_pid(run: Path) -> int:
     return json.loads((run / "analytics.json").read_text())["pid"]
+
+
+def test_one_worker_process_checks_the_config_and_runs_it(home, tmp_path):
+    """`mosaic run` of a seeded config: the worker checks it, the run folder is made only then, and the
+    same process runs it, with the config's seed as its hash seed (no second interpreter first)."""
+    proc, run = start_slow_run(home, tmp_path, seed=5)
+    try:
+        manifest = json.loads((run / "analytics.json").read_text())
+        assert manifest["command"][-1] == "--handshake"
+        environ = psutil.Process(manifest["pid"]).environ()
+        assert environ["PYTHONHASHSEED"] == "5"
+        config = json.loads((run / "config.json").read_text())
+        assert config["seed"] == 5 and config["reporting"]["every_timesteps"] == 20  # the normalised config
+        assert (run / "logs" / "worker.log").is_file()
+        assert [p.name for p in (home / "trainer" / "runs").iterdir()] == [run.name]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    events = [json.loads(line) for line in (run / "telemetry.jsonl").read_text().splitlines()]
+    assert events[0]["type"] == "run_started" and events[-1]["type"] == "run_cancelled"
+    assert proc.returncode == 3
 
 
 def test_sigkill_of_worker_is_reported_as_failed_and_telemetry_is_intact(home, tmp_path):

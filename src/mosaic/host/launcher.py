@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -131,16 +132,27 @@ class WorkerProcess:
 
     def __init__(self, worker: DiscoveredWorker, run: RunDir, *, python: str | None = None,
                  env: Mapping[str, str] | None = None) -> None:
-        self.worker = worker
-        self.run = run
         cmd, full_env = run_launch(worker, run, python, env)
         run.worker_log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._stderr = run.worker_log_path.open("ab")
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr,
-                                     stdin=subprocess.DEVNULL, start_new_session=True, env=full_env)
+        stderr = run.worker_log_path.open("ab")
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr,
+                                stdin=subprocess.DEVNULL, start_new_session=True, env=full_env)
+        self._adopt(worker, run, proc, stderr, cmd, b"")
+
+    @classmethod
+    def adopt(cls, worker: DiscoveredWorker, run: RunDir, proc: subprocess.Popen, stderr: Any,
+              cmd: list[str], pending: bytes = b"") -> "WorkerProcess":
+        """A worker already started (``start_checked``); ``pending``: telemetry bytes already read."""
+        process = cls.__new__(cls)
+        process._adopt(worker, run, proc, stderr, cmd, pending)
+        return process
+
+    def _adopt(self, worker: DiscoveredWorker, run: RunDir, proc: subprocess.Popen, stderr: Any,
+               cmd: list[str], pending: bytes) -> None:
+        self.worker, self.run, self.proc, self._stderr, self._pending = worker, run, proc, stderr, pending
         self.cancel_requested = False
         self._kill_timer: threading.Timer | None = None
-        run.update_manifest(status=RunState.STARTING.manifest, pid=self.proc.pid, command=cmd)
+        run.update_manifest(status=RunState.STARTING.manifest, pid=proc.pid, command=cmd)
 
     @property
     def pid(self) -> int:
@@ -165,6 +177,8 @@ class WorkerProcess:
         splitter = LineSplitter()
         fd = self.proc.stdout.fileno()
         with RunRecorder(self.run, on_event=on_event) as recorder:
+            for line in splitter.feed(self._pending):
+                recorder.feed_line(line)
             while True:
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
@@ -186,6 +200,83 @@ class WorkerProcess:
         return RunOutcome(state.manifest, returncode, terminal)
 
 
+class HandshakeFailed(UserError):
+    """The worker refused the config (exit 2, its one error line is the message)."""
+
+
+def start_checked(worker: DiscoveredWorker, store: RunStore, data: Mapping[str, Any], *, status: str,
+                  on_created: Callable[[RunDir], None] | None = None,
+                  timeout_s: float = VALIDATE_TIMEOUT_S) -> "WorkerProcess":
+    """Validate and start a run in one worker process (``--handshake``), creating the run only if valid.
+
+    What ``validate_config`` then ``WorkerProcess`` do in two processes, in one: the worker
+    checks the config and prints it normalised; only then is the run folder created, and the
+    worker is told where it is and goes on to run. A config the worker refuses raises
+    :class:`UserError` with its one line, and leaves nothing behind. The worker's hash seed
+    comes from the config's ``seed``, so the caller must give one (else use the two steps).
+    """
+    run_id = str(data["run_id"])
+    seed = data.get("seed")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ValueError("start_checked needs the config's seed (PYTHONHASHSEED comes from it)")
+    store.runs_dir.mkdir(parents=True, exist_ok=True)
+    log_path = store.runs_dir / f".starting-{run_id}.log"  # the same filesystem: renamed into the run
+    stderr = log_path.open("ab")
+    cmd = [*worker_command(worker), "--handshake"]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                            start_new_session=True,
+                            env=_worker_env({"PYTHONHASHSEED": str(seed % 4294967296)}
+                                            if "PYTHONHASHSEED" not in os.environ else {}))
+    try:
+        proc.stdin.write(json.dumps(dict(data)).encode() + b"\n")
+        proc.stdin.flush()
+        line, rest = _read_line(proc, timeout_s)
+        if line is None:
+            code = proc.wait()
+            message = _stderr_tail(log_path).strip().splitlines()
+            text = message[-1] if message else f"exit code {code}"
+            for prefix in ("mosaic: error: ", f"{worker.name}: error: "):
+                text = text[len(prefix):] if text.startswith(prefix) else text
+            raise UserError(text) if code == 2 else UserError(f"worker {worker.name!r} could not check the "
+                                                               f"config: {text}")
+        answer = json.loads(line)
+        run = create_run(store, worker, answer["config"], status=status)
+        run.worker_log_path.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(log_path, run.worker_log_path)
+        if on_created is not None:
+            on_created(run)
+        proc.stdin.write(json.dumps({"run_dir": str(run.root)}).encode() + b"\n")
+        proc.stdin.close()
+    except BaseException:
+        signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+        stderr.close()
+        log_path.unlink(missing_ok=True)
+        raise
+    process = WorkerProcess.adopt(worker, run, proc, stderr, cmd, rest)
+    return process
+
+
+def _read_line(proc: subprocess.Popen, timeout_s: float) -> tuple[bytes | None, bytes]:
+    """The first line the worker prints (None if it exits first) and what followed it already."""
+    import select
+
+    fd, buffer, deadline = proc.stdout.fileno(), b"", time.monotonic() + timeout_s
+    while b"\n" not in buffer:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise UserError(f"the worker did not check the config within {timeout_s:g} s")
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return None, b""
+        buffer += chunk
+    line, _, rest = buffer.partition(b"\n")
+    return line, rest
+
+
 def release_fastlane(run: RunDir) -> list[str]:
     """Unlink the FastLane segments a run left behind (keeping last frames); never raises."""
     try:
@@ -196,12 +287,12 @@ def release_fastlane(run: RunDir) -> list[str]:
         return []
 
 
-def run_in_foreground(worker: DiscoveredWorker, run: RunDir,
+def run_in_foreground(worker: DiscoveredWorker, run: RunDir | WorkerProcess,
                       on_event: EventCallback | None = None,
                       on_interrupt: Callable[[], None] | None = None,
                       grace_s: float = 30.0) -> RunOutcome:
-    """Launch and follow a worker; Ctrl-C / SIGTERM cancel it cleanly."""
-    process = WorkerProcess(worker, run)
+    """Launch (or take a started) worker and follow it; Ctrl-C / SIGTERM cancel it cleanly."""
+    process = run if isinstance(run, WorkerProcess) else WorkerProcess(worker, run)
 
     def handle(signum: int, _frame: object) -> None:
         if on_interrupt:

@@ -156,6 +156,10 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
     parser.add_argument("--dry-run", action="store_true",
                         help="check the config as a run would (building the env once), print what "
                              "the run would use, and exit without training")
+    parser.add_argument("--handshake", action="store_true",
+                        help="(how `mosaic run` starts a run) read the config as one JSON line on stdin, check "
+                             "it as --validate does, print it normalised as one JSON line on stdout, then read "
+                             "the run folder as one JSON line on stdin and run there; one process checks and runs")
     parser.add_argument("--evaluate", metavar="RUN_OR_CHECKPOINT",
                         help="play a trained run (its latest checkpoint) or a checkpoint and exit")
     parser.add_argument("--episodes", type=int, default=20, help="--evaluate: episodes to play")
@@ -188,11 +192,18 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
         if args.default_config:
             print(json.dumps({**program.default_config(), "worker": program.name}, indent=2))
             return EXIT_COMPLETED
-        if not args.config:
+        stream = None
+        if args.handshake:
+            agreed = _handshake(program)
+            if isinstance(agreed, int):
+                return agreed
+            config, run_dir, stream = agreed
+        elif not args.config:
             raise UserError("config: --dry-run needs --config PATH" if args.dry_run else
                             "config: --config PATH (or - for stdin) is required")
-        config = build_config(program, load_config_data(args.config))
-        checked = program.deep_validate(config) if program.deep_validate else None
+        else:
+            config = build_config(program, load_config_data(args.config))
+        checked = program.deep_validate(config) if program.deep_validate and stream is None else None
         if args.dry_run:
             shown = program.dry_run(config, checked) if program.dry_run else {}
             print(json.dumps({"worker": program.name, "config": config.to_dict(), **shown},
@@ -201,7 +212,9 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
         if args.validate:
             print(json.dumps({"worker": program.name, **config.to_dict()}, indent=2))
             return EXIT_COMPLETED
-        if args.run_dir:
+        if stream is not None:
+            pass  # the handshake named the run folder
+        elif args.run_dir:
             run_dir = RunDir(Path(args.run_dir))
         else:
             run_dir = RunStore().create(config.run_id, {"worker": program.name, **config.to_dict()},
@@ -210,7 +223,7 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
         print(f"mosaic: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
-    emitter = TelemetryEmitter(config.run_id, stream=_telemetry_stream())
+    emitter = TelemetryEmitter(config.run_id, stream=stream or _telemetry_stream())
     progress = ProgressTracker()
     control = RunControl(emitter, progress)
     control.install_signal_handlers()
@@ -233,6 +246,34 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
             return EXIT_FAILED
     emitter.run_completed(summary)
     return EXIT_COMPLETED
+
+
+def _handshake(program: WorkerProgram) -> "int | tuple[Any, RunDir, IO[str]]":
+    """``--handshake``: check the config, say so with it normalised, wait for the run folder.
+
+    The launcher creates the run folder only after the config passed, so a bad config leaves
+    nothing behind, and the run starts without a second interpreter checking it first. An empty
+    answer means the launcher gave up before the run existed: exit as cancelled, silently.
+    """
+    line = sys.stdin.readline()
+    try:
+        data = json.loads(line) if line.strip() else None
+    except ValueError as exc:
+        raise UserError(f"config: the handshake's first line is not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise UserError("config: the handshake's first line must be a JSON object")
+    config = build_config(program, data)
+    if program.deep_validate:
+        program.deep_validate(config)
+    stream = _telemetry_stream()
+    stream.write(json.dumps({"handshake": "valid", "config": {"worker": program.name, **config.to_dict()}}) + "\n")
+    stream.flush()
+    answer = sys.stdin.readline()
+    if not answer.strip():
+        return EXIT_CANCELLED
+    run_dir = json.loads(answer)["run_dir"]
+    os.environ["MOSAIC_RUN_DIR"] = run_dir  # as a worker started with --run-dir has it, for its children
+    return config, RunDir(Path(run_dir)), stream
 
 
 def algo_params_schema(program: WorkerProgram, algorithm: str) -> dict[str, Any]:

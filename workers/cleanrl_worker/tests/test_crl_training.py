@@ -68,6 +68,12 @@ def test_trains_checkpoints_and_evaluates(home, algorithm):
     assert stats["n"] == 3 and stats["ci95_low"] <= stats["mean"] <= stats["ci95_high"]
     assert result["env"]["env_id"] == started["env"]["env_id"]
     assert [e["seed"] for e in result["episodes"]] == [0, 1, 2]
+    # the same --seed plays the same episodes
+    again = home.cli("eval", run.name, "--episodes", "3", "--json")
+    assert again.returncode == 0, again.stderr[-3000:]
+    repeat = json.loads(again.stdout[again.stdout.index("{"):])
+    assert [(e["returns"], e["length"]) for e in repeat["episodes"]] == \
+        [(e["returns"], e["length"]) for e in result["episodes"]]
 
 
 @pytest.mark.slow

@@ -153,5 +153,8 @@ def test_greedy_eval_reports_each_tour_length_with_a_confidence_interval(module_
                for e in results["episodes"])
     tour = results["measures"]["tour_length"]
     assert tour["n"] == 6 and tour["ci95_low"] < tour["mean"] < tour["ci95_high"]
+    again = module_home.cli("eval", long_run[0].name, "--episodes", "6", "--seed", "3", "--json")
+    assert again.returncode == 0, again.stderr[-3000:]  # the same --seed plays the same instances, the same way
+    assert [e["returns"] for e in json.loads(again.stdout)["episodes"]] == [e["returns"] for e in results["episodes"]]
     (video,) = results["videos"]
     assert Path(video).stat().st_size > 0

@@ -210,6 +210,14 @@ def test_mosaic_eval_cli(checkpoints):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "win" in proc.stdout and "player_0" in proc.stdout and "saved to" in proc.stdout
     assert time.monotonic() - start < 120
+    # the same --seed plays the same episodes (the random opponent included)
+    runs = [subprocess.run([sys.executable, "-m", "mosaic", "eval", str(run.run.root), "--episodes", "4",
+                            "--opponent", "random", "--seed", "7", "--json"], capture_output=True, text=True,
+                           timeout=300) for _ in range(2)]
+    assert all(p.returncode == 0 for p in runs), runs[-1].stderr[-2000:]
+    first, second = (json.loads(p.stdout[p.stdout.index("{"):]) for p in runs)
+    assert [(e["returns"], e["length"]) for e in first["episodes"]] == \
+        [(e["returns"], e["length"]) for e in second["episodes"]]
 
 
 def test_mappo_and_self_play_checkpoints_evaluate(ray_session, tmp_path):

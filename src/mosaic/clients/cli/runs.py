@@ -13,7 +13,7 @@ from mosaic.clients.cli.common import RUN_COLUMNS, _config_of, _daemon_client, _
 from mosaic.clients.cli.daemon import _daemon_logs, _daemon_runs
 from mosaic.host.discovery import Discovery, discover_workers
 from mosaic.errors import UserError
-from mosaic.host.launcher import create_run, run_in_foreground, validate_config, worker_command
+from mosaic.host.launcher import create_run, run_in_foreground, start_checked, validate_config, worker_command
 from mosaic.workerkit.lifecycle import EXIT_CANCELLED, EXIT_FAILED
 from mosaic.clients.cli.progress import ProgressView
 from mosaic.run_status import RunState
@@ -55,11 +55,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         proc = subprocess.run([*worker_command(worker), "--dry-run", "--config", "-"],
                               input=json.dumps({**data, "worker": name, "run_id": run_id}), text=True)
         return proc.returncode
-    config = validate_config(worker, {**data, "worker": name, "run_id": run_id})
-    run = create_run(store, worker, config, status=RunState.CREATED.manifest)
+    request = {**data, "worker": name, "run_id": run_id}
+    seed = data.get("seed")
+    if isinstance(seed, int) and not isinstance(seed, bool):
+        # one worker process checks the config and runs it; the run folder exists only once it passed
+        started = start_checked(worker, store, request, status=RunState.CREATED.manifest)
+        run: Any = started.run
+    else:  # the worker's default seed decides PYTHONHASHSEED: check first, then start
+        config = validate_config(worker, request)
+        run = started = create_run(store, worker, config, status=RunState.CREATED.manifest)
     view = ProgressView()
     print(f"run folder: {run.root}", file=sys.stderr)
-    outcome = run_in_foreground(worker, run, on_event=view,
+    outcome = run_in_foreground(worker, started, on_event=view,
                                 on_interrupt=lambda: print("\ncancelling…", file=sys.stderr))
     view.close()
     term = outcome.terminal
