@@ -11,12 +11,18 @@ of MPE simple_spread, one env runner, 10k env steps, a checkpoint at the end.
 * mosaic: ``mosaic run CONFIG`` with the same settings (its defaults otherwise:
   telemetry, TensorBoard, manifest, progress line).
 
-Pairs alternate (plain, mosaic, plain, mosaic, ...) so drift hits both alike; the
-ratio is the median mosaic time over the median plain time.
+Both are timed from outside, as a user's stopwatch would, each in a session of its own
+with the same ``PYTHONHASHSEED`` (``bench/pairs.py``). MOSAIC's home sees every worker
+environment the checkout has built (``var/envs``, or ``$MOSAIC_HOME/envs``), as a user's
+does: `mosaic run` then finds them all, and that costs what it costs a user. Pairs
+alternate which side goes first; the verdict is the paired ratio of the two speeds
+(1 / wall time) with its 95% interval (``bench/pairs.py``). ``phases`` says where MOSAIC's
+time before the first env step goes: from the process start to the run folder (CLI
+start-up, discovery, the worker's check of the config) and from there to ``run_started``.
 
-    python bench/run_wall_time.py [--pairs 3] [--timesteps 10000]
+    python bench/run_wall_time.py [--pairs 6] [--timesteps 10000] [--out FILE.json]
 
-Target: mosaic / plain <= 1.03.
+Target: mosaic / plain <= 1.03 in wall time (speed ratio >= 0.971).
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+
+from pairs import Side, direct_env, run_pair, save, verdict  # noqa: E402
 
 BATCH = 1000
 THREADS = 1  # torch threads of the driver process, on both sides
@@ -84,43 +92,79 @@ def mosaic_config(timesteps: int) -> dict:
             "checkpoint": {"at_end": True}}
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return elapsed
+class TimedSide(Side):
+    """A side of a pair whose wall time is measured from outside (start to exit)."""
+
+    def start(self, folder: Path, cpu: int | None) -> subprocess.Popen:
+        self.started_wall, self.started = time.time(), time.perf_counter()
+        return super().start(folder, cpu)
+
+    def finish(self, proc: subprocess.Popen) -> "TimedSide":
+        proc.wait()
+        self.elapsed = time.perf_counter() - self.started
+        return super().finish(proc)
+
+
+def phases(home: Path, started_wall: float) -> tuple[float, float]:
+    """(process start -> run folder, run folder -> run_started) of the newest run in ``home``, seconds."""
+    run = max((home / "trainer" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
+    created = json.loads((run / "analytics.json").read_text())["created_at"]
+    started = json.loads((run / "telemetry.jsonl").read_text().splitlines()[0])["ts"]
+    return created - started_wall, started - created
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=6)
     parser.add_argument("--timesteps", type=int, default=10_000)
+    parser.add_argument("--out", type=Path, help="keep every pair and the verdict as JSON")
     parser.add_argument("--show-script", action="store_true", help="print the plain RLlib script and exit")
     args = parser.parse_args()
     if args.show_script:
         print(PLAIN)
-        return
+        return 0
     python = sys.executable
     mosaic = str(Path(python).with_name("mosaic"))
-    plain_times, mosaic_times = [], []
+    envs = Path(os.environ.get("MOSAIC_HOME") or Path(__file__).resolve().parents[1] / "var") / "envs"
+    mosaic_speed, plain_speed, seeds, before_run, to_started = [], [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
+        home = tmp_path / "home"
+        home.mkdir()
+        if envs.is_dir():
+            (home / "envs").symlink_to(envs)  # every built worker environment, as in a user's home
         script = tmp_path / "plain_rllib.py"
         script.write_text(PLAIN)
         config = tmp_path / "job.json"
         config.write_text(json.dumps(mosaic_config(args.timesteps)))
-        env = {**os.environ, "RAY_AUTH_MODE": "disabled", "MOSAIC_HOME": str(tmp_path / "home")}
-        for i in range(args.pairs):
-            plain_times.append(timed([python, str(script), str(args.timesteps), str(tmp_path / f"ckpt{i}")], env))
-            mosaic_times.append(timed([mosaic, "run", str(config)], env))
-            print(f"pair {i + 1}: plain {plain_times[-1]:6.1f} s   mosaic run {mosaic_times[-1]:6.1f} s", flush=True)
-    p, m = statistics.median(plain_times), statistics.median(mosaic_times)
-    print(f"plain RLlib script : median {p:6.1f} s  (runs: {', '.join(f'{v:.1f}' for v in plain_times)})")
-    print(f"mosaic run         : median {m:6.1f} s  (runs: {', '.join(f'{v:.1f}' for v in mosaic_times)})")
-    print(f"ratio mosaic/plain: {m / p:.3f}  (target <= 1.03)")
+        env = direct_env({**os.environ, "RAY_AUTH_MODE": "disabled", "MOSAIC_HOME": str(home)}, 0)
+        for pair in range(args.pairs):
+            folder = tmp_path / f"pair-{pair}"
+            plain = TimedSide("plain", [python, str(script), str(args.timesteps), str(folder / "ckpt")], env,
+                              tmp_path, new_session=True)
+            ours = TimedSide("mosaic", [mosaic, "run", str(config)], env, tmp_path, new_session=True)
+            run_pair(pair, "alternate", ours, plain, folder)
+            mosaic_speed.append(1 / ours.elapsed)
+            plain_speed.append(1 / plain.elapsed)
+            seeds.append(0)
+            head, tail = phases(home, ours.started_wall)
+            before_run.append(head)
+            to_started.append(tail)
+            print(f"pair {pair + 1}: plain {plain.elapsed:6.1f} s   mosaic run {ours.elapsed:6.1f} s "
+                  f"(run folder after {head:.2f} s, run_started {tail:.2f} s later)", flush=True)
+    result = verdict(mosaic_speed, plain_speed, target=1 / 1.03)
+    ratio, low, high = result.paired
+    print(f"plain RLlib script: median {statistics.median(1 / v for v in plain_speed):.1f} s; "
+          f"mosaic run: median {statistics.median(1 / v for v in mosaic_speed):.1f} s")
+    print(f"wall time mosaic/plain, paired over {args.pairs} pairs: {1 / ratio:.3f}, 95% interval "
+          f"[{1 / high:.3f}, {1 / low:.3f}] (target <= 1.03: {result.word})")
+    print(f"phases of mosaic run (medians): process start -> run folder {statistics.median(before_run):.2f} s, "
+          f"run folder -> run_started {statistics.median(to_started):.2f} s")
+    save(args.out, {"bench": "run_wall_time", "timesteps": args.timesteps, "unit": "1 / wall seconds",
+                    "phases": {"to_run_folder_s": before_run, "to_run_started_s": to_started}},
+         seeds, mosaic_speed, plain_speed, result)
+    return 0 if result.word == "met" else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

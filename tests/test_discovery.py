@@ -114,3 +114,13 @@ def test_capability_claims_must_be_consistent():
     honest = WorkerCapabilities(policy_configurations=("SELF_PLAY",), supports_self_play=True,
                                 supports_population=True, **base)
     assert honest.problems() == []
+
+
+def test_one_named_worker_is_found_without_the_others():
+    """`mosaic run` looks up only the worker its config names (the others are not described)."""
+    from mosaic.host.discovery import discover_workers
+
+    assert discover_workers(only="random").names() == ["random"]
+    assert discover_workers(only="no_such_worker").names() == []
+    everyone = discover_workers()
+    assert "random" in everyone.names() and len(everyone.names()) > 1

@@ -114,18 +114,24 @@ def from_description(document: Mapping[str, Any], python: str | None = None) -> 
                     WorkerCapabilities(resources=resources, **caps), python=python, description=document)
 
 
-def discover_workers(group: str = ENTRY_POINT_GROUP, *, environments: bool = True) -> Discovery:
-    """Every worker: those in MOSAIC's environment, then (``environments``) those in their own."""
+def discover_workers(group: str = ENTRY_POINT_GROUP, *, environments: bool = True,
+                     only: str | None = None) -> Discovery:
+    """Every worker: those in MOSAIC's environment, then (``environments``) those in their own.
+
+    ``only``: just the worker of that name (nothing else is described or checked: what a command
+    that runs one worker needs); the result is empty when there is none, so callers look again
+    without ``only`` to name the installed ones in their error.
+    """
     workers: list[DiscoveredWorker] = []
     broken: list[BrokenWorker] = []
     seen: set[str] = set()
     if environments and group == ENTRY_POINT_GROUP:
-        own, own_broken = environment_workers()
+        own, own_broken = environment_workers(only=only)
         workers += own
         broken += own_broken
         seen |= {w.name for w in own} | {b.name for b in own_broken}
     for ep in sorted(metadata.entry_points(group=group), key=lambda e: e.name):
-        if ep.name in seen:  # the same distribution found twice on sys.path
+        if ep.name in seen or (only is not None and ep.name != only):  # seen: the same distribution twice
             continue
         seen.add(ep.name)
         try:
@@ -135,7 +141,7 @@ def discover_workers(group: str = ENTRY_POINT_GROUP, *, environments: bool = Tru
     return Discovery(tuple(sorted(workers, key=lambda w: w.name)), tuple(sorted(broken, key=lambda b: b.name)))
 
 
-def environment_workers(home: str | Path | None = None) -> tuple[list[Any], list[Any]]:
+def environment_workers(home: str | Path | None = None, only: str | None = None) -> tuple[list[Any], list[Any]]:
     """``(DiscoveredWorker list, BrokenWorker list)`` of the workers that declare an environment.
 
     Each is described by its environment's interpreter (``--describe``, cached);
@@ -151,7 +157,7 @@ def environment_workers(home: str | Path | None = None) -> tuple[list[Any], list
     for name, reason in sorted(found.invalid.items()):
         broken.append(BrokenWorker(name, "", reason))
     for name, source in sorted(found.sources.items()):
-        if not source.declared:
+        if not source.declared or (only is not None and name != only):
             continue
         current = status(source, home, check=False)
         if current.status != "ok":

@@ -38,15 +38,24 @@ def _default_config(found: Discovery) -> dict[str, Any]:
     raise UserError(f"no default worker installed (looked for {', '.join(DEFAULT_WORKERS)})")
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def _find_worker(name: str | None) -> Any:
+    """The named worker, found without describing every other one (they are listed only in an error)."""
+    if name:
+        found = discover_workers(only=name)
+        if name in found.names():
+            return found.get(name)
     found = discover_workers()
-    data = load_config_data(args.config) if args.config else _default_config(found)
-    data = apply_overrides(data, args.set)
-    name = args.worker or data.get("worker")
     if not name:
         raise UserError(f"worker: not given; add \"worker\": NAME to the config or pass --worker "
                         f"(installed: {', '.join(found.names()) or 'none'})")
-    worker = found.get(name)
+    return found.get(name)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    data = load_config_data(args.config) if args.config else _default_config(discover_workers())
+    data = apply_overrides(data, args.set)
+    name = args.worker or data.get("worker")
+    worker = _find_worker(name)
     run_id = validate_run_id(args.run_id or data.get("run_id") or new_run_id())
     store = RunStore()
     if store.exists(run_id):
