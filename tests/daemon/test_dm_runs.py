@@ -202,3 +202,17 @@ def test_workers_and_health(shared_daemon):
     assert health.pid == d.proc.pid and not health.token_required
     assert health.address.startswith("127.0.0.1:") and health.workers == len(reply.workers)
     assert sum(health.runs_by_state.values()) == len(d.client.list())
+
+
+def test_the_daemon_reserves_the_cpus_the_config_asks_for(shared_daemon):
+    """resources.cpus (a shared field) is what the queue reserves; null: the worker's own estimate."""
+    d = shared_daemon
+    asked = d.submit(random_config(**SHORT_ONLY, resources={"cpus": 1.5}))
+    default = d.submit(random_config(**SHORT_ONLY))
+    estimate = {w.name: w for w in d.client.workers().workers}["random"].cpus
+    assert d.client.get(asked).cpus == 1.5 and d.client.get(default).cpus == estimate
+    for run_id in (asked, default):
+        d.wait_state(run_id, "COMPLETED")
+
+
+SHORT_ONLY = {"total_timesteps": 100, "step_delay_s": 0.0}

@@ -98,7 +98,9 @@ class Resources:
 
     threads: int | None = option(None, min=1, help="torch/BLAS threads of the worker process; null = the "
                                                    "library's own choice (one per core)")
-    cpus: float = option(1.0, min=0.0, help="CPUs a scheduler reserves for the run")
+    cpus: float | None = option(None, min=0.0, help="CPUs the daemon reserves for the run (its queue starts a "
+                                                    "run only when they are free); null = the worker's own "
+                                                    "estimate (`mosaic workers show NAME`)")
     gpus: float = option(0.0, min=0.0, help="GPUs the run trains on; 0 = CPU only")
 
 

@@ -259,7 +259,7 @@ class JumanjiRuntime:
                                       hydra_cfg.env.registered_version)
         emit.run_started(
             worker="jumanji", config_digest=config_digest(cfg.to_dict()), versions=package_versions(PACKAGES),
-            resources={"cpus": cfg.resources.cpus, "gpus": 0, "devices": [str(d) for d in jax.local_devices()],
+            resources={"cpus": cfg.resources.cpus or 1.0, "gpus": 0, "devices": [str(d) for d in jax.local_devices()],
                        "num_envs": hydra_cfg.env.training.total_batch_size,
                        "xla_flags": os.environ.get("XLA_FLAGS", "")},
             algorithm=cfg.algorithm, env={"family": "jumanji", "env_id": hydra_cfg.env.registered_version,

@@ -54,6 +54,13 @@ WATCHDOG_PERIOD_S = 0.2
 SATURATED_PAUSE_S = 0.001  # between passes while output piles up
 
 
+def _reserved_cpus(config: Mapping[str, Any]) -> float | None:
+    """The config's ``resources.cpus`` (the shared field), when it gives one."""
+    resources = config.get("resources")
+    value = resources.get("cpus") if isinstance(resources, Mapping) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
 def _config_summary(config: Mapping[str, Any]) -> tuple[str, str]:
     """(algorithm, env_id) of a config, read from the shared fields, for listings before the run starts."""
     from mosaic.workerkit.run_fields import summarize
@@ -194,7 +201,7 @@ class Supervisor:
         record = RunRecord(
             run_id=rid, worker=worker.name, state=RunState.QUEUED, run_dir=str(run.root),
             created_at=now, updated_at=now, config_digest=config_digest(normalised), python=python,
-            cpus=cpus or worker.capabilities.resources.cpus,
+            cpus=cpus or _reserved_cpus(normalised) or worker.capabilities.resources.cpus,
             heartbeat_timeout_s=heartbeat_timeout_s or self.settings.heartbeat_timeout_s,
             algorithm=algorithm, env_id=env_id, state_reason="submitted")
         self.hubs[rid] = TelemetryHub()
