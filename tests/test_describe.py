@@ -27,17 +27,6 @@ def test_the_document_schema_is_a_json_schema():
     jsonschema.Draft202012Validator.check_schema(describe.DOCUMENT_SCHEMA)
 
 
-@pytest.fixture(scope="module")
-def documents() -> dict[str, dict]:
-    out = {}
-    for worker in WORKERS.workers:
-        proc = subprocess.run([*worker_command(worker), "--describe"], capture_output=True, text=True,
-                              timeout=300)
-        assert proc.returncode == 0, (worker.name, proc.stderr[-2000:])
-        out[worker.name] = json.loads(proc.stdout)
-    return out
-
-
 @pytest.mark.parametrize("name", WORKERS.names())
 def test_every_installed_worker_describes_itself_validly(name, documents):
     worker, document = WORKERS.get(name), documents[name]

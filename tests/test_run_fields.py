@@ -17,9 +17,9 @@ from mosaic import configkit
 from mosaic.configkit import json_types
 from mosaic.host.discovery import discover_workers
 from mosaic.errors import ConfigError
-from mosaic.host.launcher import validate_config, worker_command
-from mosaic.workerkit.run_fields import (SHARED_FIELDS, SHARED_PATHS, FieldMap, RunConfig, canonical_algorithm,
-                               check_restore_from, summarize)
+from mosaic.host.launcher import validate_config
+from mosaic.workerkit.run_fields import (SHARED_FIELDS, SHARED_PATHS, FieldMap, RunConfig,
+                                         canonical_algorithm, check_restore_from, summarize)
 from mosaic.runs import RunStore
 
 WORKERS = discover_workers()
@@ -88,17 +88,6 @@ def test_summaries_read_the_shared_fields_and_run_folders_written_before_them():
 
 
 # -- every installed worker ------------------------------------------------------------
-@pytest.fixture(scope="module")
-def documents() -> dict[str, dict]:
-    out = {}
-    for worker in WORKERS.workers:
-        proc = subprocess.run([*worker_command(worker), "--describe"], capture_output=True, text=True,
-                              timeout=300)
-        assert proc.returncode == 0, (worker.name, proc.stderr[-2000:])
-        out[worker.name] = json.loads(proc.stdout)
-    return out
-
-
 def _leaf(schema: dict, path: str) -> dict | None:
     node = schema
     for part in path.split("."):
