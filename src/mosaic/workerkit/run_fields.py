@@ -122,6 +122,18 @@ class FieldMap:
         return {"honoured": dict(self.honoured), "refused": dict(self.refused)}
 
 
+#: What every evaluator (a worker that plays episodes and trains nothing) refuses, and why; its
+#: ``FieldMap.refused`` starts from this and adds its own (``{**EVALUATOR_REFUSALS, ...}``).
+EVALUATOR_REFUSALS: Mapping[str, str] = {
+    "total_timesteps": "an evaluator: its budget is episodes",
+    "num_envs": "it plays one env at a time",
+    **{name: "an evaluator: it trains nothing" for name in HYPERPARAMETERS},
+    "algo_params": "an evaluator: it has no training hyperparameters",
+    **{f"checkpoint.{name}": "an evaluator: it saves no checkpoints"
+       for name in ("every_timesteps", "at_end", "keep", "restore_from")},
+}
+
+
 @dataclass
 class RunConfig:
     """The fields every run shares; each worker's config class extends it.

@@ -15,15 +15,13 @@ from mosaic import configkit
 from mosaic.configkit import option
 from mosaic.errors import ConfigError
 from mosaic.llm.backends import ModelConfig
-from mosaic.workerkit.run_fields import Environment, FieldMap, RunConfig
+from mosaic.workerkit.run_fields import EVALUATOR_REFUSALS, Environment, FieldMap, RunConfig
 
 DEFAULT_TASKS = ("BabyAI-GoToRedBallNoDists-v0",)
 DEFAULT_EPISODES = 5
 FAMILIES = ("babyai", "minigrid")
 #: Keyword arguments of ``gym.make`` the worker sets itself.
 RESERVED_ENV_KWARGS = {"render_mode": "set by the worker (rgb_array when fastlane is on)"}
-EVALUATOR = "an evaluator: it trains nothing"
-NO_CHECKPOINTS = "an evaluator: it saves no checkpoints"
 
 
 def family_of(ids: Sequence[str]) -> str:
@@ -51,13 +49,10 @@ class BalrogConfig(RunConfig):
             "resources.cpus": "CPUs the daemon reserves for the run",
         },
         refused={
+            **EVALUATOR_REFUSALS,
             "total_timesteps": "an evaluator: its budget is episodes (per task)",
-            "num_envs": "it plays one env at a time",
-            "learning_rate": EVALUATOR, "gamma": EVALUATOR, "batch_size": EVALUATOR,
             "algo_params": "an evaluator: it has no training hyperparameters (the model's settings are "
                            "under `model`)",
-            "checkpoint.every_timesteps": NO_CHECKPOINTS, "checkpoint.at_end": NO_CHECKPOINTS,
-            "checkpoint.keep": NO_CHECKPOINTS, "checkpoint.restore_from": NO_CHECKPOINTS,
             "reporting.every_timesteps": "a `metrics` event follows each task's episodes",
             "resources.threads": "it sets no thread count (the transformers backend uses torch's own)",
             "resources.gpus": "no GPU path in this version of the worker",

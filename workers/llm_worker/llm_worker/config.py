@@ -16,7 +16,7 @@ from mosaic.configkit import option
 from mosaic.workerkit.envs import EnvironmentConfig
 from mosaic.errors import ConfigError
 from mosaic.llm.backends import ModelConfig
-from mosaic.workerkit.run_fields import FieldMap, RunConfig
+from mosaic.workerkit.run_fields import EVALUATOR_REFUSALS, FieldMap, RunConfig
 
 #: How the language-model agents decide, each with what it costs per decision.
 COORDINATION = {
@@ -31,8 +31,6 @@ PLAYER_KINDS = ("llm", "random", "policy")
 API_TYPE_OF_FAMILY = {"classic": "AEC", "mpe": "PARALLEL"}
 MAX_AGENTS = 8
 DEFAULT_EPISODES = 10
-EVALUATOR = "an evaluator: it trains nothing"
-NO_CHECKPOINTS = "an evaluator: it saves no checkpoints"
 
 #: How the worker treats the fields every run shares (``docs/llm-worker.md`` shows it as a table).
 LLM_FIELDS = FieldMap(
@@ -50,14 +48,10 @@ LLM_FIELDS = FieldMap(
         "resources.cpus": "CPUs the daemon reserves for the run",
     },
     refused={
+        **EVALUATOR_REFUSALS,
         "environment.env_ids": "one env per run",
-        "total_timesteps": "an evaluator: its budget is episodes",
-        "num_envs": "it plays one env at a time",
-        "learning_rate": EVALUATOR, "gamma": EVALUATOR, "batch_size": EVALUATOR,
         "algo_params": "an evaluator: it has no training hyperparameters (the model's settings are under "
                        "`model`)",
-        "checkpoint.every_timesteps": NO_CHECKPOINTS, "checkpoint.at_end": NO_CHECKPOINTS,
-        "checkpoint.keep": NO_CHECKPOINTS, "checkpoint.restore_from": NO_CHECKPOINTS,
         "reporting.every_timesteps": "a `metrics` event every episodes_per_block episodes",
         "resources.threads": "it sets no thread count (the transformers backend and policy players use "
                              "torch's own)",
