@@ -20,7 +20,7 @@ import numpy as np
 
 from mosaic.errors import UserError
 from mosaic.workerkit.evaluation import (EvaluationResults, FrameSink, eval_lane, play_single_agent, print_results,
-                               save_results)
+                                         save_results)
 
 from cleanrl_worker import algorithms
 from cleanrl_worker.checkpoint import MODULES_FILE, CleanRLCheckpointState

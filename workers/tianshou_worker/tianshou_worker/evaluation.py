@@ -18,7 +18,7 @@ from typing import Any
 
 from mosaic.errors import UserError
 from mosaic.workerkit.evaluation import (EvaluationResults, FrameSink, eval_lane, play_single_agent, print_results,
-                               save_results)
+                                         save_results)
 
 from tianshou_worker.telemetry import AGENT, MODULE
 
