@@ -17,7 +17,7 @@ from mosaic import configkit
 from mosaic.configkit import json_types
 from mosaic.host.discovery import discover_workers
 from mosaic.errors import ConfigError
-from mosaic.host.launcher import validate_config
+from mosaic.host.launcher import validate_config, worker_command
 from mosaic.workerkit.run_fields import (SHARED_FIELDS, SHARED_PATHS, FieldMap, RunConfig,
                                          canonical_algorithm, check_restore_from, summarize)
 from mosaic.runs import RunStore
@@ -209,3 +209,56 @@ def test_the_contracts_new_worker_skeleton_is_a_complete_run_config():
     with pytest.raises(ConfigError) as err:
         config_class.from_dict({"run_id": "r", "algorithm": "ppo", "batch_size": 64})
     assert err.value.field == "batch_size"
+
+
+def _other_value(schema: dict, default):
+    """A valid value of a shared field's JSON type that is not its default."""
+    kinds = json_types(schema)
+    if "boolean" in kinds:
+        return not default
+    if "integer" in kinds:
+        return (default or 0) + 3
+    if "number" in kinds:
+        return 0.5 if default != 0.5 else 0.25
+    if "array" in kinds:
+        return ["x_v0", "y_v0"]
+    if "object" in kinds:
+        return {"enabled": True} if "properties" in schema and "enabled" in schema["properties"] else {"lr": 1}
+    return "something_else"
+
+
+@pytest.mark.parametrize("name", WORKERS.names())
+def test_every_refused_shared_field_is_refused_by_name_through_the_worker(name, documents, monkeypatch):
+    """For every worker and every field its map refuses: a value other than the default exits 2 naming the
+    field and the reason, before anything runs (the worker's own --validate, in its own interpreter)."""
+    from mosaic.testing.stub_llm_server import StubServer
+
+    worker = WORKERS.get(name)
+    document = documents[name]
+    refused = document["shared_fields"]["refused"]
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    with StubServer(["ACTION: done"]) as server:
+        base = dict(document["default_config"])
+        if isinstance(base.get("model"), dict):
+            base["model"] = {**base["model"], "base_url": server.base_url}
+        for path, reason in refused.items():
+            default = _leaf_value(base, path)
+            value = _other_value(_leaf(document["config_schema"], path), default)
+            config = json.loads(json.dumps(base))
+            *parents, leaf = path.split(".")
+            node = config
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[leaf] = value
+            proc = subprocess.run([*worker_command(worker), "--validate", "--config", "-"], input=json.dumps(config),
+                                  capture_output=True, text=True, timeout=300)
+            assert proc.returncode == 2, (path, value, proc.stdout[-500:])
+            line = proc.stderr.strip().splitlines()[-1]
+            assert line.startswith(f"mosaic: error: {path}: ") and reason in line, (path, line)
+
+
+def _leaf_value(config: dict, path: str):
+    node = config
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
