@@ -59,32 +59,7 @@ def test_jumanjis_spelling_of_the_algorithm_is_accepted_and_normalised(home):
     assert json.loads(proc.stdout)["algorithm"] == "a2c"
 
 
-#: Every field the worker's FieldMap refuses, set to something other than its default.
-REFUSED = {"environment.env_ids": {"environment": {**TSP, "env_ids": ["tsp", "cvrp"]}},
-           "environment.env_kwargs": {"environment": {**TSP, "env_kwargs": {"num_cities": 10}}},
-           "episodes": {"episodes": 5},
-           "batch_size": {"batch_size": 64},
-           "reporting.every_timesteps": {"reporting": {"every_timesteps": 100}},
-           "resources.gpus": {"resources": {"gpus": 1}}}
-
-
-@pytest.fixture(scope="module")
-def shared_fields(jumanji_env) -> dict:
-    described = subprocess.run([str(jumanji_env / "bin" / "python"), "-m", "jumanji_worker.cli", "--describe"],
-                               capture_output=True, text=True, timeout=300, check=True)
-    return json.loads(described.stdout)["shared_fields"]
-
-
-def test_every_refused_shared_field_is_tested_below(shared_fields):
-    assert set(REFUSED) == set(shared_fields["refused"])
-
-
-@pytest.mark.parametrize("path", sorted(REFUSED))
-def test_a_refused_shared_field_exits_2_naming_it(home, shared_fields, path):
-    proc = validate(home, REFUSED[path])
-    assert proc.returncode == 2, proc.stdout
-    assert proc.stderr.startswith(f"mosaic: error: {path}: ") and "allowed:" in proc.stderr
-    assert shared_fields["refused"][path] in proc.stderr
+# Each refused shared field exiting 2 by name: tests/test_run_fields.py walks every worker's.
 
 
 @pytest.mark.parametrize("fields,named", [
