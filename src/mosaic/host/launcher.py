@@ -67,6 +67,27 @@ def validate_config(worker: DiscoveredWorker, config: Mapping[str, Any],
         raise UserError(f"worker {worker.name!r} printed an invalid normalised config") from None
 
 
+def validate_configs(worker: DiscoveredWorker, configs: list[Mapping[str, Any]],
+                     python: str | None = None, timeout_s: float | None = None) -> list[dict[str, Any] | UserError]:
+    """Check many configs in one worker process (``--validate-many``): for each, the normalised config or
+    the :class:`UserError` naming what is wrong, in order."""
+    if not configs:
+        return []
+    cmd = [*worker_command(worker, python), "--validate-many"]
+    text = "".join(json.dumps(dict(c)) + "\n" for c in configs)
+    limit = timeout_s or VALIDATE_TIMEOUT_S + 5 * len(configs)
+    try:
+        proc = subprocess.run(cmd, input=text, capture_output=True, text=True, timeout=limit, env=_worker_env())
+    except subprocess.TimeoutExpired:
+        raise UserError(f"worker {worker.name!r} did not check {len(configs)} configs within {limit:g} s") from None
+    answers = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or len(answers) != len(configs):
+        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        raise UserError(f"worker {worker.name!r} could not check the configs: "
+                        f"{lines[-1] if lines else f'exit code {proc.returncode}'}")
+    return [a["config"] if a.get("ok") else UserError(str(a.get("error"))) for a in answers]
+
+
 def create_run(store: "RunStore", worker: DiscoveredWorker, config: Mapping[str, Any], *, status: str,
                python: str | None = None, **manifest: Any) -> RunDir:
     """The run folder of a validated config, with its manifest: the one place `mosaic run` and the

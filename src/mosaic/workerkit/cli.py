@@ -146,6 +146,9 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
     parser.add_argument("--run-dir", help="run folder to write artefacts into")
     parser.add_argument("--validate", action="store_true",
                         help="check the config, print it normalised as JSON, and exit")
+    parser.add_argument("--validate-many", action="store_true",
+                        help="check many configs in one process: one JSON object a line on stdin, one answer "
+                             "a line on stdout ({\"ok\": true, \"config\": ...} or {\"ok\": false, \"error\": ...})")
     parser.add_argument("--default-config", action="store_true",
                         help="print the built-in default config and exit")
     parser.add_argument("--describe", action="store_true",
@@ -192,6 +195,8 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
         if args.default_config:
             print(json.dumps({**program.default_config(), "worker": program.name}, indent=2))
             return EXIT_COMPLETED
+        if args.validate_many:
+            return _validate_many(program)
         stream = None
         if args.handshake:
             agreed = _handshake(program)
@@ -245,6 +250,32 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
             print(f"{program.name}: run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             return EXIT_FAILED
     emitter.run_completed(summary)
+    return EXIT_COMPLETED
+
+
+def _validate_many(program: WorkerProgram) -> int:
+    """``--validate-many``: each stdin line checked as ``--validate`` would, answered on its own line.
+
+    An experiment's plan checks every cell this way: one interpreter start per worker, not per cell.
+    """
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            try:
+                data = json.loads(line)
+            except ValueError as exc:
+                raise UserError(f"config: the line is not JSON ({exc})") from None
+            if not isinstance(data, dict):
+                raise UserError("config: each line must be a JSON object")
+            config = build_config(program, data)
+            if program.deep_validate:
+                program.deep_validate(config)
+            answer = {"ok": True, "config": {"worker": program.name, **config.to_dict()}}
+        except UserError as exc:
+            answer = {"ok": False, "error": str(exc)}
+        sys.stdout.write(json.dumps(answer, default=str) + "\n")
+        sys.stdout.flush()
     return EXIT_COMPLETED
 
 

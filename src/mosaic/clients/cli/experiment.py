@@ -1,0 +1,321 @@
+"""``mosaic experiment plan|run|status|cancel|resume|report|list``: grids of runs (docs/experiments.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from mosaic.clients.cli.common import _table
+from mosaic.errors import UserError
+
+
+def _store() -> Any:
+    from mosaic.experiments.store import ExperimentStore
+
+    return ExperimentStore()
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def _fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+class GridProgress:
+    """Cells done, running, queued and failed, with the time left: one redrawn line on a TTY, else a
+    line whenever the counts change."""
+
+    def __init__(self, name: str, stream: Any = None) -> None:
+        self.name = name
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.last = ""
+
+    def __call__(self, p: Any) -> None:
+        for line in p.events:
+            self._line(line)
+        c = p.counts
+        width = 20
+        filled = int(width * p.done / p.total) if p.total else width
+        bar = "#" * filled + "-" * (width - filled)
+        text = (f"{self.name} [{bar}] {p.done}/{p.total} done · {c['running']} running · "
+                f"{c['queued'] + c['pending']} waiting · {c['failed']} failed · {c['cancelled']} cancelled"
+                + (f" · {p.retrying} retrying" if p.retrying else "") + f" · ETA {_fmt_duration(p.eta_s)}")
+        if self.tty:
+            self.stream.write("\r\033[K" + text)
+            self.stream.flush()
+        elif text.split(" · ETA")[0] != self.last.split(" · ETA")[0]:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+        self.last = text
+
+    def _line(self, line: str) -> None:
+        self.stream.write(("\r\033[K" if self.tty else "") + line + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty and self.last:
+            self.stream.write("\n")
+
+
+def _plan_of(spec_path: str, check: bool = True) -> tuple[Any, Any]:
+    from mosaic.experiments.plan import make_plan
+    from mosaic.experiments.spec import read_spec
+
+    spec = read_spec(spec_path)
+    return spec, make_plan(spec, validate=check)
+
+
+def _plan_table(plan: Any) -> str:
+    from mosaic.workerkit.run_fields import summarize
+
+    rows = []
+    for cell in plan.cells:
+        summary = summarize(cell.config, worker=cell.worker)
+        budget = f"{summary.budget} {summary.budget_unit}".strip() if summary.budget is not None else "-"
+        rows.append([cell.cell_id, cell.worker, summary.algorithm or "-", cell.env, str(cell.seed),
+                     budget, cell.configuration])
+    return _table(rows, ["CELL", "WORKER", "ALGORITHM", "ENV", "SEED", "BUDGET", "CONFIGURATION"])
+
+
+def _grid_summary(plan: Any) -> str:
+    configurations = sorted({c.configuration for c in plan.cells})
+    envs = sorted({c.env for c in plan.cells})
+    seeds = sorted({c.seed for c in plan.cells})
+    return (f"{len(plan.cells)} cells: {len(configurations)} configuration(s) × {len(envs)} env(s) × "
+            f"{len(seeds)} seed(s); a failed cell is retried up to {plan.retries} time(s)")
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    _spec, plan = _plan_of(args.spec, check=not args.no_check)
+    if args.json:
+        print(json.dumps(plan.to_dict(), indent=2))
+        return 0
+    print(_plan_table(plan))
+    print(_grid_summary(plan) + ("" if args.no_check else "; every cell checked by its worker"))
+    return 0
+
+
+def _run(exp: Any) -> int:
+    from mosaic.experiments import coordinator
+    from mosaic.experiments.backends import backend_for
+
+    backend = backend_for(exp.plan.backend, _store().home, announce=_say)
+    _say(f"experiment {exp.name}: {exp.root}; cells run on {backend.describe()}")
+    view = GridProgress(exp.name)
+    try:
+        code = coordinator.run(exp, backend, report=view)
+    except KeyboardInterrupt:
+        view.close()
+        _say(f"stopped watching: the cells in flight go on in the daemon; `mosaic experiment resume {exp.name}` "
+             f"takes them up, `mosaic experiment cancel {exp.name}` stops them")
+        return 130
+    finally:
+        backend.close()
+    view.close()
+    print(_status_table(exp, refresh=False))
+    if code == coordinator.EXIT_CANCELLED:
+        _say(f"experiment {exp.name} cancelled; `mosaic experiment resume {exp.name}` runs what is left")
+    else:
+        _say(f"next: mosaic experiment report {exp.name}")
+    return code
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from mosaic.experiments.plan import spec_digest
+    from mosaic.experiments.spec import read_spec
+
+    store = _store()
+    spec = read_spec(args.spec)
+    if args.name:
+        from mosaic.experiments.spec import parse_spec
+        from pathlib import Path
+
+        spec = parse_spec({**spec.source, "name": args.name}, base_dir=Path(args.spec).parent)
+    if store.exists(spec.name):
+        exp = store.get(spec.name)
+        if exp.plan.spec_digest != spec_digest(spec):
+            raise UserError(f"name: an experiment named {spec.name!r} exists with other cells; allowed: another "
+                            f"name (--name), or `mosaic experiment resume {spec.name}` to finish that one")
+        _say(f"experiment {spec.name} exists with the same cells: resuming it (finished cells are kept)")
+        return _run(exp)
+    from mosaic.experiments.plan import make_plan
+
+    plan = make_plan(spec)
+    _say(_grid_summary(plan) + "; every cell checked by its worker")
+    return _run(store.create(plan, spec.source))
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    exp = _store().get(args.name)
+    if args.retries is not None:
+        if args.retries < 0:
+            raise UserError(f"--retries: must be >= 0, got {args.retries}")
+        from mosaic.runs import write_json_atomic
+
+        exp.plan.retries = args.retries
+        write_json_atomic(exp.root / "plan.json", exp.plan.to_dict())
+    return _run(exp)
+
+
+def _refresh(exp: Any) -> None:
+    """Bring the journal up to date from the backend when one is reachable (nothing is started for this)."""
+    from mosaic.experiments.backends import BackendUnavailable, backend_for
+    from mosaic.experiments.store import refresh_attempts
+
+    cells = exp.cells()
+    in_flight = [a.run_id for c in cells.values() for a in c.attempts if not a.ended]
+    if not in_flight:
+        return
+    try:
+        backend = backend_for(exp.plan.backend, _store().home, start=False)
+    except BackendUnavailable:
+        return
+    try:
+        refresh_attempts(exp, cells, backend.status(in_flight).get)
+    except BackendUnavailable:
+        pass
+    finally:
+        backend.close()
+
+
+def _status_rows(exp: Any, refresh: bool = True) -> list[dict[str, Any]]:
+    from mosaic.experiments.coordinator import cell_states
+
+    if refresh:
+        _refresh(exp)
+    cells = exp.cells()
+    states = cell_states(exp, cells)
+    rows = []
+    for cell in exp.plan.cells:
+        state = cells[cell.cell_id]
+        last = state.last
+        rows.append({"cell": cell.cell_id, "configuration": cell.configuration, "env": cell.env, "seed": cell.seed,
+                     "state": states[cell.cell_id], "attempts": len(state.attempts),
+                     "run_id": last.run_id if last else None,
+                     "causes": [a.cause for a in state.attempts if a.cause]})
+    return rows
+
+
+def _status_table(exp: Any, refresh: bool = True) -> str:
+    rows = _status_rows(exp, refresh)
+    table = _table([[r["cell"], r["configuration"], r["env"], str(r["seed"]), r["state"], str(r["attempts"]),
+                     r["run_id"] or "-", (r["causes"][-1][:60] if r["causes"] else "")] for r in rows],
+                   ["CELL", "CONFIGURATION", "ENV", "SEED", "STATE", "ATTEMPTS", "RUN", "LAST CAUSE"])
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["state"]] = counts.get(r["state"], 0) + 1
+    return table + "\n" + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    exp = _store().get(args.name)
+    if args.json:
+        coordinator = exp.coordinator()
+        print(json.dumps({"name": exp.name, "folder": str(exp.root), "coordinator_pid": coordinator and
+                          coordinator.get("pid"), "cells": _status_rows(exp)}, indent=2))
+        return 0
+    coordinator = exp.coordinator()
+    print(f"experiment {exp.name}: {exp.root}; "
+          + (f"coordinator pid {coordinator['pid']}" if coordinator else "no coordinator running"))
+    print(_status_table(exp))
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from mosaic.experiments import coordinator
+    from mosaic.experiments.backends import BackendUnavailable, backend_for
+
+    exp = _store().get(args.name)
+    try:
+        backend = backend_for(exp.plan.backend, _store().home, start=False)
+    except BackendUnavailable:
+        backend = None
+    try:
+        stopped = coordinator.cancel(exp, backend)
+    finally:
+        if backend is not None:
+            backend.close()
+    deadline = time.monotonic() + args.wait
+    while exp.coordinator() is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    _say(f"experiment {exp.name}: cancel asked; {stopped} run(s) in flight asked to stop"
+         + ("" if backend is not None else " (no daemon is running: nothing was in flight)"))
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from mosaic.experiments.coordinator import cell_states
+
+    store = _store()
+    rows = []
+    for name in store.names():
+        exp = store.get(name)
+        states = cell_states(exp, exp.cells())
+        counts = {s: sum(v == s for v in states.values()) for s in ("completed", "failed", "cancelled")}
+        running = "yes" if exp.coordinator() else "no"
+        rows.append([name, str(len(states)), str(counts["completed"]), str(counts["failed"]),
+                     str(counts["cancelled"]), running])
+    if not rows:
+        print(f"no experiments yet in {store.root}")
+        return 0
+    print(_table(rows, ["EXPERIMENT", "CELLS", "COMPLETED", "FAILED", "CANCELLED", "COORDINATOR"]))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from mosaic.experiments.reporting import report_input
+    from mosaic.experiments.report import write_report
+
+    exp = _store().get(args.name)
+    _refresh(exp)
+    out = Path(args.out) if args.out else exp.root / "report"
+    path = write_report(out, report_input(exp, _store().home))
+    print(path)
+    return 0
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("experiment", help="grids of runs across workers, seeds and settings (docs/experiments.md)",
+                       description="Plan, run, watch, cancel, resume and report experiments: grids of runs "
+                                   "across workers, seeds and settings.")
+    esub = p.add_subparsers(dest="action", required=True)
+    q = esub.add_parser("plan", help="check every cell of a spec with its worker and print the grid; runs nothing")
+    q.add_argument("spec", help="experiment spec (YAML or JSON)")
+    q.add_argument("--json", action="store_true", help="the plan as JSON (each cell's normalised config)")
+    q.add_argument("--no-check", action="store_true", help="expand the grid without asking the workers")
+    q.set_defaults(func=cmd_plan)
+    q = esub.add_parser("run", help="plan and run a spec (a spec already run resumes)")
+    q.add_argument("spec", help="experiment spec (YAML or JSON)")
+    q.add_argument("--name", help="the experiment's name (default: the spec's)")
+    q.set_defaults(func=cmd_run)
+    q = esub.add_parser("resume", help="run what is left of an experiment: never repeats a completed cell")
+    q.add_argument("name")
+    q.add_argument("--retries", type=int, help="raise (or lower) how often a failed cell is run again")
+    q.set_defaults(func=cmd_resume)
+    q = esub.add_parser("status", help="every cell's state, attempts, run and last failure cause")
+    q.add_argument("name")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_status)
+    q = esub.add_parser("cancel", help="stop an experiment: its runs in flight are cancelled")
+    q.add_argument("name")
+    q.add_argument("--wait", type=float, default=10.0, help="seconds to wait for its coordinator to stop")
+    q.set_defaults(func=cmd_cancel)
+    q = esub.add_parser("report", help="write the report folder: report.md, plots, scores.csv, marl_eval.json")
+    q.add_argument("name")
+    q.add_argument("--out", help="folder to write (default: the experiment's report/)")
+    q.set_defaults(func=cmd_report)
+    q = esub.add_parser("list", help="every experiment with its counts")
+    q.set_defaults(func=cmd_list)

@@ -1,0 +1,159 @@
+"""The coordinator: keeps an experiment's cells submitted to a backend until every cell has ended.
+
+One loop, a second apart: ask the backend how the attempts in flight stand and journal what changed;
+stop (cancelling what runs) if a cancel was asked for; submit every cell that has no live attempt and
+retries left; report the counts. A cell that completed is never submitted again, by this coordinator or
+a later ``resume``; a failed or cancelled attempt is retried while the cell has retries left, its cause
+kept in the journal. Killing the coordinator loses nothing: the runs go on in the backend and the next
+coordinator takes them up from the journal.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from mosaic.errors import UserError
+from mosaic.experiments.backends import Backend, BackendUnavailable
+from mosaic.experiments.store import (EXPERIMENT_CANCELLED, CellState, Experiment, refresh_attempts,
+                                      run_id_for)
+
+EXIT_DONE, EXIT_SOME_FAILED, EXIT_CANCELLED = 0, 1, 3
+
+
+@dataclass
+class Progress:
+    """What the grid looks like now; ``eta_s`` is None until a cell has finished."""
+
+    total: int
+    counts: dict[str, int]
+    retrying: int = 0
+    eta_s: float | None = None
+    events: list[str] = field(default_factory=list)  # what happened since the last report, one line each
+
+    @property
+    def done(self) -> int:
+        return self.counts.get("completed", 0)
+
+
+def cell_states(exp: Experiment, cells: dict[str, CellState], revive_cancelled: bool = False) -> dict[str, str]:
+    """Each cell's state; with ``revive_cancelled``, cells an experiment cancel stopped count as pending."""
+    out = {}
+    for cell_id, cell in cells.items():
+        state = cell.state(exp.plan.retries)
+        if revive_cancelled and state == "cancelled" and cell.last and cell.last.by_experiment_cancel:
+            state = "pending"
+        out[cell_id] = state
+    return out
+
+
+def estimate_eta(cells: dict[str, CellState], states: dict[str, str]) -> float | None:
+    """Seconds left: the mean time a completed cell took, times the cells left, over the cells running at once."""
+    took = [a.ended_at - a.submitted_at for c in cells.values() for a in c.attempts
+            if a.state == "completed" and a.ended_at]
+    if not took:
+        return None
+    left = sum(s in ("pending", "queued", "running") for s in states.values())
+    running = max(1, sum(s == "running" for s in states.values()))
+    return sum(took) / len(took) * left / running
+
+
+def run(exp: Experiment, backend: Backend, *, report: Callable[[Progress], None] | None = None,
+        poll_s: float = 1.0, unavailable_s: float = 60.0) -> int:
+    """Run the experiment's cells to their end; the exit code (0 all completed, 1 some failed, 3 cancelled)."""
+    exp.claim()
+    exp.log("coordinator_started", backend=backend.describe())
+    revive = True
+    unreachable_since: float | None = None
+    carried: list[str] = []  # what happened while the backend could not be reached, reported with the next counts
+    try:
+        while True:
+            cells = exp.cells()
+            events: list[str] = carried
+            carried = []
+            try:
+                in_flight = [a.run_id for c in cells.values() for a in c.attempts if not a.ended]
+                statuses = backend.status(in_flight) if in_flight else {}
+                before = {a.run_id: a.state for c in cells.values() for a in c.attempts}
+                refresh_attempts(exp, cells, statuses.get)
+                for cell_id, cell in cells.items():
+                    for a in cell.attempts:
+                        if a.state != before.get(a.run_id) and a.state in ("failed", "cancelled", "missing"):
+                            events.append(f"{cell_id}: attempt {a.number} {a.state}: {a.cause or 'no cause given'}")
+                if exp.cancel_requested():
+                    _cancel_in_flight(exp, backend, cells)
+                    return EXIT_CANCELLED
+                states = cell_states(exp, cells, revive)
+                for cell in exp.plan.cells:
+                    if states[cell.cell_id] != "pending":
+                        continue
+                    state = cells[cell.cell_id]
+                    attempt = len(state.attempts) + 1
+                    run_id = run_id_for(exp.name, cell.cell_id, attempt)
+                    if state.attempts:
+                        events.append(f"{cell.cell_id}: retrying (attempt {attempt}, "
+                                      f"{state.failures} of {exp.plan.retries} retries used)")
+                    exp.log("submitted", cell=cell.cell_id, run_id=run_id, attempt=attempt)
+                    try:
+                        backend.submit(run_id, {**cell.config, "run_id": run_id})
+                    except BackendUnavailable:
+                        raise
+                    except UserError as exc:
+                        exp.log("ended", cell=cell.cell_id, run_id=run_id, state="failed",
+                                cause=f"refused by the backend: {exc}")
+                        events.append(f"{cell.cell_id}: refused by the backend: {exc}")
+                    states[cell.cell_id] = "queued"
+                unreachable_since = None
+            except BackendUnavailable as exc:
+                now = time.monotonic()
+                unreachable_since = unreachable_since or now
+                if now - unreachable_since > unavailable_s:
+                    raise BackendUnavailable(f"{exc}; the experiment's state is kept: "
+                                             f"`mosaic experiment resume {exp.name}` goes on from here") from None
+                if not events or not events[-1].startswith("backend unreachable"):
+                    events.append(f"backend unreachable ({exc}); trying again")
+                carried = events
+                time.sleep(poll_s)
+                try:
+                    backend.reconnect()
+                except BackendUnavailable:
+                    pass
+                continue
+            revive = False
+            counts = {s: 0 for s in ("pending", "queued", "running", "completed", "failed", "cancelled")}
+            for s in states.values():
+                counts[s] += 1
+            retrying = sum(1 for c in cells.values() if c.attempts and states[c.cell_id] in ("pending", "queued")
+                           and c.failures)
+            if report:
+                report(Progress(len(states), counts, retrying, estimate_eta(cells, states), events))
+            if counts["pending"] + counts["queued"] + counts["running"] == 0:
+                exp.log("coordinator_finished", counts=counts)
+                return EXIT_DONE if counts["completed"] == len(states) else EXIT_SOME_FAILED
+            time.sleep(poll_s)
+    finally:
+        exp.release()
+
+
+def _cancel_in_flight(exp: Experiment, backend: Backend, cells: dict[str, CellState]) -> None:
+    for cell in cells.values():
+        for attempt in cell.attempts:
+            if not attempt.ended:  # how it really ended (it may complete first) is journaled when next asked
+                backend.cancel(attempt.run_id, EXPERIMENT_CANCELLED)
+    exp.log("coordinator_finished", cancelled=True)
+
+
+def cancel(exp: Experiment, backend: Backend | None) -> int:
+    """Ask the experiment to stop: the coordinator (if one runs) sees it; runs in flight are cancelled here too.
+    Returns how many runs were asked to stop."""
+    exp.log("cancel")
+    cells = exp.cells()
+    stopped = 0
+    if backend is not None:
+        for cell in cells.values():
+            for attempt in cell.attempts:
+                if not attempt.ended:
+                    backend.cancel(attempt.run_id, EXPERIMENT_CANCELLED)
+                    stopped += 1
+    return stopped

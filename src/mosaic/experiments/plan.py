@@ -1,0 +1,93 @@
+"""The plan: every cell of a spec, checked by its own worker before anything runs.
+
+Each worker checks all of its cells in one process of its own interpreter (``--validate-many``), exactly
+as ``mosaic run --dry-run`` would check one config; the plan keeps each cell's config as the worker
+normalised it (its defaults filled in), so what runs and what the report states are the same thing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+from mosaic.errors import UserError
+from mosaic.experiments.spec import Cell, ExperimentSpec
+from mosaic.workerkit.run_fields import summarize
+
+
+@dataclass
+class Plan:
+    name: str
+    cells: list[Cell]
+    retries: int
+    backend: str
+    spec_digest: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "spec_digest": self.spec_digest, "retries": self.retries,
+                "backend": self.backend, "cells": [c.to_dict() for c in self.cells]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Plan":
+        return cls(str(data["name"]), [Cell.from_dict(c) for c in data["cells"]], int(data["retries"]),
+                   str(data.get("backend", "local")), str(data["spec_digest"]))
+
+    def cell(self, cell_id: str) -> Cell:
+        for cell in self.cells:
+            if cell.cell_id == cell_id:
+                return cell
+        raise UserError(f"cell: {cell_id!r} is not in experiment {self.name!r} "
+                        f"(cells {self.cells[0].cell_id}..{self.cells[-1].cell_id})")
+
+
+def spec_digest(spec: ExperimentSpec) -> str:
+    """What makes two specs the same experiment: the cells they stand for (retries and report aside)."""
+    cells = [{"cell": c.cell_id, "config": c.config} for c in spec.cells()]
+    return hashlib.sha256(json.dumps(cells, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def cell_title(cell: Cell) -> str:
+    return f"cell {cell.cell_id} ({cell.configuration}, env {cell.env}, seed {cell.seed})"
+
+
+def make_plan(spec: ExperimentSpec, validate: bool = True) -> Plan:
+    """The spec's cells, each checked and normalised by its worker; :class:`UserError` naming every bad cell."""
+    cells = spec.cells()
+    if validate:
+        cells = _checked(cells)
+    return Plan(spec.name, cells, spec.retries, spec.backend, spec_digest(spec))
+
+
+def _checked(cells: list[Cell]) -> list[Cell]:
+    from mosaic.host.discovery import discover_workers
+    from mosaic.host.launcher import validate_configs
+
+    by_worker: dict[str, list[int]] = {}
+    for i, cell in enumerate(cells):
+        by_worker.setdefault(cell.worker, []).append(i)
+    out = list(cells)
+    problems: list[str] = []
+    for name, indices in by_worker.items():
+        found = discover_workers(only=name)
+        if name not in found.names():
+            found = discover_workers()
+        try:
+            worker = found.get(name)
+        except UserError as exc:
+            problems.append(f"{cell_title(cells[indices[0]])}: {exc}")
+            continue
+        answers = validate_configs(worker, [{**cells[i].config, "run_id": f"plan-{cells[i].cell_id}"}
+                                            for i in indices])
+        for i, answer in zip(indices, answers):
+            if isinstance(answer, UserError):
+                problems.append(f"{cell_title(cells[i])}: {answer}")
+                continue
+            config = {k: v for k, v in answer.items() if k != "run_id"}
+            env = summarize(config, worker=name).env_id or cells[i].env
+            out[i] = replace(cells[i], config=config, env=env)
+    if problems:
+        shown = problems[:10] + ([f"... and {len(problems) - 10} more"] if len(problems) > 10 else [])
+        raise UserError(f"{len(problems)} of {len(cells)} cells refused; nothing was run:\n  " + "\n  ".join(shown))
+    return out

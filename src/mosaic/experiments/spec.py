@@ -1,0 +1,346 @@
+"""An experiment spec, and the grid of cells it stands for (pure: no workers, no files but the spec's own).
+
+A spec is one YAML or JSON file::
+
+    name: spread-equal-settings      # the experiment's folder under MOSAIC_HOME/experiments
+    base:                            # a base config per worker: inline, or a config file's path
+      ray: ../examples/ray_spread_mappo.json
+      xuance: {algorithm: mappo, environment: {family: mpe, env_id: simple_spread_v3}}
+    settings:                        # the same for every cell
+      total_timesteps: 30000
+      gae_lambda: 0.95
+    translate:                       # a name stated once, mapped to each worker's own config path
+      gae_lambda: {ray: algo_params.lambda_, xuance: algo_params.gae_lambda}
+    axes:                            # what varies: a config path (or a translated name) -> its values
+      worker: [ray, xuance]
+      algorithm: [mappo, ippo]
+    combine: product                 # or zip: the axes' i-th values together
+    seeds: 5                         # seeds 0..4, or a list [1, 7, 11]
+    retries: 2                       # a failed or cancelled cell is run again up to this many times
+    score: {metric: episode_return_mean, final_fraction: 0.1}
+    normalise: {simple_spread_v3: {random: -120.0, reference: -40.0}}
+
+Every cell is one run: the worker's base config, then ``settings``, then the cell's axis values, then
+its seed. A path names a config field with dots (``algo_params.clip_param``, ``environment.env_id``);
+a value replaces what is at its path (an object replaces the whole section). A name listed under
+``translate`` is written at the path given for the cell's worker (a worker missing from the mapping
+takes the name as its path; ``null`` says the worker has no such setting, and a cell that needs it is
+refused). A cell's *configuration* is its axis values except the environment's and the seed: the
+statistics compare configurations over seeds, per environment.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from mosaic.errors import UserError, one_of
+
+#: The spec's own keys.
+SPEC_KEYS = ("name", "description", "base", "settings", "translate", "axes", "combine", "seeds", "retries",
+             "score", "normalise", "report", "backend")
+COMBINE = ("product", "zip")
+BACKENDS = ("local",)
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+#: Paths that say which environment a cell runs: kept out of its configuration's label.
+ENV_PATHS = ("environment", "env_id", "env")
+
+
+@dataclass(frozen=True)
+class Score:
+    """What a run scores: ``metric`` of its ``metrics`` events, averaged over the last ``final_fraction`` of
+    its env steps (evaluators: their final value)."""
+
+    metric: str = "episode_return_mean"
+    higher_is_better: bool = True
+    final_fraction: float = 0.1
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    reps: int = 2000
+    confidence: float = 0.95
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the grid: ``config`` is what the worker is given (before it fills its defaults)."""
+
+    cell_id: str
+    worker: str
+    seed: int
+    settings: dict[str, Any]
+    config: dict[str, Any]
+    configuration: str
+    env: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cell_id": self.cell_id, "worker": self.worker, "seed": self.seed, "settings": self.settings,
+                "configuration": self.configuration, "env": self.env, "config": self.config}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Cell":
+        return cls(str(data["cell_id"]), str(data["worker"]), int(data["seed"]), dict(data["settings"]),
+                   dict(data["config"]), str(data["configuration"]), str(data["env"]))
+
+
+@dataclass
+class ExperimentSpec:
+    name: str
+    base: dict[str, dict[str, Any]]
+    axes: dict[str, list[Any]]
+    seeds: list[int]
+    settings: dict[str, Any] = field(default_factory=dict)
+    translate: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    combine: str = "product"
+    retries: int = 2
+    score: Score = field(default_factory=Score)
+    normalise: dict[str, tuple[float, float]] = field(default_factory=dict)
+    report: ReportSettings = field(default_factory=ReportSettings)
+    backend: str = "local"
+    description: str = ""
+    #: The spec as read (base files inlined): what the experiment folder keeps.
+    source: dict[str, Any] = field(default_factory=dict)
+
+    def cells(self) -> list[Cell]:
+        """The grid: every combination of the axes (or their zip) crossed with every seed."""
+        names = list(self.axes)
+        values = [self.axes[n] for n in names]
+        combos = list(zip(*values)) if self.combine == "zip" else list(itertools.product(*values))
+        out: list[Cell] = []
+        for combo in combos or [()]:
+            chosen = dict(zip(names, combo))
+            worker = self._worker_of(chosen)
+            for seed in self.seeds:
+                index = len(out)
+                config = copy.deepcopy(self.base.get(worker, {}))
+                config.pop("run_id", None)
+                for name, value in [*self.settings.items(), *chosen.items()]:
+                    if name == "worker":
+                        continue
+                    where = f"cell c{index:03d} ({label(chosen) or 'the only configuration'})"
+                    set_path(config, self.path_for(name, worker, where), copy.deepcopy(value))
+                config["worker"] = worker
+                config["seed"] = seed
+                out.append(Cell(f"c{index:03d}", worker, seed, chosen, config,
+                                label({k: v for k, v in chosen.items() if not self.is_env_axis(k)}) or "default",
+                                env_label(config)))
+        return out
+
+    def _worker_of(self, chosen: Mapping[str, Any]) -> str:
+        if "worker" in chosen:
+            return str(chosen["worker"])
+        return next(iter(self.base))
+
+    def path_for(self, name: str, worker: str, where: str) -> str:
+        mapping = self.translate.get(name)
+        if mapping is None or worker not in mapping:
+            return name
+        path = mapping[worker]
+        if path is None:
+            raise UserError(f"{where}: {name}: worker {worker!r} has no such setting (translate.{name}.{worker} "
+                            "is null); allowed: leave it out of the cells of that worker")
+        return path
+
+    def is_env_axis(self, name: str) -> bool:
+        paths = [name, *(p for p in self.translate.get(name, {}).values() if p)]
+        return any(p.split(".")[0] in ENV_PATHS for p in paths)
+
+
+def label(values: Mapping[str, Any]) -> str:
+    """``worker=ray algorithm=mappo``: axis values in the spec's order, compact JSON for objects."""
+    return " ".join(f"{k}={v if isinstance(v, str) else json.dumps(v, sort_keys=True)}" for k, v in values.items())
+
+
+def env_label(config: Mapping[str, Any]) -> str:
+    env = config.get("environment")
+    if isinstance(env, Mapping):
+        for key in ("env_id", "env_ids"):
+            value = env.get(key)
+            if value:
+                return value if isinstance(value, str) else "+".join(map(str, value))
+        if env.get("family"):
+            return str(env["family"])
+    return str(env) if isinstance(env, str) and env else "default"
+
+
+def set_path(config: dict[str, Any], path: str, value: Any) -> None:
+    node = config
+    *parents, leaf = path.split(".")
+    for part in parents:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise UserError(f"{path}: {part!r} is not an object in the base config")
+        node = child
+    node[leaf] = value
+
+
+# -- reading and checking ------------------------------------------------------------------------------
+def read_spec(path: str | Path) -> ExperimentSpec:
+    """The spec at ``path``, checked; :class:`UserError` naming the field for anything wrong."""
+    path = Path(path)
+    data = load_document(path, "spec")
+    return parse_spec(data, base_dir=path.parent)
+
+
+def load_document(path: Path, what: str) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{what}: file {str(path)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{what}: cannot read {str(path)!r}: {exc}") from None
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError:
+            raise UserError(f"{what}: reading YAML needs PyYAML: pip install 'mosaic-marl[experiments]'") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise UserError(f"{what}: {str(path)!r} is not valid YAML ({str(exc).splitlines()[0]})") from None
+    else:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise UserError(f"{what}: {str(path)!r} is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{what}: {str(path)!r} must hold an object, got {type(data).__name__}")
+    return data
+
+
+def _number(value: Any, where: str, *, low: float | None = None, high: float | None = None,
+            integer: bool = False) -> Any:
+    kind = int if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kind) or (not integer and not math.isfinite(value)):
+        raise UserError(f"{where}: expected {'an integer' if integer else 'a number'}, got {value!r}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"{'>= ' + format(low, 'g') if low is not None else ''}" + \
+                 (f"{' and ' if low is not None else ''}<= {high:g}" if high is not None else "")
+        raise UserError(f"{where}: {value!r} is out of range; allowed: {bounds}")
+    return value
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise UserError(f"{where}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _keys(value: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    for key in value:
+        if key not in allowed:
+            raise UserError(f"{where}{key}: unknown field; allowed: {', '.join(allowed)}")
+
+
+def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> ExperimentSpec:
+    _keys(data, SPEC_KEYS, "")
+    name = data.get("name")
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise UserError(f"name: {name!r} is not a valid experiment name; allowed: letters, digits, '.', '_', "
+                        "'-', 1 to 64 characters, starting with a letter or digit")
+    base_in = _object(data.get("base", {}), "base")
+    base: dict[str, dict[str, Any]] = {}
+    for worker, value in base_in.items():
+        if isinstance(value, str):
+            file = (base_dir / value)
+            value = load_document(file, f"base.{worker}")
+        value = dict(_object(value, f"base.{worker}"))
+        named = value.pop("worker", worker)
+        if named != worker:
+            raise UserError(f"base.{worker}: the config names worker {named!r}; allowed: {worker!r} or no worker")
+        base[worker] = value
+    axes_in = _object(data.get("axes", {}), "axes")
+    axes: dict[str, list[Any]] = {}
+    for axis, values in axes_in.items():
+        if axis in ("seed", "run_id"):
+            raise UserError(f"axes.{axis}: not an axis; allowed: seeds are given by 'seeds', run ids are made "
+                            "by the experiment")
+        if not isinstance(values, list) or not values:
+            raise UserError(f"axes.{axis}: expected a non-empty list of values, got {values!r}")
+        axes[axis] = values
+    workers = [str(w) for w in axes.get("worker", [])]
+    for w in workers:
+        if not isinstance(w, str) or not w:
+            raise UserError(f"axes.worker: {w!r} is not a worker name")
+    if not workers and len(base) != 1:
+        raise UserError("base: name exactly one worker's base config, or vary 'worker' under axes; "
+                        f"got {', '.join(base) or 'none'}")
+    combine = data.get("combine", "product")
+    if combine not in COMBINE:
+        raise UserError(f"combine: {one_of(combine, COMBINE)}; allowed: {', '.join(COMBINE)}")
+    if combine == "zip" and len({len(v) for v in axes.values()}) > 1:
+        lengths = ", ".join(f"{k} {len(v)}" for k, v in axes.items())
+        raise UserError(f"axes: combine 'zip' needs every axis to have as many values ({lengths}); "
+                        "allowed: equal lengths, or combine 'product'")
+    seeds_in = data.get("seeds", 3)
+    if isinstance(seeds_in, list):
+        if not seeds_in:
+            raise UserError("seeds: expected a count or a non-empty list of integers, got []")
+        seeds = [_number(s, f"seeds[{i}]", low=0, integer=True) for i, s in enumerate(seeds_in)]
+        if len(set(seeds)) != len(seeds):
+            raise UserError(f"seeds: {seeds} repeats a seed; allowed: distinct integers")
+    else:
+        seeds = list(range(_number(seeds_in, "seeds", low=1, high=10_000, integer=True)))
+    settings = dict(_object(data.get("settings", {}), "settings"))
+    for key in ("seed", "worker", "run_id"):
+        if key in settings:
+            raise UserError(f"settings.{key}: not a setting; allowed: 'seeds' for seeds, axes.worker for workers")
+    translate: dict[str, dict[str, str | None]] = {}
+    for name_, mapping in _object(data.get("translate", {}), "translate").items():
+        mapping = _object(mapping, f"translate.{name_}")
+        for worker, path in mapping.items():
+            if path is not None and (not isinstance(path, str) or any(not p for p in path.split("."))):
+                raise UserError(f"translate.{name_}.{worker}: {path!r} is not a config path; allowed: dotted "
+                                "field names such as algo_params.lambda_, or null")
+        translate[name_] = dict(mapping)
+    retries = _number(data.get("retries", 2), "retries", low=0, high=100, integer=True)
+    score_in = _object(data.get("score", {}), "score")
+    _keys(score_in, ("metric", "higher_is_better", "final_fraction"), "score.")
+    metric = score_in.get("metric", Score.metric)
+    if not isinstance(metric, str) or not metric:
+        raise UserError(f"score.metric: expected a metric name such as episode_return_mean, got {metric!r}")
+    hib = score_in.get("higher_is_better", True)
+    if not isinstance(hib, bool):
+        raise UserError(f"score.higher_is_better: expected true or false, got {hib!r}")
+    score = Score(metric, hib, float(_number(score_in.get("final_fraction", 0.1), "score.final_fraction",
+                                             low=0.0, high=1.0)))
+    normalise: dict[str, tuple[float, float]] = {}
+    for env, pair in _object(data.get("normalise", {}), "normalise").items():
+        pair = _object(pair, f"normalise.{env}")
+        _keys(pair, ("random", "reference"), f"normalise.{env}.")
+        if "random" not in pair or "reference" not in pair:
+            raise UserError(f"normalise.{env}: give both scores; allowed: {{random: NUMBER, reference: NUMBER}}")
+        low = float(_number(pair["random"], f"normalise.{env}.random"))
+        high = float(_number(pair["reference"], f"normalise.{env}.reference"))
+        if low == high:
+            raise UserError(f"normalise.{env}: random and reference are both {low:g}; allowed: two different scores")
+        normalise[str(env)] = (low, high)
+    report_in = _object(data.get("report", {}), "report")
+    _keys(report_in, ("reps", "confidence", "seed"), "report.")
+    report = ReportSettings(int(_number(report_in.get("reps", 2000), "report.reps", low=100, high=100_000,
+                                        integer=True)),
+                            float(_number(report_in.get("confidence", 0.95), "report.confidence",
+                                          low=0.5, high=0.999)),
+                            int(_number(report_in.get("seed", 0), "report.seed", low=0, integer=True)))
+    backend = data.get("backend", "local")
+    if backend not in BACKENDS:
+        raise UserError(f"backend: {one_of(backend, BACKENDS)}; allowed: {', '.join(BACKENDS)} (a Ray cluster and "
+                        "Slurm are to come)")
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise UserError("description: expected text")
+    source = {**{k: copy.deepcopy(v) for k, v in data.items()}, "base": copy.deepcopy(base)}
+    spec = ExperimentSpec(name=name, base=base, axes=axes, seeds=seeds, settings=settings, translate=translate,
+                          combine=combine, retries=retries, score=score, normalise=normalise, report=report,
+                          backend=backend, description=description, source=source)
+    for worker in workers:
+        spec.base.setdefault(worker, {})
+    return spec

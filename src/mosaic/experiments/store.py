@@ -1,0 +1,250 @@
+"""An experiment's folder: its spec, its plan, and a journal of what happened to each cell.
+
+``MOSAIC_HOME/experiments/NAME/`` holds ``spec.json`` (the spec as read, base configs inlined),
+``plan.json`` (every cell's config as its worker normalised it), ``journal.jsonl`` (append-only: each
+attempt's run id when submitted, how it ended and why, cancel and resume requests) and, while a
+coordinator runs, ``coordinator.json`` (its pid). The journal is the truth about cells; the runs it
+names are ordinary runs in the run store. A cell's run id is ``NAME-CELL-aN``, chosen before it is
+submitted, so a coordinator killed between submitting and writing the journal cannot start a cell twice:
+the next one finds the run under that id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from mosaic.errors import UserError
+from mosaic.experiments.plan import Plan
+from mosaic.pids import is_running, start_ticks
+from mosaic.runs import mosaic_home, write_json_atomic
+
+#: A cell's states. ``pending``: no attempt yet, or one to retry; ``retrying`` is pending after a failure.
+CELL_STATES = ("pending", "queued", "running", "completed", "failed", "cancelled")
+ACTIVE = ("queued", "running")
+#: Why an attempt ended that does not count against the retry limit.
+EXPERIMENT_CANCELLED = "experiment cancelled"
+
+
+@dataclass
+class Attempt:
+    run_id: str
+    number: int
+    state: str = "queued"  # queued / running / completed / failed / cancelled / missing
+    cause: str = ""
+    submitted_at: float = 0.0
+    ended_at: float | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self.state in ("completed", "failed", "cancelled", "missing")
+
+    @property
+    def counts(self) -> bool:
+        """Does this attempt use up one of the cell's retries?"""
+        return self.state in ("failed", "cancelled", "missing") and not self.by_experiment_cancel
+
+    @property
+    def by_experiment_cancel(self) -> bool:
+        return self.state == "cancelled" and EXPERIMENT_CANCELLED in self.cause
+
+
+@dataclass
+class CellState:
+    cell_id: str
+    attempts: list[Attempt] = field(default_factory=list)
+
+    @property
+    def last(self) -> Attempt | None:
+        return self.attempts[-1] if self.attempts else None
+
+    @property
+    def failures(self) -> int:
+        return sum(a.counts for a in self.attempts)
+
+    def state(self, retries: int) -> str:
+        last = self.last
+        if last is None:
+            return "pending"
+        if last.state == "completed":
+            return "completed"
+        if not last.ended:
+            return "running" if last.state == "running" else "queued"
+        if last.by_experiment_cancel:
+            return "cancelled"
+        return "pending" if self.failures <= retries else ("failed" if last.state != "cancelled" else "cancelled")
+
+    @property
+    def completed_run(self) -> str | None:
+        last = self.last
+        return last.run_id if last and last.state == "completed" else None
+
+
+def run_id_for(name: str, cell_id: str, attempt: int) -> str:
+    return f"{name}-{cell_id}-a{attempt}"
+
+
+class ExperimentStore:
+    """The experiments below ``MOSAIC_HOME/experiments``."""
+
+    def __init__(self, home: Path | str | None = None) -> None:
+        self.home = Path(home) if home is not None else mosaic_home()
+        self.root = self.home / "experiments"
+
+    def path(self, name: str) -> Path:
+        return self.root / name
+
+    def exists(self, name: str) -> bool:
+        return (self.path(name) / "plan.json").is_file()
+
+    def names(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if (p / "plan.json").is_file())
+
+    def create(self, plan: Plan, spec_source: dict[str, Any]) -> "Experiment":
+        """The experiment's folder with its spec and plan, all or nothing."""
+        final = self.path(plan.name)
+        if final.exists():
+            raise UserError(f"name: an experiment named {plan.name!r} already exists in {self.root}")
+        self.root.mkdir(parents=True, exist_ok=True)
+        staging = self.root / f".{plan.name}.{os.getpid()}.{time.monotonic_ns()}"
+        staging.mkdir()
+        try:
+            write_json_atomic(staging / "spec.json", spec_source)
+            write_json_atomic(staging / "plan.json", plan.to_dict())
+            (staging / "journal.jsonl").touch()
+            os.rename(staging, final)
+        except BaseException:
+            import shutil
+
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        exp = Experiment(final)
+        exp.log("created", cells=len(plan.cells))
+        return exp
+
+    def get(self, name: str) -> "Experiment":
+        if not self.exists(name):
+            known = ", ".join(self.names()[-5:]) or "none yet"
+            raise UserError(f"experiment: no experiment named {name!r} in {self.root} (known: {known})")
+        return Experiment(self.path(name))
+
+
+class Experiment:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.name = root.name
+        self.plan = Plan.from_dict(json.loads((root / "plan.json").read_text(encoding="utf-8")))
+
+    @property
+    def journal_path(self) -> Path:
+        return self.root / "journal.jsonl"
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return json.loads((self.root / "spec.json").read_text(encoding="utf-8"))
+
+    def log(self, event: str, **fields: Any) -> None:
+        """Append one journal line (a whole line in one write, flushed to disk)."""
+        line = json.dumps({"ts": time.time(), "event": event, **fields}, default=str) + "\n"
+        fd = os.open(self.journal_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def journal(self) -> Iterator[dict[str, Any]]:
+        try:
+            text = self.journal_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return
+        for line in text.splitlines():
+            try:
+                yield json.loads(line)
+            except ValueError:
+                continue  # a torn last line from a crash
+
+    def cells(self) -> dict[str, CellState]:
+        """Each cell's attempts as the journal tells them (attempts not yet ended are as last known)."""
+        states = {c.cell_id: CellState(c.cell_id) for c in self.plan.cells}
+        by_run: dict[str, Attempt] = {}
+        for event in self.journal():
+            kind = event.get("event")
+            if kind == "submitted" and event.get("cell") in states:
+                attempt = Attempt(str(event["run_id"]), int(event.get("attempt", 1)),
+                                  submitted_at=float(event.get("ts", 0)))
+                states[event["cell"]].attempts.append(attempt)
+                by_run[attempt.run_id] = attempt
+            elif kind in ("running", "ended") and event.get("run_id") in by_run:
+                attempt = by_run[event["run_id"]]
+                attempt.state = str(event.get("state", "running"))
+                attempt.cause = str(event.get("cause", ""))
+                if kind == "ended":
+                    attempt.ended_at = float(event.get("ts", 0))
+        return states
+
+    def cancel_requested(self) -> bool:
+        """Was a cancel asked for since the last run or resume started?"""
+        cancelled = False
+        for event in self.journal():
+            if event.get("event") == "cancel":
+                cancelled = True
+            elif event.get("event") == "coordinator_started":
+                cancelled = False
+        return cancelled
+
+    # -- the one coordinator --------------------------------------------------------------------------
+    @property
+    def coordinator_path(self) -> Path:
+        return self.root / "coordinator.json"
+
+    def coordinator(self) -> dict[str, Any] | None:
+        """The coordinator running this experiment now, or None."""
+        try:
+            data = json.loads(self.coordinator_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if is_running(data.get("pid"), data.get("start_ticks")) else None
+
+    def claim(self) -> None:
+        """Become the experiment's coordinator; refused while another one runs."""
+        other = self.coordinator()
+        if other is not None and other.get("pid") != os.getpid():
+            raise UserError(f"experiment: {self.name!r} is being run by pid {other['pid']} already; "
+                            f"allowed: wait for it, or `mosaic experiment cancel {self.name}`")
+        write_json_atomic(self.coordinator_path, {"pid": os.getpid(), "start_ticks": start_ticks(os.getpid()),
+                                                  "started_at": time.time()})
+
+    def release(self) -> None:
+        data = self.coordinator()
+        if data is None or data.get("pid") == os.getpid():
+            try:
+                self.coordinator_path.unlink()
+            except FileNotFoundError:
+                pass
+
+
+def refresh_attempts(exp: Experiment, cells: dict[str, CellState],
+                     status_of: Callable[[str], tuple[str, str] | None]) -> None:
+    """Ask ``status_of(run_id)`` -> ``(state, cause)`` about every attempt not ended in the journal, and
+    journal what changed (None: the backend does not know the run)."""
+    for cell_id, cell in cells.items():
+        for attempt in cell.attempts:
+            if attempt.ended:
+                continue
+            found = status_of(attempt.run_id)
+            state, cause = found if found is not None else ("missing", "the backend has no such run")
+            if state == attempt.state:
+                continue
+            attempt.state, attempt.cause = state, cause
+            if attempt.ended:
+                attempt.ended_at = time.time()
+                exp.log("ended", cell=cell_id, run_id=attempt.run_id, state=state, cause=cause)
+            elif state == "running":
+                exp.log("running", cell=cell_id, run_id=attempt.run_id, state=state)

@@ -1,0 +1,324 @@
+"""Experiments: the spec and its grid, the journal's cell states, and real grids run through a real daemon.
+
+The grids run real workers: CleanRL and Tianshou, each in its own environment, for the comparison with
+``mosaic run``; the reference worker (slowed by ``step_delay_s`` so that cells are in flight long enough to
+be interrupted) for killing the coordinator, the daemon and a worker mid-grid. One home and its daemon
+(started by the first experiment, as a user's would be) serve the whole module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli_support import REPO, run_cli
+from mosaic.errors import UserError
+from mosaic.experiments.coordinator import cell_states
+from mosaic.experiments.spec import parse_spec
+from mosaic.experiments.store import ExperimentStore
+from mosaic.testing.waiting import wait_until
+
+pytestmark = pytest.mark.xdist_group("experiments")
+
+
+# -- the spec and its grid (no workers) -----------------------------------------------------------------
+def _spec(**fields):
+    return {"name": "t", "base": {"random": {"environment": {"family": "classic", "env_id": "tictactoe_v3"}}},
+            **fields}
+
+
+@pytest.mark.parametrize("fields, field", [
+    ({"name": "bad name"}, "name:"),
+    ({"combine": "cartesian"}, "combine:"),
+    ({"seeds": 0}, "seeds:"),
+    ({"seeds": [1, 1]}, "seeds:"),
+    ({"seeds": "three"}, "seeds:"),
+    ({"axes": {"seed": [1, 2]}}, "axes.seed:"),
+    ({"axes": {"learning_rate": []}}, "axes.learning_rate:"),
+    ({"axes": {"a": [1, 2], "b": [1]}, "combine": "zip"}, "axes:"),
+    ({"settings": {"seed": 3}}, "settings.seed:"),
+    ({"retries": -1}, "retries:"),
+    ({"score": {"metric": ""}}, "score.metric:"),
+    ({"score": {"final": 0.1}}, "score.final:"),
+    ({"normalise": {"x": {"random": 1.0}}}, "normalise.x:"),
+    ({"normalise": {"x": {"random": 1.0, "reference": 1.0}}}, "normalise.x:"),
+    ({"report": {"confidence": 1.5}}, "report.confidence:"),
+    ({"backend": "slurm"}, "backend:"),
+    ({"translate": {"lam": {"ray": "algo_params..lambda"}}}, "translate.lam.ray:"),
+    ({"colour": "blue"}, "colour:"),
+])
+def test_a_bad_spec_is_refused_naming_the_field(fields, field):
+    with pytest.raises(UserError) as err:
+        parse_spec(_spec(**fields))
+    assert str(err.value).startswith(field), str(err.value)
+    assert "allowed: " in str(err.value) or "expected " in str(err.value), str(err.value)
+
+
+def test_the_grid_crosses_axes_and_seeds_and_translates_names_per_worker():
+    spec = parse_spec({
+        "name": "g", "base": {"ray": {"algorithm": "ppo"}, "xuance": {"algorithm": "mappo"}},
+        "settings": {"total_timesteps": 1000, "gae_lambda": 0.9},
+        "translate": {"gae_lambda": {"ray": "algo_params.lambda_", "xuance": "algo_params.gae_lambda"}},
+        "axes": {"worker": ["ray", "xuance"], "environment.env_id": ["a_v1", "b_v1"]},
+        "seeds": [5, 6]})
+    cells = spec.cells()
+    assert [c.cell_id for c in cells] == [f"c{i:03d}" for i in range(8)]
+    assert [(c.worker, c.env, c.seed) for c in cells[:4]] == [("ray", "a_v1", 5), ("ray", "a_v1", 6),
+                                                              ("ray", "b_v1", 5), ("ray", "b_v1", 6)]
+    assert cells[0].config["algo_params"] == {"lambda_": 0.9}
+    assert cells[4].config["algo_params"] == {"gae_lambda": 0.9}
+    assert all(c.config["total_timesteps"] == 1000 and c.config["seed"] == c.seed for c in cells)
+    # the env is not part of a configuration: configurations are compared per env, over seeds
+    assert {c.configuration for c in cells} == {"worker=ray", "worker=xuance"}
+    zipped = parse_spec({"name": "z", "base": {"ray": {}}, "combine": "zip", "seeds": 1,
+                         "axes": {"learning_rate": [0.1, 0.2], "gamma": [0.9, 0.99]}}).cells()
+    assert [(c.config["learning_rate"], c.config["gamma"]) for c in zipped] == [(0.1, 0.9), (0.2, 0.99)]
+
+
+def test_a_setting_a_worker_lacks_is_refused_naming_the_cell():
+    spec = parse_spec({"name": "n", "base": {"ray": {}, "cleanrl": {}}, "seeds": 1,
+                       "axes": {"worker": ["ray", "cleanrl"]}, "settings": {"gae_lambda": 0.9},
+                       "translate": {"gae_lambda": {"ray": "algo_params.lambda_", "cleanrl": None}}})
+    with pytest.raises(UserError, match=r"cell c001 \(worker=cleanrl\): gae_lambda: worker 'cleanrl' has no"):
+        spec.cells()
+
+
+def _journal(tmp_path, lines, retries=2):
+    from mosaic.experiments.plan import make_plan
+
+    plan = make_plan(parse_spec({**_spec(), "retries": retries, "seeds": 1}), validate=False)
+    exp = ExperimentStore(tmp_path).create(plan, {})
+    for line in lines:
+        exp.log(line.pop("event"), **line)
+    return exp
+
+
+def test_cell_states_follow_the_journal_and_the_retry_limit(tmp_path):
+    run = "t-c000-a{}".format
+    exp = _journal(tmp_path / "a", [{"event": "submitted", "cell": "c000", "run_id": run(1), "attempt": 1}])
+    assert cell_states(exp, exp.cells()) == {"c000": "queued"}
+    exp.log("running", cell="c000", run_id=run(1), state="running")
+    assert cell_states(exp, exp.cells()) == {"c000": "running"}
+    exp.log("ended", cell="c000", run_id=run(1), state="failed", cause="boom")
+    assert cell_states(exp, exp.cells()) == {"c000": "pending"}  # one retry used of two
+    for n in (2, 3):
+        exp.log("submitted", cell="c000", run_id=run(n), attempt=n)
+        exp.log("ended", cell="c000", run_id=run(n), state="failed", cause=f"boom {n}")
+    cells = exp.cells()
+    assert cell_states(exp, cells) == {"c000": "failed"}
+    assert [a.cause for a in cells["c000"].attempts] == ["boom", "boom 2", "boom 3"]
+    # an experiment cancel uses no retry, and a resume brings the cell back
+    exp = _journal(tmp_path / "b", [{"event": "submitted", "cell": "c000", "run_id": run(1), "attempt": 1},
+                                    {"event": "ended", "cell": "c000", "run_id": run(1), "state": "cancelled",
+                                     "cause": "experiment cancelled"}], retries=0)
+    assert cell_states(exp, exp.cells()) == {"c000": "cancelled"}
+    assert cell_states(exp, exp.cells(), revive_cancelled=True) == {"c000": "pending"}
+    # a torn last line (a crash mid-write) is skipped
+    with exp.journal_path.open("a") as fh:
+        fh.write('{"event": "submitted", "cell": "c0')
+    assert cell_states(exp, exp.cells()) == {"c000": "cancelled"}
+
+
+def test_the_cli_refuses_a_bad_spec_with_exit_2(tmp_path):
+    spec = tmp_path / "bad.yaml"
+    spec.write_text("name: x\nbase: {random: {}}\naxes: {seed: [1, 2]}\n")
+    proc = run_cli("experiment", "plan", str(spec), home=tmp_path / "home")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("mosaic: error: axes.seed: not an axis"), proc.stderr
+    assert "Traceback" not in proc.stderr
+    missing = run_cli("experiment", "status", "nope", home=tmp_path / "home")
+    assert missing.returncode == 2 and "no experiment named 'nope'" in missing.stderr
+
+
+# -- real grids ----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def exp_home(tmp_path_factory):
+    """A home with CleanRL's and Tianshou's environments; whatever daemon an experiment starts is stopped."""
+    from mosaic.host.daemon.endpoint import find_daemon
+    from mosaic.testing import worker_env_for_tests
+
+    home = tmp_path_factory.mktemp("experiments") / "home"
+    (home / "envs").mkdir(parents=True)
+    for worker in ("cleanrl", "tianshou"):
+        env = worker_env_for_tests(worker, REPO, lambda w=worker: tmp_path_factory.mktemp(f"{w}-env"))
+        (home / "envs" / worker).symlink_to(env, target_is_directory=True)
+    yield home
+    endpoint = find_daemon(home)
+    if endpoint is not None:
+        os.kill(endpoint.pid, signal.SIGTERM)
+        wait_until(lambda: find_daemon(home) is None, 60, "the experiments' daemon to stop")
+
+
+def _write(path: Path, spec: dict) -> Path:
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def _random_spec(name: str, cells: int, delay: float = 0.03, steps: int = 100, retries: int = 2) -> dict:
+    return {"name": name, "retries": retries, "seeds": cells,
+            "base": {"random": {"environment": {"family": "classic", "env_id": "tictactoe_v3"},
+                                "total_timesteps": steps, "step_delay_s": delay,
+                                "reporting": {"every_timesteps": 20}}}}
+
+
+def _start(home: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "mosaic", "experiment", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "MOSAIC_HOME": str(home)})
+
+
+def _journal_of(home: Path, name: str) -> list[dict]:
+    path = home / "experiments" / name / "journal.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _ended(home: Path, name: str, state: str) -> list[dict]:
+    return [e for e in _journal_of(home, name) if e["event"] == "ended" and e.get("state") == state]
+
+
+def _status(home: Path, name: str) -> dict:
+    proc = run_cli("experiment", "status", name, "--json", home=home)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _episode_returns(run_dir: Path) -> list[float]:
+    events = [json.loads(line) for line in (run_dir / "telemetry.jsonl").read_text().splitlines()]
+    return [round(sum(e["returns"].values()), 9) for e in events if e["type"] == "episode"]
+
+
+def test_a_bad_cell_is_refused_before_anything_runs(exp_home, tmp_path):
+    spec = _write(tmp_path / "bad.json", {
+        "name": "refused", "seeds": 2, "axes": {"worker": ["tianshou", "cleanrl"]},
+        "base": {"tianshou": {"algorithm": "dqn", "total_timesteps": 1000, "learning_starts": 100},
+                 "cleanrl": {"algorithm": "dqn", "total_timesteps": 1000, "algo_params": {"no_such_knob": 1}}}})
+    proc = run_cli("experiment", "run", str(spec), home=exp_home, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert "2 of 4 cells refused; nothing was run" in proc.stderr
+    assert "cell c002 (worker=cleanrl, env default, seed 0): algo_params" in proc.stderr
+    assert "no_such_knob" in proc.stderr and "c000" not in proc.stderr
+    assert not (exp_home / "experiments" / "refused").exists()
+    assert not (exp_home / "trainer" / "runs").exists() or not any((exp_home / "trainer" / "runs").iterdir())
+
+
+def test_a_grid_of_two_workers_gives_the_episodes_mosaic_run_gives(exp_home, tmp_path):
+    """CleanRL's DQN and Tianshou's DQN, two seeds each, through the daemon; then each cell alone."""
+    spec = _write(tmp_path / "two.json", {
+        "name": "two-workers", "seeds": [3, 4], "axes": {"worker": ["cleanrl", "tianshou"]},
+        "settings": {"total_timesteps": 1200},
+        "base": {"cleanrl": {"algorithm": "dqn", "environment": {"family": "gymnasium", "env_id": "CartPole-v1"},
+                             "resources": {"threads": 1}, "algo_params": {"learning_starts": 400},
+                             "checkpoint": {"every_timesteps": 0}},
+                 "tianshou": {"algorithm": "dqn", "environment": {"family": "gymnasium", "env_id": "CartPole-v1"},
+                              "num_envs": 2, "learning_starts": 200, "test_every_timesteps": 0,
+                              "reporting": {"every_timesteps": 400}, "checkpoint": {"every_timesteps": 0}}}})
+    proc = run_cli("experiment", "run", str(spec), home=exp_home, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "started one for MOSAIC_HOME" in proc.stderr  # no daemon was running: it says it started one
+    status = _status(exp_home, "two-workers")
+    assert [c["state"] for c in status["cells"]] == ["completed"] * 4
+    assert [c["attempts"] for c in status["cells"]] == [1] * 4
+    plan = json.loads((exp_home / "experiments" / "two-workers" / "plan.json").read_text())
+    for cell, row in zip(plan["cells"], status["cells"]):
+        via_experiment = _episode_returns(exp_home / "trainer" / "runs" / row["run_id"])
+        alone = _write(tmp_path / f"{cell['cell_id']}.json", {**cell["config"], "run_id": f"alone-{cell['cell_id']}"})
+        direct = run_cli("run", str(alone), home=exp_home, timeout=300)
+        assert direct.returncode == 0, direct.stderr[-2000:]
+        assert len(via_experiment) > 3
+        assert via_experiment == _episode_returns(exp_home / "trainer" / "runs" / f"alone-{cell['cell_id']}"), cell
+    # running the same spec again repeats nothing
+    again = run_cli("experiment", "run", str(spec), home=exp_home, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "resuming it" in again.stderr
+    assert len([e for e in _journal_of(exp_home, "two-workers") if e["event"] == "submitted"]) == 4
+
+
+def test_a_killed_coordinator_is_resumed_without_repeating_a_finished_cell(exp_home, tmp_path):
+    spec = _write(tmp_path / "k.json", _random_spec("killed", cells=6))
+    coordinator = _start(exp_home, "run", str(spec))
+    wait_until(lambda: _ended(exp_home, "killed", "completed"), 120, "a first cell to complete", proc=coordinator)
+    coordinator.kill()
+    coordinator.wait(10)
+    finished_before = {e["cell"]: e["run_id"] for e in _ended(exp_home, "killed", "completed")}
+    assert len(finished_before) < 6, "the grid finished before the coordinator could be killed"
+    proc = run_cli("experiment", "resume", "killed", home=exp_home, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    status = _status(exp_home, "killed")
+    assert [c["state"] for c in status["cells"]] == ["completed"] * 6
+    for row in status["cells"]:
+        assert row["attempts"] == 1, row  # nothing ran twice: runs in flight were taken up where they were
+        if row["cell"] in finished_before:
+            assert row["run_id"] == finished_before[row["cell"]]
+    runs = sorted(p.name for p in (exp_home / "trainer" / "runs").iterdir() if p.name.startswith("killed-"))
+    assert runs == [f"killed-c{i:03d}-a1" for i in range(6)]
+
+
+def test_a_crashed_worker_is_retried_and_its_cause_kept(exp_home, tmp_path):
+    from mosaic.host.daemon.client import DaemonClient, state_name
+
+    spec = _write(tmp_path / "c.json", _random_spec("crash", cells=2, delay=0.05))
+    coordinator = _start(exp_home, "run", str(spec))
+    client = wait_until(lambda: DaemonClient.for_home(exp_home), 60, "the daemon", proc=coordinator)
+    try:
+        info = wait_until(lambda: (i := _get(client, "crash-c000-a1")) and state_name(i.state) == "RUNNING"
+                          and i.pid and i, 120, "cell c000 to run", proc=coordinator)
+        os.kill(info.pid, signal.SIGKILL)  # the worker dies as an out-of-memory kill would end it
+    finally:
+        client.close()
+    out, err = coordinator.communicate(timeout=300)
+    assert coordinator.returncode == 0, err[-3000:]
+    assert "c000: attempt 1 failed" in err and "c000: retrying (attempt 2" in err, err
+    row = _status(exp_home, "crash")["cells"][0]
+    assert row["state"] == "completed" and row["attempts"] == 2 and row["run_id"] == "crash-c000-a2"
+    assert row["causes"] and "SIGKILL" in row["causes"][0], row
+
+
+def _get(client, run_id):
+    from mosaic.host.daemon.client import DaemonError
+
+    try:
+        return client.get(run_id)
+    except DaemonError:
+        return None
+
+
+def test_a_killed_daemon_mid_grid_is_replaced_and_the_grid_finishes(exp_home, tmp_path):
+    from mosaic.host.daemon.endpoint import find_daemon
+
+    spec = _write(tmp_path / "d.json", _random_spec("daemon-killed", cells=4))
+    coordinator = _start(exp_home, "run", str(spec))
+    wait_until(lambda: any(e["event"] == "running" for e in _journal_of(exp_home, "daemon-killed")), 120,
+               "a cell to run", proc=coordinator)
+    first = find_daemon(exp_home)
+    os.kill(first.pid, signal.SIGKILL)
+    out, err = coordinator.communicate(timeout=300)
+    assert coordinator.returncode == 0, err[-3000:]
+    assert "backend unreachable" in err and "started one" in err, err
+    assert find_daemon(exp_home).pid != first.pid
+    status = _status(exp_home, "daemon-killed")
+    assert [c["state"] for c in status["cells"]] == ["completed"] * 4
+    # the new daemon took up the runs the old one left: no cell ran twice
+    assert [c["attempts"] for c in status["cells"]] == [1] * 4
+
+
+def test_cancel_stops_the_grid_and_resume_finishes_it(exp_home, tmp_path):
+    spec = _write(tmp_path / "x.json", _random_spec("cancelled", cells=4, delay=0.05, retries=0))
+    coordinator = _start(exp_home, "run", str(spec))
+    wait_until(lambda: any(e["event"] == "running" for e in _journal_of(exp_home, "cancelled")), 120,
+               "a cell to run", proc=coordinator)
+    proc = run_cli("experiment", "cancel", "cancelled", home=exp_home, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    coordinator.communicate(timeout=120)
+    assert coordinator.returncode == 3
+    states = wait_until(lambda: (s := [c["state"] for c in _status(exp_home, "cancelled")["cells"]])
+                        and "running" not in s and "queued" not in s and s, 60, "the cancelled runs to end")
+    assert "cancelled" in states, states
+    resumed = run_cli("experiment", "resume", "cancelled", home=exp_home, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    status = _status(exp_home, "cancelled")
+    assert [c["state"] for c in status["cells"]] == ["completed"] * 4  # retries 0: a cancel used none
