@@ -236,6 +236,23 @@ def test_a_grid_of_two_workers_gives_the_episodes_mosaic_run_gives(exp_home, tmp
     assert again.returncode == 0, again.stderr
     assert "resuming it" in again.stderr
     assert len([e for e in _journal_of(exp_home, "two-workers") if e["event"] == "submitted"]) == 4
+    # the report reads the cells' runs: every cell scored, the same final scores the runs' curves give
+    report = run_cli("experiment", "report", "two-workers", home=exp_home, timeout=300)
+    assert report.returncode == 0, report.stderr[-3000:]
+    folder = exp_home / "experiments" / "two-workers" / "report"
+    assert Path(report.stdout.strip()) == folder / "report.md"
+    import csv
+
+    from mosaic.experiments.results import run_result
+
+    rows = list(csv.DictReader((folder / "scores.csv").open()))
+    assert [r["cell_id"] for r in rows] == ["c000", "c001", "c002", "c003"]
+    for row in rows:
+        expected = run_result(exp_home / "trainer" / "runs" / row["run_id"]).final_score
+        assert row["status"] == "completed" and float(row["final_score"]) == pytest.approx(expected), row
+    text = (folder / "report.md").read_text()
+    assert "worker=cleanrl" in text and "worker=tianshou" in text and "do not support" in text
+    assert all((folder / f).stat().st_size > 1000 for f in ("sample_efficiency.png", "aggregates.png"))
 
 
 def test_a_killed_coordinator_is_resumed_without_repeating_a_finished_cell(exp_home, tmp_path):

@@ -229,8 +229,12 @@ def _other_value(schema: dict, default):
 
 @pytest.mark.parametrize("name", WORKERS.names())
 def test_every_refused_shared_field_is_refused_by_name_through_the_worker(name, documents, monkeypatch):
-    """For every worker and every field its map refuses: a value other than the default exits 2 naming the
-    field and the reason, before anything runs (the worker's own --validate, in its own interpreter)."""
+    """For every worker and every field its map refuses: a value other than the default is refused naming the
+    field and the reason, before anything runs. The worker checks every case in one process of its own
+    interpreter (``--validate-many``, as an experiment's plan does), and the first also alone through
+    ``--validate``, which exits 2."""
+    from mosaic.host.launcher import validate_configs
+    from mosaic.errors import UserError
     from mosaic.testing.stub_llm_server import StubServer
 
     worker = WORKERS.get(name)
@@ -241,7 +245,8 @@ def test_every_refused_shared_field_is_refused_by_name_through_the_worker(name, 
         base = dict(document["default_config"])
         if isinstance(base.get("model"), dict):
             base["model"] = {**base["model"], "base_url": server.base_url}
-        for path, reason in refused.items():
+        cases = []
+        for path in refused:
             default = _leaf_value(base, path)
             value = _other_value(_leaf(document["config_schema"], path), default)
             config = json.loads(json.dumps(base))
@@ -250,11 +255,19 @@ def test_every_refused_shared_field_is_refused_by_name_through_the_worker(name, 
             for part in parents:
                 node = node.setdefault(part, {})
             node[leaf] = value
+            cases.append((path, value, config))
+        answers = validate_configs(worker, [base, *(config for _, _, config in cases)])
+        assert isinstance(answers[0], dict) and answers[0]["worker"] == name, answers[0]  # the default passes
+        for (path, value, _), answer in zip(cases, answers[1:]):
+            assert isinstance(answer, UserError), (path, value, answer)
+            assert str(answer).startswith(f"{path}: ") and refused[path] in str(answer), (path, str(answer))
+        if cases:
+            path, value, config = cases[0]
             proc = subprocess.run([*worker_command(worker), "--validate", "--config", "-"], input=json.dumps(config),
                                   capture_output=True, text=True, timeout=300)
             assert proc.returncode == 2, (path, value, proc.stdout[-500:])
             line = proc.stderr.strip().splitlines()[-1]
-            assert line.startswith(f"mosaic: error: {path}: ") and reason in line, (path, line)
+            assert line.startswith(f"mosaic: error: {path}: ") and refused[path] in line, (path, line)
 
 
 def _leaf_value(config: dict, path: str):

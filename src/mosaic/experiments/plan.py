@@ -57,6 +57,11 @@ def make_plan(spec: ExperimentSpec, validate: bool = True) -> Plan:
     cells = spec.cells()
     if validate:
         cells = _checked(cells)
+    envs = sorted({c.env for c in cells})
+    missing = [e for e in envs if e not in spec.normalise]
+    if spec.normalise and missing:
+        raise UserError(f"normalise: no scores for {', '.join(missing)}; allowed: random and reference scores for "
+                        f"every env of the grid ({', '.join(envs)}), or no normalise at all")
     return Plan(spec.name, cells, spec.retries, spec.backend, spec_digest(spec))
 
 

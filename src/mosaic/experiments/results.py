@@ -1,0 +1,118 @@
+"""What one run scored: its learning curve and final score, read back from its run folder.
+
+A trainer's ``metrics`` events give the curve (``timesteps_total`` against a metric such as
+``episode_return_mean``); the final score is the mean of the metric over the last stretch of
+training, so one lucky iteration does not decide it. An evaluator's curve may have no env-step
+axis; its score then comes from the run's ``run_completed`` summary, or its last ``metrics`` event.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mosaic.curves import RunCurves, flatten
+from mosaic.run_status import RunState
+from mosaic.runs import RunDir
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One run's outcome for a report: status, final score, learning curve and env steps."""
+
+    run_id: str
+    status: str  # the run's status from its manifest ("completed", "failed", ...) or "unknown"
+    final_score: float | None  # mean metric over the last ``final_fraction`` of env steps (at least the last point)
+    xs: tuple[float, ...]  # the learning curve: x axis ...
+    ys: tuple[float, ...]  # ... and the metric
+    env_steps: float | None  # the last ``timesteps_total`` logged
+    worker: str | None = None
+    versions: tuple[tuple[str, str], ...] = ()  # (package, version) from the run's manifest
+    env_family: str | None = None
+
+
+def final_window(xs: tuple[float, ...], ys: tuple[float, ...], final_fraction: float) -> list[float]:
+    """The metric values of the points at ``x >= (1 - final_fraction) * last x``, the last point always included.
+
+    Env steps count from 0, so the window is the last ``final_fraction`` of the steps taken.
+    """
+    if not xs:
+        return []
+    start = (1.0 - final_fraction) * xs[-1]
+    window = [y for x, y in zip(xs, ys) if x >= start]
+    return window or [ys[-1]]
+
+
+def run_result(run_dir: "RunDir | Path | str", metric: str = "episode_return_mean", x: str = "timesteps_total",
+               final_fraction: float = 0.1) -> RunResult:
+    """Read ``run_dir``'s manifest and telemetry into a :class:`RunResult` (never raises for a missing file)."""
+    if not 0.0 <= final_fraction <= 1.0:
+        raise ValueError(f"final_fraction: must lie in [0, 1], got {final_fraction!r}")
+    run = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
+    manifest = run.read_manifest()
+    curves = RunCurves(run_id=run.run_id)
+    terminal: dict[str, Any] | None = None
+    for event in run.iter_events():
+        if not isinstance(event, dict):
+            continue
+        kind = curves.add(event)
+        if RunState.from_terminal_event(kind) is not None:
+            terminal = event
+    xs, ys = _increasing(*curves.series(metric, x))
+    steps = [p["timesteps_total"] for p in curves.points if "timesteps_total" in p]
+    if ys:
+        window = final_window(xs, ys, final_fraction)
+        final: float | None = math.fsum(window) / len(window)
+    else:
+        final = _fallback_score(metric, manifest, terminal, curves)
+    return RunResult(run_id=str(manifest.get("run_id") or run.run_id), status=_status(manifest, terminal),
+                     final_score=final, xs=xs, ys=ys, env_steps=steps[-1] if steps else None,
+                     worker=_text(manifest.get("worker")), versions=_versions(manifest.get("versions")),
+                     env_family=_text((manifest.get("env") or {}).get("family")
+                                      if isinstance(manifest.get("env"), dict) else None))
+
+
+def _increasing(xs: list[float], ys: list[float]) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The curve with x never going back (a resumed run may log an x again: its later point wins)."""
+    out_x: list[float] = []
+    out_y: list[float] = []
+    for x, y in zip(xs, ys):
+        while out_x and out_x[-1] >= x:
+            out_x.pop()
+            out_y.pop()
+        out_x.append(x)
+        out_y.append(y)
+    return tuple(out_x), tuple(out_y)
+
+
+def _fallback_score(metric: str, manifest: dict[str, Any], terminal: dict[str, Any] | None,
+                    curves: RunCurves) -> float | None:
+    """No curve: the ``run_completed`` summary's value of ``metric``, else the last ``metrics`` event's."""
+    for summary in ((terminal or {}).get("summary"), manifest.get("summary")):
+        if isinstance(summary, dict):
+            value = flatten(summary).get(metric)
+            if value is not None:
+                return value
+    for point in reversed(curves.points):
+        if metric in point:
+            return point[metric]
+    return None
+
+
+def _status(manifest: dict[str, Any], terminal: dict[str, Any] | None) -> str:
+    state = RunState.from_manifest(manifest.get("status"))
+    if state is None and terminal is not None:
+        state = RunState.from_terminal_event(terminal.get("type"))
+    return state.manifest if state is not None else "unknown"
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+
+
+def _versions(value: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, dict):
+        return ()
+    return tuple(sorted((str(k), str(v)) for k, v in value.items()))

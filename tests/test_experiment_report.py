@@ -1,0 +1,326 @@
+"""An experiment's report, from real run folders: scores, tables, plots, files, failures, determinism.
+
+The runs are written as the recorder leaves them (a manifest through RunStore, telemetry lines as
+workers print them) for 2 configurations x 2 envs x 5 seeds with known curves; one of them fails
+part way and a third configuration never ran.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mosaic import stats
+from mosaic.experiments import report as report_module
+from mosaic.experiments.report import ReportCell, ReportInput, fmt, fmt_interval, write_report
+from mosaic.experiments.results import run_result
+from mosaic.runs import RunStore
+
+CONFIGS = {"algorithm=mappo": 10.0, "algorithm=ippo": 8.0}
+ENVS = {"simple_spread_v3": 1.0, "simple_tag_v3": 3.0}
+SEEDS = range(5)
+STEPS = [1000 * k for k in range(1, 11)]
+NORMALISATION = {"simple_spread_v3": (0.0, 10.0), "simple_tag_v3": (0.0, 30.0)}
+FAILED = ("algorithm=ippo", "simple_tag_v3", 4)
+VERSIONS = {"python": "3.11.9", "ray": "2.40.0", "torch": "2.13.0"}
+REPS = 1000
+
+
+def curve_value(conf: str, env: str, seed: int, k: int) -> float:
+    """Learning: linear in the iteration k, a level per configuration and seed, a little wobble."""
+    return ENVS[env] * (CONFIGS[conf] * k / 10 + 0.3 * seed + 0.05 * ((7 * k + seed) % 3))
+
+
+def expected_final(conf: str, env: str, seed: int) -> float:
+    """Mean over the last 10% of 10,000 env steps: the points at 9,000 and 10,000."""
+    return (curve_value(conf, env, seed, 9) + curve_value(conf, env, seed, 10)) / 2
+
+
+def write_run(store: RunStore, run_id: str, points: list[tuple[float, float]], *, status: str = "completed",
+              summary: dict | None = None, x_key: str = "timesteps_total") -> Path:
+    run = store.create(run_id, {"worker": "ray"}, {"worker": "ray", "status": "created"})
+    events = [{"type": "run_started", "worker": "ray", "config_digest": "0" * 64, "versions": VERSIONS,
+               "resources": {"cpus": 1}, "env": {"family": "mpe", "env_id": "x"}}]
+    for k, (x, y) in enumerate(points, start=1):
+        events.append({"type": "metrics", "iteration": k, x_key: x, "episode_return_mean": y,
+                       "learner": {"default_policy": {"vf_loss": 0.5}}})
+        events.append({"type": "heartbeat"})
+    if status == "completed":
+        events.append({"type": "run_completed", "summary": summary or {}})
+    elif status == "failed":
+        events.append({"type": "run_failed", "error_type": "RuntimeError", "message": "boom"})
+    lines = [json.dumps({"v": 1, **e, "run_id": run_id, "seq": i, "ts": 1_700_000_000.0 + i},
+                        separators=(",", ":")) for i, e in enumerate(events)]
+    run.telemetry_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run.update_manifest(status=status, versions=VERSIONS, worker="ray", env={"family": "mpe", "env_id": "x"})
+    return run.root
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory):
+    home = tmp_path_factory.mktemp("home")
+    store = RunStore(home)
+    cells = []
+    for conf in CONFIGS:
+        for env in ENVS:
+            for seed in SEEDS:
+                cid = f"c{len(cells):03d}"
+                failed = (conf, env, seed) == FAILED
+                points = [(x, curve_value(conf, env, seed, k)) for k, x in enumerate(STEPS, start=1)]
+                root = write_run(store, f"run-{cid}", points[:5] if failed else points,
+                                 status="failed" if failed else "completed")
+                algorithm = conf.split("=")[1]
+                cells.append(ReportCell(cid, conf, env, seed, "failed" if failed else "completed", f"run-{cid}", root,
+                                        {"algorithm": algorithm, "environment.env_id": env, "seed": seed},
+                                        "ray", algorithm, 10_000))
+    cells.append(ReportCell("c020", "algorithm=qmix", "simple_spread_v3", 0, "pending", None, None,
+                            {"algorithm": "qmix", "environment.env_id": "simple_spread_v3", "seed": 0},
+                            "ray", "qmix", 10_000))
+    return home, cells
+
+
+def report_input(cells, **changes) -> ReportInput:
+    base = ReportInput(name="spread-vs-tag", spec={"name": "spread-vs-tag", "seeds": 5}, cells=cells,
+                       normalisation=NORMALISATION, reps=REPS, seed=3)
+    return dataclasses.replace(base, **changes)
+
+
+@pytest.fixture(scope="module")
+def written(experiment, tmp_path_factory):
+    _, cells = experiment
+    out = tmp_path_factory.mktemp("reports")
+    first = write_report(out / "first", report_input(cells))
+    second = write_report(out / "second", report_input(cells))
+    return first.parent, second.parent
+
+
+def table_after(markdown: str, heading: str) -> list[dict[str, str]]:
+    """The first markdown table after ``heading``, as dicts by column title."""
+    lines = markdown.splitlines()
+    start = lines.index(heading)
+    rows = []
+    for line in lines[start + 1:]:
+        if line.startswith("|"):
+            rows.append([c.strip() for c in line.strip().strip("|").split(" | ")])
+        elif rows:
+            break
+    header, body = rows[0], rows[2:]
+    return [dict(zip(header, row)) for row in body]
+
+
+def expected_column(conf: str, env: str) -> np.ndarray:
+    return np.array([[expected_final(conf, env, s)] for s in SEEDS if (conf, env, s) != FAILED])
+
+
+# -- one run's result ----------------------------------------------------------------------------------
+def test_run_result_reads_the_curve_and_its_final_score(experiment):
+    home, cells = experiment
+    result = run_result(cells[0].run_dir)
+    assert result.status == "completed" and result.run_id == "run-c000"
+    assert result.xs == tuple(float(x) for x in STEPS)
+    assert result.ys == pytest.approx([curve_value("algorithm=mappo", "simple_spread_v3", 0, k) for k in range(1, 11)])
+    assert result.final_score == pytest.approx(expected_final("algorithm=mappo", "simple_spread_v3", 0), abs=1e-12)
+    assert result.env_steps == 10_000 and dict(result.versions) == VERSIONS and result.env_family == "mpe"
+    # the whole curve, or only its last point
+    assert run_result(cells[0].run_dir, final_fraction=1.0).final_score == pytest.approx(np.mean(result.ys))
+    assert run_result(cells[0].run_dir, final_fraction=0.0).final_score == result.ys[-1]
+    other = run_result(cells[0].run_dir, metric="learner.default_policy.vf_loss")
+    assert other.final_score == 0.5
+    failed = next(c for c in cells if c.status == "failed")
+    assert run_result(failed.run_dir).status == "failed" and run_result(failed.run_dir).env_steps == 5000
+
+
+def test_run_result_of_an_evaluator_and_of_an_empty_folder(tmp_path):
+    store = RunStore(tmp_path)
+    # an evaluator without an env-step axis: its closing summary gives the score
+    root = write_run(store, "eval-1", [(1, 2.0), (2, 4.0)], summary={"episode_return_mean": 3.5}, x_key="episodes")
+    result = run_result(root)
+    assert (result.final_score, result.xs, result.env_steps) == (3.5, (), None)
+    # no summary value: the last metrics event's
+    root = write_run(store, "eval-2", [(1, 2.0), (2, 4.0)], x_key="episodes")
+    assert run_result(root).final_score == 4.0
+    # a manifest without a status: the terminal event says it; nothing at all: unknown
+    (root / "analytics.json").write_text("{}")
+    assert run_result(root).status == "completed"
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    nothing = run_result(empty)
+    assert (nothing.status, nothing.final_score, nothing.xs, nothing.env_steps) == ("unknown", None, (), None)
+
+
+# -- the report's files ----------------------------------------------------------------------------------
+def test_scores_csv_lists_every_cell_with_the_final_scores(experiment, written):
+    _, cells = experiment
+    rows = list(csv.DictReader(io.StringIO((written[0] / "scores.csv").read_text())))
+    assert [r["cell_id"] for r in rows] == [c.cell_id for c in cells]
+    assert list(rows[0])[:8] == ["cell_id", "configuration", "env", "seed", "status", "run_id", "final_score",
+                                 "env_steps"]
+    assert list(rows[0])[8:] == ["algorithm", "environment.env_id", "setting.seed"]
+    for row, cell in zip(rows, cells):
+        assert (row["configuration"], row["env"], int(row["seed"]), row["status"]) == \
+            (cell.configuration, cell.env, cell.seed, cell.status)
+        if cell.status == "completed":
+            assert float(row["final_score"]) == pytest.approx(expected_final(cell.configuration, cell.env, cell.seed),
+                                                              abs=1e-12)
+            assert row["env_steps"] == "10000"
+        else:
+            assert row["final_score"] == ""
+    failed = next(r for r in rows if r["status"] == "failed")
+    assert failed["env_steps"] == "5000"
+    assert rows[-1]["status"] == "pending" and rows[-1]["run_id"] == ""
+
+
+def test_report_numbers_are_mosaic_stats_on_the_same_scores(written):
+    markdown = (written[0] / "report.md").read_text()
+    for env in ENVS:
+        table = {row["configuration"]: row for row in table_after(markdown, f"### {env}")}
+        for conf in CONFIGS:
+            column = expected_column(conf, env)
+            row = table[conf]
+            assert int(row["seeds"]) == len(column)
+            iqm = stats.intervals({conf: column}, stats.iqm, REPS, 0.95, stats.derived_seed(f"{env}:iqm", 3))[conf]
+            assert iqm.point == pytest.approx(stats.iqm(column))
+            assert row["IQM [95% CI]"] == fmt_interval(iqm)
+            mean = stats.intervals({conf: column}, stats.mean, REPS, 0.95, stats.derived_seed(f"{env}:mean", 3))[conf]
+            assert row["mean [95% CI]"] == fmt_interval(mean)
+            assert row["median of seeds [95% CI]"].split(" ")[0] == fmt(np.median(column))
+        assert table["algorithm=qmix"]["IQM [95% CI]"] == "no data" and table["algorithm=qmix"]["seeds"] == "0"
+
+    aggregate = {row["configuration"]: row for row in table_after(markdown, "## Aggregate across envs")}
+    matrices = {}
+    for conf in CONFIGS:  # seeds scored in both envs, normalised per env
+        seeds = [s for s in SEEDS if all((conf, env, s) != FAILED for env in ENVS)]
+        matrices[conf] = np.array([[stats.normalise(expected_final(conf, env, s), *NORMALISATION[env])
+                                    for env in ENVS] for s in seeds])
+        assert aggregate[conf]["seeds"] == f"{len(seeds)} × 2 envs"
+        for key, title in (("iqm", "IQM"), ("optimality_gap", "optimality gap"), ("median", "median of env means")):
+            iv = stats.intervals({conf: matrices[conf]}, stats.METRICS[key], REPS, 0.95,
+                                 stats.derived_seed(f"aggregate:{key}", 3))[conf]
+            assert aggregate[conf][f"{title} [95% CI]"] == fmt_interval(iv)
+    assert aggregate["algorithm=qmix"]["IQM [95% CI]"] == "no data"
+
+    poi = table_after(markdown, "## Probability of improvement")
+    assert len(poi) == 6  # every ordered pair of the 3 configurations
+    row = next(r for r in poi if r["X"] == "algorithm=ippo" and r["Y"] == "algorithm=mappo")
+    iv = stats.probability_of_improvement_interval(matrices["algorithm=ippo"], matrices["algorithm=mappo"], REPS, 0.95,
+                                                   stats.derived_seed("poi:algorithm=ippo>algorithm=mappo", 3))
+    assert row["P(X > Y) [95% CI]"] == fmt_interval(iv) and (row["seeds X"], row["seeds Y"]) == ("4", "5")
+    assert next(r for r in poi if r["X"] == "algorithm=qmix")["P(X > Y) [95% CI]"] == "no data"
+
+
+def test_report_states_what_was_run_and_what_is_not_supported(experiment, written):
+    markdown = (written[0] / "report.md").read_text()
+    runs = {row["configuration"]: row for row in table_after(markdown, "## What was run")}
+    assert runs["algorithm=mappo"]["seeds"] == "5 (0, 1, 2, 3, 4)" and runs["algorithm=mappo"]["budget"] == "10000"
+    assert runs["algorithm=ippo"]["seeds scored"] == "5" and runs["algorithm=qmix"]["seeds scored"] == "0"
+    assert runs["algorithm=mappo"]["settings"] == "algorithm=mappo"
+    assert runs["algorithm=qmix"]["settings"] == "algorithm=qmix"  # its one cell's env and seed are not settings
+    assert "- ray (20 runs): python 3.11.9, ray 2.40.0, torch 2.13.0" in markdown
+    caveats = markdown.split("## What these numbers do not support")[1]
+    assert "Few seeds" in caveats and "fewer than 10 seeds" in caveats
+    assert "No data: algorithm=qmix" in caveats
+    assert "algorithm=ippo: seeds 4 lack a score in some env" in caveats
+    assert "Budget: the same for every cell (10000)" in caveats
+    missing = {row["cell"]: row for row in table_after(markdown, "### Cells without a score")}
+    assert set(missing) == {"c019", "c020"}  # the failed run and the pending cell
+    assert missing["c019"]["status"] == "failed" and missing["c020"]["why left out"] == "status pending"
+
+
+def test_plots_are_png_files(written):
+    for name in report_module.PLOTS:
+        data = (written[0] / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n", name
+        assert len(data) > 8_000, f"{name}: only {len(data)} bytes"
+
+
+def test_marl_eval_json_has_marl_evals_raw_data_shape(written):
+    data = json.loads((written[0] / "marl_eval.json").read_text())
+    assert list(data) == ["mpe"] and list(data["mpe"]) == list(ENVS)
+    for env, algorithms in data["mpe"].items():
+        assert list(algorithms) == list(CONFIGS)  # qmix has no run
+        for conf, runs in algorithms.items():
+            seeds = [s for s in SEEDS if (conf, env, s) != FAILED]
+            assert list(runs) == [f"seed_{s}" for s in seeds]
+            for seed, run in zip(seeds, runs.values()):
+                keys = list(run)
+                assert keys == [f"step_{k}" for k in range(len(STEPS))] + ["absolute_metrics"]
+                for k, x in enumerate(STEPS):
+                    step = run[f"step_{k}"]
+                    assert set(step) == {"step_count", "episode_return_mean"} and step["step_count"] == x
+                    assert step["episode_return_mean"] == pytest.approx([curve_value(conf, env, seed, k + 1)])
+                assert run["absolute_metrics"] == {"episode_return_mean": [pytest.approx(
+                    expected_final(conf, env, seed), abs=1e-12)]}
+
+
+def test_same_input_gives_the_same_bytes(written):
+    first, second = written
+    for name in ("report.md", "scores.csv", "marl_eval.json"):
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+    assert sorted(p.name for p in first.iterdir()) == sorted(p.name for p in second.iterdir())
+
+
+def test_a_failing_write_leaves_no_half_report(experiment, tmp_path, monkeypatch):
+    _, cells = experiment
+
+    def broken(analysis, path):
+        path.write_bytes(b"half a plot")
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setitem(report_module.PLOTTERS, "performance_profiles.png", broken)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        write_report(tmp_path / "report", report_input(cells))
+    assert list(tmp_path.iterdir()) == []  # neither the report nor its staging folder
+
+    monkeypatch.undo()
+    previous = write_report(tmp_path / "report", report_input(cells, name="before")).read_bytes()
+    monkeypatch.setitem(report_module.PLOTTERS, "performance_profiles.png", broken)
+    with pytest.raises(RuntimeError):
+        write_report(tmp_path / "report", report_input(cells, name="after"))
+    assert (tmp_path / "report" / "report.md").read_bytes() == previous  # the old report, whole
+    assert [p.name for p in tmp_path.iterdir()] == ["report"]
+
+
+def test_a_raw_lower_is_better_report_with_different_budgets(experiment, tmp_path):
+    _, cells = experiment
+    cells = [dataclasses.replace(c, budget=20_000) if c.configuration == "algorithm=ippo" else c for c in cells]
+    path = write_report(tmp_path / "raw", report_input(cells, normalisation=None, higher_is_better=False))
+    markdown = path.read_text()
+    assert "optimality gap" not in markdown
+    assert "Raw units: no normalisation was given" in markdown
+    caveats = markdown.split("## What these numbers do not support")[1]
+    assert "the aggregate across envs is in raw units" in caveats
+    assert "Budgets differ (algorithm=mappo: 10000; algorithm=ippo: 20000; algorithm=qmix: 10000)" in caveats
+    # lower is better: the configuration with the lower returns wins every pairing
+    poi = table_after(markdown, "## Probability of improvement")
+    row = next(r for r in poi if r["X"] == "algorithm=ippo" and r["Y"] == "algorithm=mappo")
+    assert row["P(X > Y) [95% CI]"] == "1 [1, 1]"
+    assert "(lower scores count as better)" in markdown
+    assert "fraction of runs" not in markdown  # the plots carry the profiles
+    assert math.isfinite(float(table_after(markdown, "### simple_tag_v3")[0]["IQM [95% CI]"].split(" ")[0]))
+
+
+def test_normalisation_must_cover_every_env(experiment, tmp_path):
+    _, cells = experiment
+    with pytest.raises(ValueError, match="simple_tag_v3"):
+        write_report(tmp_path / "r", report_input(cells, normalisation={"simple_spread_v3": (0.0, 10.0)}))
+    assert not (tmp_path / "r").exists()
+
+
+def test_close_configurations_get_no_ranking_claim(experiment, tmp_path):
+    """Seeds of one configuration split in two: their intervals overlap, so nothing ranks them."""
+    _, cells = experiment
+    split = [dataclasses.replace(c, configuration=f"half={c.seed % 2}") for c in cells
+             if c.configuration == "algorithm=mappo" and c.env == "simple_spread_v3"]
+    markdown = write_report(tmp_path / "r", report_input(split, normalisation=None)).read_text()
+    caveats = markdown.split("## What these numbers do not support")[1]
+    assert "simple_spread_v3, IQM: the intervals of half=0 and half=1 overlap: no ranking" in caveats
+    assert "Probability of improvement: the intervals of half=0 vs half=1 include 0.5" in caveats
+    assert "One env (simple_spread_v3)" in caveats
+    assert "Cells without a score" in markdown and "None: every cell completed with a score." in markdown
