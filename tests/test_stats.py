@@ -38,7 +38,10 @@ from mosaic import stats
 
 ROOT = Path(__file__).resolve().parents[1]
 RLIABLE_ENV = ROOT / "var" / "cache" / "rliable-env"
-RLIABLE_REQUIREMENTS = ("rliable==1.2.0", "pandas<3", "numpy>=2", "scipy")
+#: Pinned whole: rliable's `library` import fails with pandas 3 (through arch), and an unpinned resolve could
+#: change what is compared against.
+RLIABLE_REQUIREMENTS = ("rliable==1.2.0", "pandas==2.3.3", "arch==7.2.0", "numpy==2.4.6", "scipy==1.17.1",
+                        "statsmodels==0.15.0", "seaborn==0.13.2", "matplotlib==3.11.2", "absl-py==2.5.1")
 Z95 = 1.959963984540054
 
 
