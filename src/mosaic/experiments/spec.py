@@ -41,12 +41,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from mosaic.errors import UserError, one_of
+from mosaic.experiments.backends import BACKENDS
 
 #: The spec's own keys.
 SPEC_KEYS = ("name", "description", "base", "settings", "translate", "axes", "combine", "seeds", "retries",
              "score", "normalise", "report", "backend")
 COMBINE = ("product", "zip")
-BACKENDS = ("local",)
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: Paths that say which environment a cell runs: kept out of its configuration's label.
 ENV_PATHS = ("environment", "env_id", "env")
@@ -332,8 +332,7 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> Experimen
                             int(_number(report_in.get("seed", 0), "report.seed", low=0, integer=True)))
     backend = data.get("backend", "local")
     if backend not in BACKENDS:
-        raise UserError(f"backend: {one_of(backend, BACKENDS)}; allowed: {', '.join(BACKENDS)} (a Ray cluster and "
-                        "Slurm are to come)")
+        raise UserError(f"backend: {one_of(backend, BACKENDS)}; allowed: {', '.join(BACKENDS)}")
     description = data.get("description", "")
     if not isinstance(description, str):
         raise UserError("description: expected text")

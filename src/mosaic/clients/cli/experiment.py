@@ -106,11 +106,29 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(exp: Any) -> int:
-    from mosaic.experiments import coordinator
+def _backend(exp: Any, args: argparse.Namespace | None = None, start: bool = True) -> Any:
+    """The experiment's backend: ``--backend``/``--address`` if given (kept for later commands), else what the
+    experiment last ran on, else the spec's."""
     from mosaic.experiments.backends import backend_for
+    from mosaic.runs import write_json_atomic
 
-    backend = backend_for(exp.plan.backend, _store().home, announce=_say)
+    saved_path = exp.root / "backend.json"
+    try:
+        saved = json.loads(saved_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        saved = {}
+    name = getattr(args, "backend", None) or saved.get("name") or exp.plan.backend
+    address = getattr(args, "address", None) or (saved.get("address") if name == saved.get("name") else None)
+    backend = backend_for(name, _store().home, announce=_say, start=start, address=address)
+    if start and {"name": name, "address": address} != saved:
+        write_json_atomic(saved_path, {"name": name, "address": address})
+    return backend
+
+
+def _run(exp: Any, args: argparse.Namespace | None = None) -> int:
+    from mosaic.experiments import coordinator
+
+    backend = _backend(exp, args)
     _say(f"experiment {exp.name}: {exp.root}; cells run on {backend.describe()}")
     view = GridProgress(exp.name)
     try:
@@ -148,12 +166,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise UserError(f"name: an experiment named {spec.name!r} exists with other cells; allowed: another "
                             f"name (--name), or `mosaic experiment resume {spec.name}` to finish that one")
         _say(f"experiment {spec.name} exists with the same cells: resuming it (finished cells are kept)")
-        return _run(exp)
+        return _run(exp, args)
     from mosaic.experiments.plan import make_plan
 
     plan = make_plan(spec)
     _say(_grid_summary(plan) + "; every cell checked by its worker")
-    return _run(store.create(plan, spec.source))
+    return _run(store.create(plan, spec.source), args)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -165,12 +183,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
         exp.plan.retries = args.retries
         write_json_atomic(exp.root / "plan.json", exp.plan.to_dict())
-    return _run(exp)
+    return _run(exp, args)
 
 
 def _refresh(exp: Any) -> None:
     """Bring the journal up to date from the backend when one is reachable (nothing is started for this)."""
-    from mosaic.experiments.backends import BackendUnavailable, backend_for
+    from mosaic.experiments.backends import BackendUnavailable
     from mosaic.experiments.store import refresh_attempts
 
     cells = exp.cells()
@@ -178,7 +196,7 @@ def _refresh(exp: Any) -> None:
     if not in_flight:
         return
     try:
-        backend = backend_for(exp.plan.backend, _store().home, start=False)
+        backend = _backend(exp, start=False)
     except BackendUnavailable:
         return
     try:
@@ -234,11 +252,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     from mosaic.experiments import coordinator
-    from mosaic.experiments.backends import BackendUnavailable, backend_for
+    from mosaic.experiments.backends import BackendUnavailable
 
     exp = _store().get(args.name)
     try:
-        backend = backend_for(exp.plan.backend, _store().home, start=False)
+        backend = _backend(exp, start=False)
     except BackendUnavailable:
         backend = None
     try:
@@ -287,6 +305,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _backend_flags(q: argparse.ArgumentParser) -> None:
+    from mosaic.experiments.backends import BACKENDS
+
+    q.add_argument("--backend", choices=BACKENDS, help="where the cells run (default: the spec's, or where the "
+                                                       "experiment last ran; local: this machine's daemon)")
+    q.add_argument("--address", help="the backend's address (a Ray cluster: HOST:PORT)")
+
+
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("experiment", help="grids of runs across workers, seeds and settings (docs/experiments.md)",
                        description="Plan, run, watch, cancel, resume and report experiments: grids of runs "
@@ -300,10 +326,12 @@ def add_parsers(sub: Any) -> None:
     q = esub.add_parser("run", help="plan and run a spec (a spec already run resumes)")
     q.add_argument("spec", help="experiment spec (YAML or JSON)")
     q.add_argument("--name", help="the experiment's name (default: the spec's)")
+    _backend_flags(q)
     q.set_defaults(func=cmd_run)
     q = esub.add_parser("resume", help="run what is left of an experiment: never repeats a completed cell")
     q.add_argument("name")
     q.add_argument("--retries", type=int, help="raise (or lower) how often a failed cell is run again")
+    _backend_flags(q)
     q.set_defaults(func=cmd_resume)
     q = esub.add_parser("status", help="every cell's state, attempts, run and last failure cause")
     q.add_argument("name")

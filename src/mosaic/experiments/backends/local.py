@@ -1,13 +1,8 @@
-"""Where an experiment's cells run: the backend interface, and the local daemon behind it.
+""":class:`LocalDaemon`: cells as runs of the trainer daemon serving ``MOSAIC_HOME``.
 
-A backend takes a cell's run (its run id and config), gets its telemetry into this machine's run store
-(``MOSAIC_HOME/trainer/runs/RUN_ID``: config, manifest, ``telemetry.jsonl``, as any run), says how each
-run stands and why it ended, and cancels a run. The coordinator knows nothing else about it, so a Ray
-cluster or Slurm backend is one more class here, not a change to the experiment logic.
-
-:class:`LocalDaemon` hands cells to the trainer daemon serving ``MOSAIC_HOME`` (starting one when none
-runs): its queue, concurrency and CPU limits fill the machine without oversubscribing it, and its runs
-outlive the coordinator (a killed coordinator loses nothing; ``resume`` finds the runs where they are).
+It starts a daemon, detached, when none runs. The daemon's queue, concurrency and CPU limits fill the machine
+without oversubscribing it, and its runs outlive the coordinator (a killed coordinator loses nothing;
+``resume`` finds the runs where they are).
 """
 
 from __future__ import annotations
@@ -16,49 +11,11 @@ import os
 import subprocess
 import sys
 import time
-from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Callable
 
 from mosaic.errors import UserError
-
-#: A backend's answer about one run: ``(state, cause)``, state one of queued / running / completed /
-#: failed / cancelled; None when the backend does not know the run.
-RunStatus = tuple[str, str]
-
-
-class BackendUnavailable(UserError):
-    """The backend cannot be reached now; the experiment's state is kept for ``resume``."""
-
-    exit_code = 1
-
-
-class Backend(ABC):
-    name = "backend"
-
-    @abstractmethod
-    def describe(self) -> str:
-        """One line for the user: where the cells run."""
-
-    @abstractmethod
-    def submit(self, run_id: str, config: dict[str, Any]) -> None:
-        """Queue one run; :class:`UserError` if refused, :class:`BackendUnavailable` if unreachable.
-        Submitting a run id the backend already has is not an error (the run is already there)."""
-
-    @abstractmethod
-    def status(self, run_ids: list[str]) -> dict[str, RunStatus | None]:
-        """How each run stands now."""
-
-    @abstractmethod
-    def cancel(self, run_id: str, reason: str) -> None:
-        """Ask the run to stop (it ends cancelled with ``reason``); a run already ended is left alone."""
-
-    def reconnect(self) -> None:
-        """Try to reach the backend again after :class:`BackendUnavailable`."""
-
-    def close(self) -> None:
-        pass
-
+from mosaic.experiments.backends import Backend, BackendUnavailable, RunStatus, status_from_run_store
 
 _STATES = {"QUEUED": "queued", "STARTING": "queued", "RUNNING": "running", "PAUSED": "running",
            "COMPLETED": "completed", "FAILED": "failed", "CANCELLED": "cancelled"}
@@ -157,7 +114,7 @@ class LocalDaemon(Backend):
         for run_id in run_ids:
             info = known.get(run_id)
             if info is None:
-                out[run_id] = _from_run_store(self.home, run_id)
+                out[run_id] = status_from_run_store(self.home, run_id)
                 continue
             state = _STATES.get(state_name(info.state), "queued")
             cause = info.failure_reason if state == "failed" else info.state_reason if state == "cancelled" else ""
@@ -178,31 +135,3 @@ class LocalDaemon(Backend):
         if self.client is not None:
             self.client.close()
             self.client = None
-
-
-def _from_run_store(home: Path, run_id: str) -> RunStatus | None:
-    """A run the daemon does not list, as its folder tells it (terminal states only)."""
-    from mosaic.run_status import RunState
-    from mosaic.runs import RunStore
-
-    store = RunStore(home)
-    if not store.exists(run_id):
-        return None
-    run = store.get(run_id)
-    try:
-        state = RunState.from_manifest(run.read_manifest().get("status"))
-    except (OSError, ValueError):
-        return None
-    if state is None or not state.terminal:
-        return None
-    terminal = run.last_event(f"run_{state.manifest}") or {}
-    cause = str(terminal.get("message") or terminal.get("reason") or "")
-    return state.manifest, cause
-
-
-def backend_for(name: str, home: Path, announce: Callable[[str], None] | None = None,
-                start: bool = True) -> Backend:
-    """The named backend; with ``start`` false, only one already running (:class:`BackendUnavailable` if none)."""
-    if name == "local":
-        return LocalDaemon(home, announce, start=start)
-    raise UserError(f"backend: {name!r} is not one of local")
