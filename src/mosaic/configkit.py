@@ -337,3 +337,60 @@ class UpstreamParam:
             raise ConfigError(field, f"{value!r} is not a{'n' if shown[0] in 'aeiou' else ''} {shown} "
                                      f"({self.library}'s default is {self.default!r})")
         return float(value) if self.type == "number" else value
+
+
+# -- documents and paths -------------------------------------------------------------------------------
+def read_document(source: "str | Any", what: str = "config", stdin: Any = None) -> dict[str, Any]:
+    """The JSON (or, for a ``.yaml``/``.yml`` path, YAML) object in ``source`` (a path, or ``-`` for stdin);
+    :class:`UserError` naming ``what`` for anything wrong."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from mosaic.errors import UserError
+
+    name = str(source)
+    try:
+        text = (stdin or sys.stdin).read() if name == "-" else Path(name).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{what}: file {name!r} does not exist") from None
+    except IsADirectoryError:
+        raise UserError(f"{what}: {name!r} is a directory, expected a JSON or YAML file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{what}: cannot read {name!r}: {exc}") from None
+    if name.lower().endswith((".yaml", ".yml")):
+        try:
+            import yaml
+        except ImportError:
+            raise UserError(f"{what}: reading YAML needs PyYAML: pip install 'mosaic-marl[experiments]'") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise UserError(f"{what}: {name!r} is not valid YAML ({str(exc).splitlines()[0]})") from None
+    else:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise UserError(f"{what}: {name!r} is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        kind = "a YAML mapping" if name.lower().endswith((".yaml", ".yml")) else "a JSON object"
+        raise UserError(f"{what}: {name!r} must hold {kind}, got {type(data).__name__}")
+    return data
+
+
+def set_path(data: dict[str, Any], path: str, value: Any, what: str = "") -> None:
+    """``data[a][b][c] = value`` for ``path`` ``a.b.c``, making the objects on the way; :class:`UserError` if a
+    part of the way is not an object (``what`` prefixes the message, e.g. ``--set``)."""
+    from mosaic.errors import UserError
+
+    parts = path.split(".")
+    if not path or any(not part for part in parts):
+        raise UserError(f"{what}{': ' if what else ''}{path!r} is not a path; allowed: dotted field names")
+    node = data
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise UserError(f"{what}{': ' if what else ''}{path!r}: {part!r} is not an object in the config")
+        node = child
+    node[parts[-1]] = value
+

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from mosaic.configkit import read_document, set_path
 from mosaic.errors import UserError, one_of
 from mosaic.experiments.backends import BACKENDS
 
@@ -126,7 +127,7 @@ class ExperimentSpec:
                     if name == "worker":
                         continue
                     where = f"cell c{index:03d} ({label(chosen) or 'the only configuration'})"
-                    set_path(config, self.path_for(name, worker, where), copy.deepcopy(value))
+                    set_path(config, self.path_for(name, worker, where), copy.deepcopy(value), where)
                 config["worker"] = worker
                 config["seed"] = seed
                 out.append(Cell(f"c{index:03d}", worker, seed, chosen, config,
@@ -171,49 +172,12 @@ def env_label(config: Mapping[str, Any]) -> str:
     return str(env) if isinstance(env, str) and env else "default"
 
 
-def set_path(config: dict[str, Any], path: str, value: Any) -> None:
-    node = config
-    *parents, leaf = path.split(".")
-    for part in parents:
-        child = node.setdefault(part, {})
-        if not isinstance(child, dict):
-            raise UserError(f"{path}: {part!r} is not an object in the base config")
-        node = child
-    node[leaf] = value
-
-
 # -- reading and checking ------------------------------------------------------------------------------
 def read_spec(path: str | Path) -> ExperimentSpec:
     """The spec at ``path``, checked; :class:`UserError` naming the field for anything wrong."""
     path = Path(path)
-    data = load_document(path, "spec")
+    data = read_document(path, "spec")
     return parse_spec(data, base_dir=path.parent)
-
-
-def load_document(path: Path, what: str) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{what}: file {str(path)!r} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{what}: cannot read {str(path)!r}: {exc}") from None
-    if path.suffix.lower() in (".yaml", ".yml"):
-        try:
-            import yaml
-        except ImportError:
-            raise UserError(f"{what}: reading YAML needs PyYAML: pip install 'mosaic-marl[experiments]'") from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise UserError(f"{what}: {str(path)!r} is not valid YAML ({str(exc).splitlines()[0]})") from None
-    else:
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise UserError(f"{what}: {str(path)!r} is not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{what}: {str(path)!r} must hold an object, got {type(data).__name__}")
-    return data
 
 
 def _number(value: Any, where: str, *, low: float | None = None, high: float | None = None,
@@ -251,7 +215,7 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> Experimen
     for worker, value in base_in.items():
         if isinstance(value, str):
             file = (base_dir / value)
-            value = load_document(file, f"base.{worker}")
+            value = read_document(file, f"base.{worker}")
         value = dict(_object(value, f"base.{worker}"))
         named = value.pop("worker", worker)
         if named != worker:

@@ -91,22 +91,10 @@ class WorkerProgram:
 
 
 def load_config_data(source: str, stdin: IO[str] | None = None) -> dict[str, Any]:
-    """Read a JSON object from a path or ``-``; :class:`UserError` on any problem."""
-    try:
-        text = (stdin or sys.stdin).read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"config: file {source!r} does not exist") from None
-    except IsADirectoryError:
-        raise UserError(f"config: {source!r} is a directory, expected a JSON file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"config: cannot read {source!r}: {exc}") from None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise UserError(f"config: {source!r} is not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise UserError(f"config: {source!r} must hold a JSON object, got {type(data).__name__}")
-    return data
+    """Read a config object from a path (JSON, or YAML by its suffix) or ``-``; :class:`UserError` on any problem."""
+    from mosaic.configkit import read_document
+
+    return read_document(source, "config", stdin)
 
 
 def build_config(program: WorkerProgram, data: dict[str, Any]) -> Any:

@@ -20,6 +20,8 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """``--set total_timesteps=400``: values are JSON, else plain strings."""
+    from mosaic.configkit import set_path
+
     for item in overrides:
         path, sep, raw = item.partition("=")
         if not sep or not path or any(not part for part in path.split(".")):
@@ -28,14 +30,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
             value = json.loads(raw)
         except ValueError:
             value = raw
-        node = data
-        *parents, leaf = path.split(".")
-        for part in parents:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise UserError(f"--set: {path!r}: {part!r} is not an object in the config")
-            node = child
-        node[leaf] = value
+        set_path(data, path, value, "--set")
     return data
 
 
