@@ -104,7 +104,8 @@ class ExperimentStore:
     def names(self) -> list[str]:
         if not self.root.is_dir():
             return []
-        return sorted(p.name for p in self.root.iterdir() if (p / "plan.json").is_file())
+        return sorted(p.name for p in self.root.iterdir()  # a hidden folder is one being created
+                      if not p.name.startswith(".") and (p / "plan.json").is_file())
 
     def create(self, plan: Plan, spec_source: dict[str, Any]) -> "Experiment":
         """The experiment's folder with its spec and plan, all or nothing."""

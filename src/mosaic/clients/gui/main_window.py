@@ -24,6 +24,7 @@ from mosaic.host.daemon.client import DaemonError
 from mosaic.host.daemon.endpoint import find_daemon
 from mosaic.clients.gui.catalog import CatalogView
 from mosaic.clients.gui.compare import CompareView
+from mosaic.clients.gui.experiments_view import ExperimentsView
 from mosaic.clients.gui.new_run import NewRunView
 from mosaic.clients.gui.run_view import RunView
 from mosaic.clients.gui.runs_view import RunsView
@@ -57,8 +58,9 @@ class MainWindow(QMainWindow):
         self.new_run = NewRunView()
         self.runs = RunsView()
         self.compare = CompareView()
+        self.experiments = ExperimentsView(self.home)
         for view, title in ((self.catalog, "Workers"), (self.new_run, "New run"), (self.runs, "Runs"),
-                            (self.compare, "Compare")):
+                            (self.compare, "Compare"), (self.experiments, "Experiments")):
             self.tabs.addTab(view, title)
             self.tabs.tabBar().setTabButton(self.tabs.count() - 1, self.tabs.tabBar().ButtonPosition.RightSide, None)
         self.setCentralWidget(self.tabs)
@@ -72,6 +74,7 @@ class MainWindow(QMainWindow):
         self.runs.open_run.connect(self.open_run)
         self.runs.fork_run.connect(self.fork_run)
         self.compare.history_wanted.connect(lambda run_id: self.spawn(self._history(run_id)))
+        self.experiments.open_run.connect(self.open_run)
 
     # -- tasks ------------------------------------------------------------------------------
     def spawn(self, coro: Awaitable[Any]) -> asyncio.Task:
@@ -109,6 +112,7 @@ class MainWindow(QMainWindow):
     async def stop(self) -> None:
         for view in self.run_views.values():
             view.close_view()
+        self.experiments.close_view()
         for task in list(self.tasks):
             task.cancel()
         if self.tasks:
@@ -128,6 +132,7 @@ class MainWindow(QMainWindow):
     # -- the daemon's answers ------------------------------------------------------------------
     def _take(self, info: Any) -> None:
         self.runs.update_run(info)
+        self.experiments.update_run(info)
         self.compare.add_run(info.run_id, info.run_dir, f"{info.worker} {info.algorithm} {info.env_id}".strip())
 
     async def _watch(self) -> None:
