@@ -11,6 +11,8 @@ A spec is one YAML or JSON file::
       gae_lambda: 0.95
     translate:                       # a name stated once, mapped to each worker's own config path
       gae_lambda: {ray: algo_params.lambda_, xuance: algo_params.gae_lambda}
+      algorithm:                     # ... and, where a library words a value otherwise, its values too
+        ray: {path: policy_configuration, values: {mappo: SHARED_VALUE_FUNCTION, ippo: INDEPENDENT}}
     axes:                            # what varies: a config path (or a translated name) -> its values
       worker: [ray, xuance]
       algorithm: [mappo, ippo]
@@ -25,7 +27,8 @@ its seed. A path names a config field with dots (``algo_params.clip_param``, ``e
 a value replaces what is at its path (an object replaces the whole section). A name listed under
 ``translate`` is written at the path given for the cell's worker (a worker missing from the mapping
 takes the name as its path; ``null`` says the worker has no such setting, and a cell that needs it is
-refused). A cell's *configuration* is its axis values except the environment's and the seed: the
+refused; ``{path: ..., values: {...}}`` also rewords values: a value listed is written as the library's own
+word for it, one not listed as it is). A cell's *configuration* is its axis values except the environment's and the seed: the
 statistics compare configurations over seeds, per environment.
 """
 
@@ -99,7 +102,7 @@ class ExperimentSpec:
     axes: dict[str, list[Any]]
     seeds: list[int]
     settings: dict[str, Any] = field(default_factory=dict)
-    translate: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    translate: dict[str, dict[str, Any]] = field(default_factory=dict)
     combine: str = "product"
     retries: int = 2
     score: Score = field(default_factory=Score)
@@ -127,7 +130,8 @@ class ExperimentSpec:
                     if name == "worker":
                         continue
                     where = f"cell c{index:03d} ({label(chosen) or 'the only configuration'})"
-                    set_path(config, self.path_for(name, worker, where), copy.deepcopy(value), where)
+                    set_path(config, self.path_for(name, worker, where),
+                             copy.deepcopy(self.value_for(name, worker, value)), where)
                 config["worker"] = worker
                 config["seed"] = seed
                 out.append(Cell(f"c{index:03d}", worker, seed, chosen, config,
@@ -145,13 +149,23 @@ class ExperimentSpec:
         if mapping is None or worker not in mapping:
             return name
         path = mapping[worker]
+        if isinstance(path, dict):
+            return str(path["path"])
         if path is None:
             raise UserError(f"{where}: {name}: worker {worker!r} has no such setting (translate.{name}.{worker} "
                             "is null); allowed: leave it out of the cells of that worker")
         return path
 
+    def value_for(self, name: str, worker: str, value: Any) -> Any:
+        """``value`` in the worker's own words (a translation's ``values``), else as it is."""
+        entry = self.translate.get(name, {}).get(worker)
+        if isinstance(entry, dict) and isinstance(value, (str, int, float, bool)) and str(value) in entry["values"]:
+            return entry["values"][str(value)]
+        return value
+
     def is_env_axis(self, name: str) -> bool:
-        paths = [name, *(p for p in self.translate.get(name, {}).values() if p)]
+        paths = [name, *((p["path"] if isinstance(p, dict) else p) for p in self.translate.get(name, {}).values()
+                         if p)]
         return any(p.split(".")[0] in ENV_PATHS for p in paths)
 
 
@@ -261,9 +275,18 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> Experimen
     for name_, mapping in _object(data.get("translate", {}), "translate").items():
         mapping = _object(mapping, f"translate.{name_}")
         for worker, path in mapping.items():
+            where = f"translate.{name_}.{worker}"
+            if isinstance(path, dict):
+                _keys(path, ("path", "values"), f"{where}.")
+                values = path.get("values", {})
+                if not isinstance(values, dict):
+                    raise UserError(f"{where}.values: expected an object of spec value -> the library's value")
+                mapping[worker] = path = {"path": path.get("path"), "values": {str(k): v for k, v in values.items()}}
+                path = path["path"]
+                where += ".path"
             if path is not None and (not isinstance(path, str) or any(not p for p in path.split("."))):
-                raise UserError(f"translate.{name_}.{worker}: {path!r} is not a config path; allowed: dotted "
-                                "field names such as algo_params.lambda_, or null")
+                raise UserError(f"{where}: {path!r} is not a config path; allowed: dotted field names such as "
+                                "algo_params.lambda_, null, or {path: ..., values: {...}}")
         translate[name_] = dict(mapping)
     retries = _number(data.get("retries", 2), "retries", low=0, high=100, integer=True)
     score_in = _object(data.get("score", {}), "score")

@@ -187,3 +187,20 @@ class CTDEPPOTorchLearner(PPOTorchLearner):
                     params.append(p)
         self.register_optimizer(optimizer_name="ctde", optimizer=torch.optim.Adam(params=params),
                                 params=params, lr_or_lr_schedule=self.config.lr)
+
+    def postprocess_gradients(self, gradients_dict: dict) -> dict:
+        """Clip every gradient together, as ``grad_clip``/``grad_clip_by`` ask.
+
+        RLlib post-processes (clips) gradients module by module, through the optimizers registered for each
+        module; the one optimizer here spans all modules (registered under ``ALL_MODULES``), so RLlib's own
+        pass would visit none of it and gradients would go to Adam unclipped whatever the config said.
+        """
+        config = self.config
+        if config.grad_clip:
+            norm = self._get_clip_function()(gradients_dict, grad_clip=config.grad_clip,
+                                             grad_clip_by=config.grad_clip_by)
+            if config.grad_clip_by == "global_norm":
+                from ray.rllib.core import ALL_MODULES
+
+                self.metrics.log_value(key=(ALL_MODULES, "gradients_ctde_global_norm"), value=norm, window=1)
+        return gradients_dict
