@@ -85,6 +85,9 @@ class WorkerProgram:
     dry_run: Callable[[Any, Any], dict[str, Any]] | None = None
     #: Plays a trained run or checkpoint; returns the exit code. None: cannot evaluate.
     evaluate: Callable[[EvaluateRequest], int] | None = None
+    #: ``(run or checkpoint) -> Player`` (mosaic.workerkit.player): serves a trained policy to a match
+    #: (``--player``). None: this worker cannot serve a player.
+    make_player: Callable[[str], Any] | None = None
     #: Hook to add worker-specific flags; return an exit code to stop there.
     add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
     handle_arguments: Callable[[argparse.Namespace], int | None] | None = None
@@ -153,6 +156,9 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
                              "the run folder as one JSON line on stdin and run there; one process checks and runs")
     parser.add_argument("--evaluate", metavar="RUN_OR_CHECKPOINT",
                         help="play a trained run (its latest checkpoint) or a checkpoint and exit")
+    parser.add_argument("--player", metavar="RUN_OR_CHECKPOINT",
+                        help="serve a trained policy to a match over JSON lines on stdin/stdout "
+                             "(mosaic.workerkit.player) and exit when the match closes it")
     parser.add_argument("--episodes", type=int, default=20, help="--evaluate: episodes to play")
     parser.add_argument("--opponent", help="--evaluate: 'random', or another run/checkpoint for the other seat(s)")
     parser.add_argument("--video", type=int, nargs="?", const=1, default=0, metavar="N",
@@ -180,6 +186,13 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
             return EXIT_COMPLETED
         if args.evaluate:
             return evaluate(program, args)
+        if args.player:
+            if program.make_player is None:
+                raise UserError(f"--player: the {program.name} worker cannot serve a player (its describe "
+                                "document says can_serve_player: false)")
+            from mosaic.workerkit.player import serve
+
+            return serve(program.make_player(args.player), program.name)
         if args.default_config:
             print(json.dumps({**program.default_config(), "worker": program.name}, indent=2))
             return EXIT_COMPLETED

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 DESCRIBE_VERSION = 1
 #: The flags every worker's command line has (docs/worker-contract.md).
 SHARED_FLAGS = ("--config", "--run-dir", "--validate", "--default-config", "--describe", "--schema",
-                "--dry-run", "--evaluate")
+                "--dry-run", "--evaluate", "--validate-many", "--player")
 
 _STRINGS = {"type": "array", "items": {"type": "string"}}
 _JSON_SCHEMA = {"type": "object"}  # a JSON Schema (checked with the metaschema by the tests)
@@ -75,6 +75,8 @@ DOCUMENT_SCHEMA: dict[str, Any] = {
         "envs": {"type": "object", "additionalProperties": _STRINGS,
                  "description": "env family -> the env ids this worker offers, as installed"},
         "can_evaluate": {"type": "boolean"},
+        "can_serve_player": {"type": "boolean", "description": "`--player RUN` serves a trained policy to a "
+                                                                "match (mosaic.workerkit.player)"},
         "flags": _STRINGS,
         "shared_fields": {
             "type": "object", "required": ["honoured", "refused"], "additionalProperties": False,
@@ -157,6 +159,7 @@ def describe_program(program: "WorkerProgram") -> dict[str, Any]:
         "algo_params_schemas": schemas,
         "envs": {family: list(ids) for family, ids in (program.envs() if program.envs else {}).items()},
         "can_evaluate": program.evaluate is not None,
+        "can_serve_player": program.make_player is not None,
         "flags": list(SHARED_FLAGS),
     }
 
