@@ -28,7 +28,7 @@ FORBIDDEN = {
     "mosaic.llm": ABOVE_SHARED,
 }
 SHARED_MODULES = ("mosaic.configkit", "mosaic.errors", "mosaic.runs", "mosaic.run_status", "mosaic.pids",
-                  "mosaic.diskcache", "mosaic.provenance", "mosaic.curves", "mosaic.stats")
+                  "mosaic.diskcache", "mosaic.provenance", "mosaic.curves", "mosaic.stats", "mosaic.ratings")
 
 
 def module_name(path: Path, base: Path) -> str:
@@ -138,10 +138,9 @@ def test_the_core_has_few_top_level_modules():
     assert set(top) <= {m.split(".")[1] for m in SHARED_MODULES}, top
 
 
-#: The one known exception, to be removed (never widened): the LLM worker plays Ray checkpoints by importing
-#: the Ray worker's env factory and policy actor, until players cross libraries through a player protocol
-#: in the contract (the arena's players).
-KNOWN_CROSS_IMPORTS = {("llm_worker", "ray_worker")}
+#: Exceptions to be removed, never widened (none now: the LLM worker plays other workers' checkpoints through
+#: the player protocol of the contract, mosaic.workerkit.player).
+KNOWN_CROSS_IMPORTS: set[tuple[str, str]] = set()
 
 
 @pytest.mark.parametrize("worker", WORKERS, ids=[w.name for w in WORKERS])

@@ -19,31 +19,46 @@ from mosaic.workerkit.player import PlayerError, PlayerProcess
 BUILT_IN = ("random",)
 
 
-def open_player(target: str, home: Path | str | None = None) -> PlayerProcess:
-    """A player process for ``target``: ``random``, ``scripted:MODULE:FUNCTION``, or a run (id, folder) or
-    checkpoint, served by the worker that trained it, in that worker's own environment."""
+def player_command(target: str, options: Mapping[str, Any] | None = None,
+                   home: Path | str | None = None) -> tuple[list[str], str]:
+    """The command that serves ``target`` as a player, and its label: ``random``, ``scripted:MODULE:FUNCTION``,
+    or a run (id or folder) or a checkpoint, served by the worker that trained it in that worker's own
+    environment (``--player``); ``options`` are the worker's player options."""
     if target == "random":
-        return PlayerProcess([sys.executable, "-m", "mosaic.workerkit.player", "random"], label="random")
+        return [sys.executable, "-m", "mosaic.workerkit.player", "random"], "random"
     if target.startswith("scripted:"):
-        return PlayerProcess([sys.executable, "-m", "mosaic.workerkit.player", "scripted",
-                              target[len("scripted:"):]], label=target)
+        return [sys.executable, "-m", "mosaic.workerkit.player", "scripted", target[len("scripted:"):]], target
+    import json
+
     from mosaic.host.discovery import discover_workers
     from mosaic.host.launcher import worker_command
     from mosaic.runs import RunStore
 
     path = Path(target)
-    run = path if path.is_dir() and (path / "analytics.json").is_file() else None
-    if run is None and not path.exists():
-        run = RunStore(home).resolve(target).root
-    folder = run if run is not None else next((p for p in path.parents if (p / "analytics.json").is_file()), None)
+    if not path.exists():
+        path = RunStore(home).resolve(target).root
+    folder = next((p for p in (path, *path.parents) if (p / "analytics.json").is_file()), None)
     if folder is None:
-        raise UserError(f"player: {target!r} is not a run or a checkpoint inside a run folder")
-    import json
-
+        raise UserError(f"player: {target!r} is not a run, nor a checkpoint inside a run folder")
     worker_name = json.loads((folder / "analytics.json").read_text(encoding="utf-8")).get("worker")
     found = discover_workers(only=worker_name)
+    if worker_name not in found.names():
+        found = discover_workers()
     worker = found.get(worker_name)
-    return PlayerProcess([*worker_command(worker), "--player", str(run or path)], label=folder.name)
+    if worker.description is not None and worker.description.get("can_serve_player") is False:
+        raise UserError(f"player: {target!r} was trained by the {worker_name} worker, which cannot serve a "
+                        "player yet")
+    command = [*worker_command(worker), "--player", str(path)]
+    if options:
+        command += ["--player-options", json.dumps(dict(options))]
+    return command, folder.name
+
+
+def open_player(target: str, options: Mapping[str, Any] | None = None,
+                home: Path | str | None = None) -> PlayerProcess:
+    """A running player for ``target`` (:func:`player_command`)."""
+    command, label = player_command(target, options, home)
+    return PlayerProcess(command, label=label)
 
 
 @dataclass
@@ -124,4 +139,4 @@ class _Seating:
         return player.actor_for(agent)
 
 
-__all__ = ["BUILT_IN", "Game", "MatchResult", "PlayerError", "open_player", "play_match"]
+__all__ = ["BUILT_IN", "Game", "MatchResult", "PlayerError", "open_player", "play_match", "player_command"]

@@ -85,9 +85,9 @@ class WorkerProgram:
     dry_run: Callable[[Any, Any], dict[str, Any]] | None = None
     #: Plays a trained run or checkpoint; returns the exit code. None: cannot evaluate.
     evaluate: Callable[[EvaluateRequest], int] | None = None
-    #: ``(run or checkpoint) -> Player`` (mosaic.workerkit.player): serves a trained policy to a match
-    #: (``--player``). None: this worker cannot serve a player.
-    make_player: Callable[[str], Any] | None = None
+    #: ``(run or checkpoint, options) -> Player`` (mosaic.workerkit.player): serves a trained policy to a
+    #: match (``--player``, ``--player-options``). None: this worker cannot serve a player.
+    make_player: Callable[[str, dict[str, Any]], Any] | None = None
     #: Hook to add worker-specific flags; return an exit code to stop there.
     add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
     handle_arguments: Callable[[argparse.Namespace], int | None] | None = None
@@ -159,6 +159,8 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
     parser.add_argument("--player", metavar="RUN_OR_CHECKPOINT",
                         help="serve a trained policy to a match over JSON lines on stdin/stdout "
                              "(mosaic.workerkit.player) and exit when the match closes it")
+    parser.add_argument("--player-options", default="{}", metavar="JSON",
+                        help="--player: the worker's player options as a JSON object (e.g. module_id)")
     parser.add_argument("--episodes", type=int, default=20, help="--evaluate: episodes to play")
     parser.add_argument("--opponent", help="--evaluate: 'random', or another run/checkpoint for the other seat(s)")
     parser.add_argument("--video", type=int, nargs="?", const=1, default=0, metavar="N",
@@ -192,7 +194,13 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
                                 "document says can_serve_player: false)")
             from mosaic.workerkit.player import serve
 
-            return serve(program.make_player(args.player), program.name)
+            try:
+                options = json.loads(args.player_options)
+            except ValueError as exc:
+                raise UserError(f"--player-options: not JSON ({exc})") from None
+            if not isinstance(options, dict):
+                raise UserError("--player-options: expected a JSON object")
+            return serve(program.make_player(args.player, options), program.name)
         if args.default_config:
             print(json.dumps({**program.default_config(), "worker": program.name}, indent=2))
             return EXIT_COMPLETED

@@ -22,11 +22,14 @@ def envs() -> dict[str, list[str]]:
 
 def deep_validate(config: LLMWorkerConfig) -> dict[str, Any]:
     """The env built once with its describer, the players checked, the endpoint reachable; before any run exists."""
-    from llm_worker.players import build_env, load_policies
+    from llm_worker.players import build_env, close_policies, load_policies
 
     env_cfg = config.environment
     policies = load_policies(config)
-    env, _describer = build_env(config, policies)
+    try:
+        env, _describer = build_env(config, policies)
+    finally:
+        close_policies(policies)
     agents = list(env.possible_agents)
     env.close()
     if len(agents) > MAX_AGENTS:

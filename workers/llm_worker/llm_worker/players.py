@@ -1,140 +1,101 @@
 """The env, and the trained policies that play beside (or against) the language models.
 
-A ``policy`` player is a module from a Ray worker checkpoint, played without Ray by
-the Ray worker's policy actor. It must see exactly the observations it was trained
-on, so when any agent is a policy the env is built by the Ray worker's own
-environment factory from the checkpoint's recorded environment (the text the
-models read comes from the env beneath, so it does not change). The checkpoint
-must have been trained on the same env id and settings: anything else is refused
-before the run starts, naming the player.
+A ``policy`` player is a trained run's policy served by the worker that trained it, in that worker's own
+environment, through the player protocol of the worker contract (``mosaic player CHECKPOINT``,
+:mod:`mosaic.workerkit.player`): this worker never imports another. The env is built here, raw, from this
+run's own ``environment``; each policy player gets its agent's raw observation and encodes it as its
+training did. A checkpoint trained on another env id or other env settings is refused before the run
+starts, naming the player.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any
 
-from mosaic.errors import ConfigError, UserError
+from mosaic.errors import ConfigError
+from mosaic.workerkit.player import PlayerError, PlayerProcess
 
 from llm_worker.config import LLMWorkerConfig, PlayerConfig
-from llm_worker.text import Describer, Unsupported, api_type, describer_for
+from llm_worker.text import Describer, Unsupported, describer_for
 
 
 @dataclass
 class PolicyPlayer:
-    """One checkpoint; a module per seat it is given (the one trained for that agent, or the configured one)."""
+    """One checkpoint's player process; it acts for every seat it is given."""
 
     config: PlayerConfig
     field_path: str
-    info: Any = None
-    actors: dict[str, Any] = field(default_factory=dict)
+    process: PlayerProcess | None = None
 
     def load(self) -> "PolicyPlayer":
+        options: dict[str, Any] = {"deterministic": self.config.deterministic}
+        if self.config.module_id is not None:
+            options["module_id"] = self.config.module_id
+        command = [sys.executable, "-m", "mosaic", "player", str(self.config.checkpoint), "--options",
+                   json.dumps(options)]
         try:
-            from ray_worker.policy_actor import read_checkpoint
-        except ImportError:
-            raise ConfigError(f"{self.field_path}.kind", "policy players need the Ray worker (mosaic-ray-worker) "
-                                                         "installed beside this worker") from None
-        try:
-            self.info = read_checkpoint(self.config.checkpoint)
-        except UserError as exc:
-            raise ConfigError(f"{self.field_path}.checkpoint", str(exc)) from None
-        if self.config.module_id is not None and self.config.module_id not in self.info.modules:
-            raise ConfigError(f"{self.field_path}.module_id", f"{self.config.module_id!r} is not in "
-                                                              f"{self.info.path}; modules: {', '.join(self.info.modules)}")
+            self.process = PlayerProcess(command, label=self.config.label())
+        except PlayerError as exc:
+            raise ConfigError(f"{self.field_path}.checkpoint", _reason(str(exc))) from None
         return self
 
-    def actor_for(self, agent: str) -> Any:
-        if agent not in self.actors:
-            from ray_worker.policy_actor import RayPolicyConfig, create_ray_actor
+    @property
+    def environment(self) -> dict[str, Any]:
+        return self.process.environment if self.process else {}
 
-            module = self.config.module_id or self.info.state.agent_to_module.get(agent)
-            self.actors[agent] = create_ray_actor(RayPolicyConfig(str(self.info.path), module_id=module,
-                                                                  deterministic=self.config.deterministic))
-        return self.actors[agent]
+    def actor_for(self, agent: str) -> Any:
+        return self.process.seat([agent]).actor_for(agent)
+
+    def close(self) -> None:
+        if self.process is not None:
+            self.process.close()
+
+
+def _reason(message: str) -> str:
+    """A player's failure without the process wrapping: the worker's own ``mosaic: error:`` line."""
+    marker = "mosaic: error: "
+    return message.split(marker, 1)[1].strip() if marker in message else message
+
+
+def close_policies(policies: dict[str, PolicyPlayer]) -> None:
+    for policy in policies.values():
+        policy.close()
 
 
 def load_policies(config: LLMWorkerConfig) -> dict[str, PolicyPlayer]:
-    """Each distinct policy player, by its label, with its checkpoint read and checked against the env."""
+    """Each distinct policy player, by its label, started and checked against this run's env."""
     out: dict[str, PolicyPlayer] = {}
     env_cfg = config.environment
-    for agent, player in config.players.items():
-        if player.kind != "policy" or player.label() in out:
-            continue
-        policy = PolicyPlayer(player, f"players.{agent}").load()
-        trained = trained_environment(policy.info)
-        for key, mine in (("family", env_cfg.family), ("env_id", env_cfg.env_id)):
-            if trained.get(key) != mine:
-                raise ConfigError(f"players.{agent}.checkpoint", f"was trained on {trained.get('family')}/"
-                                                                 f"{trained.get('env_id')}, not {env_cfg.family}/"
-                                                                 f"{env_cfg.env_id}")
-        if env_cfg.env_kwargs and dict(trained.get("env_kwargs") or {}) != dict(env_cfg.env_kwargs):
-            raise ConfigError("environment.env_kwargs", f"{env_cfg.env_kwargs} differs from what "
-                                                        f"players.{agent}.checkpoint was trained with "
-                                                        f"({trained.get('env_kwargs') or {}})")
-        out[player.label()] = policy
+    try:
+        for agent, player in config.players.items():
+            if player.kind != "policy" or player.label() in out:
+                continue
+            policy = PolicyPlayer(player, f"players.{agent}").load()
+            out[player.label()] = policy
+            trained = policy.environment
+            for key, mine in (("family", env_cfg.family), ("env_id", env_cfg.env_id)):
+                if trained.get(key) != mine:
+                    raise ConfigError(f"players.{agent}.checkpoint", f"was trained on {trained.get('family')}/"
+                                                                     f"{trained.get('env_id')}, not {env_cfg.family}/"
+                                                                     f"{env_cfg.env_id}")
+            theirs, ours = dict(trained.get("env_kwargs") or {}), dict(env_cfg.env_kwargs or {})
+            if theirs != ours:
+                raise ConfigError("environment.env_kwargs", f"{ours} differs from what players.{agent}.checkpoint "
+                                                            f"was trained with ({theirs})")
+    except BaseException:
+        close_policies(out)
+        raise
     return out
-
-
-def trained_environment(info: Any) -> dict[str, Any]:
-    """The ``environment`` section of the Ray run a checkpoint comes from, whichever config shape it had.
-
-    The checkpoint's own state records it. Where it does not, the run's ``config.json``
-    beside ``checkpoints/`` is read: ``environment`` sits at its top level both before the
-    shared run fields (``training.algorithm``, ``resources.num_workers``) and after them
-    (``algorithm``, ``rllib``, ``resources`` at the top level), so both shapes are read the same.
-    """
-    recorded = getattr(info, "environment", None)
-    if isinstance(recorded, Mapping) and recorded:
-        return dict(recorded)
-    import json
-    from pathlib import Path
-
-    for folder in Path(info.path).parents[:2]:
-        config = folder / "config.json"
-        if config.is_file():
-            try:
-                data = json.loads(config.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                break
-            section = data.get("environment") if isinstance(data, Mapping) else None
-            if isinstance(section, Mapping):
-                return dict(section)
-            break
-    return {}
-
-
-def ray_environment(info: Any, api: str) -> Any:
-    """The Ray worker's environment config for the env a checkpoint was trained on, played through ``api``.
-
-    Read defensively: the Ray worker's env config class is ``RayEnvironmentConfig`` now
-    (``EnvironmentConfig`` before), and keys one version writes that the other does not know
-    (``env_ids`` of the shared ``environment``) are left out.
-    """
-    import dataclasses
-
-    from mosaic import configkit
-    from ray_worker import config as ray_config
-
-    cls = getattr(ray_config, "RayEnvironmentConfig", None) or ray_config.EnvironmentConfig
-    known = {f.name for f in dataclasses.fields(cls)}
-    data = {k: v for k, v in trained_environment(info).items() if k in known}
-    data["api_type"] = api
-    return configkit.from_dict(cls, data, "environment")
 
 
 def build_env(config: LLMWorkerConfig, policies: dict[str, PolicyPlayer], render_mode: str | None = None
               ) -> tuple[Any, Describer]:
-    """The env (through the Ray worker's factory when a policy plays) and its describer."""
+    """The env, raw, and its describer; every policy player seated at its agents."""
     env_cfg = config.environment
-    if policies:
-        from ray_worker.environment import EnvironmentFactory
-
-        first = next(iter(policies.values()))
-        env, _ = EnvironmentFactory(ray_environment(first.info, api_type(env_cfg.family))
-                                    ).make_pettingzoo(render_mode)
-    else:
-        env = env_cfg.make(render_mode)
+    env = env_cfg.make(render_mode)
     try:
         env.reset(seed=config.seed)
         describer = describer_for(env_cfg.family, env_cfg.env_id, env)
@@ -150,11 +111,9 @@ def build_env(config: LLMWorkerConfig, policies: dict[str, PolicyPlayer], render
         seats = [a for a in env.possible_agents if config.player(a).label() == label]
         if config.alternate_seats and len(env.possible_agents) == 2:
             seats = list(env.possible_agents)
-        for agent in seats:
-            actor = policy.actor_for(agent)
-            try:
-                actor.check_space(agent, env.observation_space(agent), env.action_space(agent))
-            except UserError as exc:
-                env.close()
-                raise ConfigError(f"{policy.field_path}.checkpoint", str(exc)) from None
+        try:
+            policy.process.seat(seats)
+        except PlayerError as exc:
+            env.close()
+            raise ConfigError(f"{policy.field_path}.checkpoint", str(exc)) from None
     return env, describer

@@ -51,7 +51,7 @@ from mosaic.workerkit.cli import WorkerContext
 
 from llm_worker import coordination as co
 from llm_worker.config import LLMWorkerConfig, PlayerConfig
-from llm_worker.players import build_env, load_policies
+from llm_worker.players import build_env, close_policies, load_policies
 from llm_worker.text import View
 
 PACKAGES = ("mosaic-marl", "mosaic-llm-worker", "pettingzoo", "mpe2", "gymnasium", "numpy", "openai", "transformers",
@@ -75,7 +75,11 @@ class LLMWorkerRuntime:
         env_cfg = cfg.environment
         rendering = cfg.fastlane.enabled
         self.policies = load_policies(cfg)
-        env, describer = build_env(cfg, self.policies, "rgb_array" if rendering else None)
+        try:
+            env, describer = build_env(cfg, self.policies, "rgb_array" if rendering else None)
+        except BaseException:
+            close_policies(self.policies)
+            raise
         self.env, self.describer = env, describer
         self.agents = list(env.possible_agents)
         self.structure = reward_structure(env_cfg.family, env_cfg.env_id)
@@ -124,6 +128,7 @@ class LLMWorkerRuntime:
                         block = []
         finally:
             env.close()
+            close_policies(self.policies)
             if self.lane is not None:
                 self.lane.close()
         results = summarise(self.episodes, self.predictions, cfg, self.client.totals() if self.client else None)
@@ -148,6 +153,8 @@ class LLMWorkerRuntime:
                         "invalid": {a: 0 for a in self.agents if seats[a].kind == "llm"},
                         "decisions": {a: 0 for a in self.agents if seats[a].kind == "llm"}, "tokens": 0,
                         "mind": co.MindReading()}
+        for policy in self.policies.values():  # a sampling policy repeats with the episode's seed
+            policy.process.reset(seed)
         started = time.perf_counter()
         returns = {a: 0.0 for a in self.agents}
         length = 0

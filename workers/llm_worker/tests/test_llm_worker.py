@@ -278,30 +278,6 @@ def test_a_checkpoint_trained_on_another_env_is_refused_naming_the_player(home, 
     assert home.runs() == []
 
 
-@pytest.mark.parametrize("shape", ["before the shared fields", "shared fields"])
-def test_a_ray_runs_environment_is_read_from_either_config_shape(tmp_path, shape):
-    """players.py rebuilds the Ray worker's env config from a checkpoint's run: the old config shape
-    (``training.algorithm``) and the new one (``algorithm``, ``rllib``, ``env_ids``) are read alike."""
-    from types import SimpleNamespace
-
-    from llm_worker.players import ray_environment, trained_environment
-
-    env = {**CONNECT_FOUR, "env_kwargs": {}, "api_type": "AEC"}
-    config = ({"worker": "ray", "training": {"algorithm": "PPO"}, "resources": {"num_workers": 0},
-               "environment": env} if shape == "before the shared fields" else
-              {"worker": "ray", "algorithm": "ppo", "rllib": {"num_env_runners": 0},
-               "environment": {**env, "env_ids": []}})
-    checkpoint = tmp_path / "run" / "checkpoints" / "checkpoint_000001"
-    checkpoint.mkdir(parents=True)
-    (tmp_path / "run" / "config.json").write_text(json.dumps(config))
-    recorded = SimpleNamespace(path=checkpoint, environment=dict(config["environment"]))
-    unrecorded = SimpleNamespace(path=checkpoint, environment={})  # a state without the section: config.json
-    for info in (recorded, unrecorded):
-        assert trained_environment(info)["env_id"] == "connect_four_v3"
-        built = ray_environment(info, "AEC")
-        assert (built.family, built.env_id, built.api_type) == ("classic", "connect_four_v3", "AEC")
-
-
 # -- failures and bad input ------------------------------------------------------------------------------
 def test_a_spent_budget_fails_the_run_naming_it_and_leaves_no_results(home):
     with StubServer(tictactoe_player) as server:

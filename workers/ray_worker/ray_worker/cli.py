@@ -105,6 +105,8 @@ PROGRAM = WorkerProgram(
     envs=lambda: offered_env_ids(get_worker_metadata()[1].env_families),
     dry_run=_dry_run,
     evaluate=_evaluate,
+    make_player=lambda target, options: __import__("ray_worker.player", fromlist=["x"]).RayPlayer.load(
+        target, options),
 )
 
 
