@@ -19,11 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 WORKERS = sorted(p for p in (ROOT / "workers").iterdir() if (p / "pyproject.toml").is_file())
 #: layer -> the layers it must not import
-ABOVE_SHARED = ("mosaic.workerkit", "mosaic.host", "mosaic.experiments", "mosaic.clients", "mosaic.testing")
+ABOVE_SHARED = ("mosaic.workerkit", "mosaic.host", "mosaic.experiments", "mosaic.arena", "mosaic.clients",
+                "mosaic.testing")
 FORBIDDEN = {
-    "mosaic.workerkit": ("mosaic.host", "mosaic.experiments", "mosaic.clients", "mosaic.testing"),
-    "mosaic.host": ("mosaic.experiments", "mosaic.clients", "mosaic.testing"),
-    "mosaic.experiments": ("mosaic.clients", "mosaic.testing"),
+    "mosaic.workerkit": ("mosaic.host", "mosaic.experiments", "mosaic.arena", "mosaic.clients", "mosaic.testing"),
+    "mosaic.host": ("mosaic.experiments", "mosaic.arena", "mosaic.clients", "mosaic.testing"),
+    "mosaic.experiments": ("mosaic.arena", "mosaic.clients", "mosaic.testing"),
+    "mosaic.arena": ("mosaic.clients", "mosaic.testing"),
     "mosaic.fastlane": ABOVE_SHARED,
     "mosaic.llm": ABOVE_SHARED,
 }

@@ -11,7 +11,7 @@ import sys
 from typing import Sequence
 
 from mosaic import __version__
-from mosaic.clients.cli import daemon, envs, experiment, fastlane, gui, players, runs, workers
+from mosaic.clients.cli import arena, daemon, envs, experiment, fastlane, gui, players, runs, workers
 from mosaic.clients.cli.common import apply_overrides
 from mosaic.errors import UserError
 
@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mosaic", description="MOSAIC multi-agent RL platform")
     parser.add_argument("--version", action="version", version=f"mosaic {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for group in (workers, runs, experiment, players, fastlane, daemon, envs, gui):
+    for group in (workers, runs, experiment, arena, players, fastlane, daemon, envs, gui):
         group.add_parsers(sub)
     return parser
 

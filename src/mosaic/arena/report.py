@@ -1,0 +1,177 @@
+"""A tournament's report: Bradley-Terry ratings with bootstrap intervals, the crosstable, the first mover's edge.
+
+``mosaic arena report NAME`` writes ``report.md``, ``ratings.csv``, ``ratings.json``, ``games.csv`` and
+``ratings.png`` (ratings with interval bars beside the crosstable's scores) into the tournament's
+``report/`` folder (written to a temporary folder first, then moved into place).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mosaic.arena.tournament import Tournament
+from mosaic.errors import UserError
+from mosaic.ratings import Game, crosstable, rating_bootstrap
+
+FEW_GAMES = 10
+
+
+def rated_games(tournament: Tournament) -> list[Game]:
+    """Each journaled game as a rated game: the first mover as ``a`` (seat 0), 1 / 0.5 / 0 by the returns."""
+    out = []
+    for g in sorted(tournament.games(), key=lambda g: (g["pairing"], g["game"])):
+        by_label: dict[str, float] = {}
+        for agent, label in g["seats"].items():
+            by_label[label] = by_label.get(label, 0.0) + float(g["returns"][agent])
+        first, second = by_label[g["first"]], by_label[g["second"]]
+        out.append(Game(g["first"], g["second"], 1.0 if first > second else 0.0 if first < second else 0.5, 0))
+    return out
+
+
+def write_report(tournament: Tournament, out: Path | None = None) -> Path:
+    games = rated_games(tournament)
+    if not games:
+        raise UserError(f"tournament: {tournament.name!r} has no finished game yet; run it first")
+    settings = tournament.spec.report
+    reps, confidence, seed = int(settings.get("reps", 1000)), float(settings.get("confidence", 0.95)), \
+        int(settings.get("seed", 0))
+    boot = rating_bootstrap(games, reps=reps, confidence=confidence, seed=seed)
+    table = crosstable(games, confidence)
+    out = Path(out or tournament.root / "report")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        (staging / "report.md").write_text(_markdown(tournament, games, boot, table, reps, confidence, seed))
+        (staging / "ratings.csv").write_text(_ratings_csv(boot, table))
+        (staging / "games.csv").write_text(_games_csv(tournament))
+        (staging / "ratings.json").write_text(json.dumps({
+            "tournament": tournament.name, "games": len(games), "confidence": confidence, "reps": reps, "seed": seed,
+            "ratings": {p: {"elo": boot.fit.ratings[p], "low": boot.intervals[p].low, "high": boot.intervals[p].high,
+                            "p_best": boot.p_best[p]} for p in boot.fit.ratings},
+            "first_move_advantage_elo": None if boot.advantage is None else boot.advantage.as_dict(),
+            "notes": list(boot.notes)}, indent=2) + "\n")
+        _plot(boot, table, staging / "ratings.png")
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out / "report.md"
+
+
+def _markdown(tournament: Tournament, games: list[Game], boot: Any, table: Any, reps: int, confidence: float,
+              seed: int) -> str:
+    spec = tournament.spec
+    env = spec.environment
+    per_pair = {tuple(sorted(k)): r.games for k, r in table.pairs.items()}
+    pct = round(confidence * 100)
+    lines = [f"# Tournament: {tournament.name}", "",
+             f"- Env: {env['family']}/{env['env_id']}" + (f" {env.get('env_kwargs')}" if env.get("env_kwargs") else ""),
+             f"- Format: {spec.format}" + (f" (candidate {spec.candidate})" if spec.candidate else ""),
+             f"- Games: {len(games)} finished of {sum(1 for _ in spec.schedule())} scheduled; "
+             f"{min(per_pair.values())} to {max(per_pair.values())} per pairing, seats alternating "
+             f"(game g seeded {spec.seed} + g)",
+             f"- Ratings: Bradley-Terry by maximum likelihood on the Elo scale (mean 1000), a draw counting as half a "
+             f"win, with a first-move parameter; {pct}% intervals from {reps} bootstrap resamples of the games within "
+             f"each pairing (seed {seed}).", "",
+             "Players: " + ", ".join(f"`{p.label}` = {p.target}" for p in spec.players), "",
+             "## Ratings", "",
+             f"| rank | player | Elo | {pct}% interval | rank interval | P(best) | games | score [{pct}% Wilson] |",
+             "|---|---|---|---|---|---|---|---|"]
+    for i, (player, elo) in enumerate(boot.fit.ratings.items(), 1):
+        iv, rk, tot = boot.intervals[player], boot.ranks[player], table.totals[player]
+        lines.append(f"| {i} | {player} | {elo:.0f} | [{iv.low:.0f}, {iv.high:.0f}] | {rk.low:.0f}–{rk.high:.0f} | "
+                     f"{boot.p_best[player]:.2f} | {tot.games} | {tot.score:.3f} [{tot.low:.3f}, {tot.high:.3f}] |")
+    if boot.advantage is not None:
+        adv = boot.advantage
+        lines += ["", f"First-move advantage: {adv.point:+.0f} Elo, {pct}% interval [{adv.low:+.0f}, {adv.high:+.0f}]"
+                  + (f"; the first mover scored {table.first_mover.score:.3f} [{table.first_mover.low:.3f}, "
+                     f"{table.first_mover.high:.3f}] over {table.first_mover.games} games." if table.first_mover else ".")]
+    lines += ["", "## Crosstable", "", "Row player's score against the column player (wins + draws/2 over games), "
+              f"with its {pct}% Wilson interval and the games behind it.", "",
+              "| | " + " | ".join(table.players) + " |", "|---|" + "---|" * len(table.players)]
+    for a in table.players:
+        cells = []
+        for b in table.players:
+            rec = table.pairs.get((a, b))
+            cells.append("—" if rec is None else f"{rec.score:.2f} [{rec.low:.2f}, {rec.high:.2f}] ({rec.games})")
+        lines.append(f"| {a} | " + " | ".join(cells) + " |")
+    lines += ["", "## What these numbers do not support", ""]
+    few = sorted(f"{a} vs {b}" for (a, b), n in per_pair.items() if n < FEW_GAMES)
+    if few:
+        lines.append(f"- Few games: {len(few)} pairing(s) played fewer than {FEW_GAMES} games; bootstrap intervals from "
+                     "so few games are too narrow (they cover the truth less often than stated).")
+    ordered = list(boot.fit.ratings)
+    overlaps = [f"{a} and {b}" for a, b in zip(ordered, ordered[1:])
+                if boot.intervals[a].low <= boot.intervals[b].high]
+    if overlaps:
+        lines.append("- No ranking claim between " + "; ".join(overlaps) + ": their intervals overlap.")
+    lines.append("- Ratings hold for this env, these players and this pool: an Elo gap is relative to the field, "
+                 "not an absolute skill.")
+    for note in boot.notes:
+        lines.append(f"- {note}")
+    return "\n".join(lines) + "\n"
+
+
+def _ratings_csv(boot: Any, table: Any) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["player", "elo", "low", "high", "p_best", "rank_low", "rank_high", "games", "wins", "draws",
+                     "losses", "score"])
+    for player, elo in boot.fit.ratings.items():
+        iv, rk, tot = boot.intervals[player], boot.ranks[player], table.totals[player]
+        writer.writerow([player, f"{elo:.2f}", f"{iv.low:.2f}", f"{iv.high:.2f}", f"{boot.p_best[player]:.4f}",
+                         f"{rk.low:.0f}", f"{rk.high:.0f}", tot.games, tot.wins, tot.draws, tot.losses,
+                         f"{tot.score:.4f}"])
+    return buf.getvalue()
+
+
+def _games_csv(tournament: Tournament) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["pairing", "game", "seed", "first", "second", "returns", "length"])
+    for g in sorted(tournament.games(), key=lambda g: (g["pairing"], g["game"])):
+        writer.writerow([g["pairing"], g["game"], g["seed"], g["first"], g["second"], json.dumps(g["returns"]),
+                         g["length"]])
+    return buf.getvalue()
+
+
+def _plot(boot: Any, table: Any, path: Path) -> None:
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    players = list(boot.fit.ratings)
+    fig = Figure(figsize=(11, max(3.0, 0.5 * len(players) + 1.5)))
+    FigureCanvasAgg(fig)
+    left, right = fig.subplots(1, 2)
+    y = np.arange(len(players))[::-1]
+    elo = np.array([boot.fit.ratings[p] for p in players])
+    low = np.array([boot.intervals[p].low for p in players])
+    high = np.array([boot.intervals[p].high for p in players])
+    left.errorbar(elo, y, xerr=[elo - low, high - elo], fmt="o", capsize=4)
+    left.set_yticks(y, players)
+    left.set_xlabel("Elo (Bradley-Terry), 95% bootstrap interval")
+    left.grid(axis="x", alpha=0.3)
+    order = list(table.players)
+    grid = np.full((len(order), len(order)), np.nan)
+    for (a, b), rec in table.pairs.items():
+        grid[order.index(a), order.index(b)] = rec.score
+    image = right.imshow(grid, vmin=0, vmax=1, cmap="RdBu")
+    right.set_xticks(range(len(order)), order, rotation=45, ha="right")
+    right.set_yticks(range(len(order)), order)
+    for i in range(len(order)):
+        for j in range(len(order)):
+            if not np.isnan(grid[i, j]):
+                right.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=8)
+    right.set_title("row's score against column")
+    fig.colorbar(image, ax=right, fraction=0.046)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)

@@ -1,0 +1,235 @@
+"""A tournament: every pairing of players plays its games on one env, journaled game by game, then rated.
+
+A spec (YAML or JSON)::
+
+    name: c4-league
+    environment: {family: classic, env_id: connect_four_v3}
+    players:                        # label -> what plays (mosaic.host.match.player_command)
+      ppo: RUN_ID                   # a run (id or folder) or a checkpoint, served by the worker that trained it
+      random: random
+      heuristic: scripted:mosaic.arena.heuristics:connect_four
+      dqn: {target: RUN_ID, options: {deterministic: true}}
+    format: round_robin             # or gauntlet: `candidate` against every other player
+    candidate: ppo
+    games_per_pairing: 20           # split evenly between the two seatings (who moves first)
+    seed: 0                         # game g of a pairing is seeded seed + g
+    report: {reps: 1000, confidence: 0.95, seed: 0}
+
+``MOSAIC_HOME/arena/NAME/`` keeps the spec and ``games.jsonl``: one line per finished game (pairing, game
+number, seed, seats, returns). Running the tournament again (or after a crash) plays only the games not in
+it, so an interrupted tournament resumes without replaying a finished game; the games are seeded, so the
+result is the one an uninterrupted run gives.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+from mosaic.configkit import read_document
+from mosaic.errors import UserError, one_of
+from mosaic.runs import mosaic_home, write_json_atomic
+
+FORMATS = ("round_robin", "gauntlet")
+SPEC_KEYS = ("name", "description", "environment", "players", "format", "candidate", "games_per_pairing",
+             "seed", "max_steps", "report")
+
+
+@dataclass(frozen=True)
+class PlayerSpec:
+    label: str
+    target: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TournamentSpec:
+    name: str
+    environment: dict[str, Any]
+    players: list[PlayerSpec]
+    format: str = "round_robin"
+    candidate: str | None = None
+    games_per_pairing: int = 10
+    seed: int = 0
+    max_steps: int | None = None
+    report: dict[str, Any] = field(default_factory=dict)
+    source: dict[str, Any] = field(default_factory=dict)
+
+    def pairings(self) -> list[tuple[str, str]]:
+        labels = [p.label for p in self.players]
+        if self.format == "gauntlet":
+            return [(self.candidate, other) for other in labels if other != self.candidate]
+        return list(itertools.combinations(labels, 2))
+
+    def schedule(self) -> Iterator[tuple[str, int, str, str, int]]:
+        """``(pairing id, game, first mover, second mover, seed)`` for every game, in order."""
+        for a, b in self.pairings():
+            for game in range(self.games_per_pairing):
+                first, second = (a, b) if game % 2 == 0 else (b, a)
+                yield f"{a}~{b}", game, first, second, self.seed + game
+
+
+def parse_spec(data: Mapping[str, Any]) -> TournamentSpec:
+    import re
+
+    for key in data:
+        if key not in SPEC_KEYS:
+            raise UserError(f"{key}: unknown field; allowed: {', '.join(SPEC_KEYS)}")
+    name = data.get("name")
+    if not isinstance(name, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", name):
+        raise UserError(f"name: {name!r} is not a valid tournament name; allowed: letters, digits, '.', '_', '-'")
+    env = data.get("environment")
+    if not isinstance(env, dict) or not env.get("family") or not env.get("env_id"):
+        raise UserError("environment: expected {family, env_id[, env_kwargs]}")
+    players_in = data.get("players")
+    if not isinstance(players_in, dict) or len(players_in) < 2:
+        raise UserError("players: expected an object of at least two players (label -> run, 'random' or "
+                        "'scripted:MODULE:FUNCTION')")
+    players = []
+    for label, value in players_in.items():
+        if "~" in label or not label:
+            raise UserError(f"players.{label}: a label may not contain '~'")
+        if isinstance(value, str):
+            players.append(PlayerSpec(label, value))
+        elif isinstance(value, dict) and isinstance(value.get("target"), str):
+            options = value.get("options", {})
+            if not isinstance(options, dict):
+                raise UserError(f"players.{label}.options: expected an object")
+            players.append(PlayerSpec(label, value["target"], dict(options)))
+        else:
+            raise UserError(f"players.{label}: expected a target string or {{target, options}}")
+    fmt = data.get("format", "round_robin")
+    if fmt not in FORMATS:
+        raise UserError(f"format: {one_of(fmt, FORMATS)}; allowed: {', '.join(FORMATS)}")
+    candidate = data.get("candidate")
+    if fmt == "gauntlet" and candidate not in players_in:
+        raise UserError(f"candidate: {candidate!r} is not a player; allowed: {', '.join(players_in)}")
+    games = data.get("games_per_pairing", 10)
+    if isinstance(games, bool) or not isinstance(games, int) or not 1 <= games <= 100_000:
+        raise UserError(f"games_per_pairing: {games!r}; allowed: an integer from 1")
+    seed = data.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise UserError(f"seed: {seed!r}; allowed: an integer >= 0")
+    max_steps = data.get("max_steps")
+    if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
+        raise UserError(f"max_steps: {max_steps!r}; allowed: an integer >= 1 or null")
+    report = data.get("report", {})
+    if not isinstance(report, dict):
+        raise UserError("report: expected {reps, confidence, seed}")
+    return TournamentSpec(name, dict(env), players, fmt, candidate, games, seed, max_steps, dict(report), dict(data))
+
+
+def read_spec(path: str | Path) -> TournamentSpec:
+    return parse_spec(read_document(path, "spec"))
+
+
+# -- the folder ------------------------------------------------------------------------------------------
+class Tournament:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.name = root.name
+        self.spec = parse_spec(json.loads((root / "spec.json").read_text(encoding="utf-8")))
+
+    @classmethod
+    def open(cls, spec: TournamentSpec, home: Path | str | None = None) -> "Tournament":
+        """The tournament's folder: made for a new spec; the same spec again resumes it; another is refused."""
+        root = Path(home or mosaic_home()) / "arena" / spec.name
+        if (root / "spec.json").is_file():
+            existing = json.loads((root / "spec.json").read_text(encoding="utf-8"))
+            if existing != json.loads(json.dumps(spec.source)):
+                raise UserError(f"name: a tournament named {spec.name!r} exists with another spec; allowed: another "
+                                "name, or the same spec to resume it")
+        else:
+            root.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(root / "spec.json", spec.source)
+        return cls(root)
+
+    @classmethod
+    def get(cls, name: str, home: Path | str | None = None) -> "Tournament":
+        root = Path(home or mosaic_home()) / "arena" / name
+        if not (root / "spec.json").is_file():
+            raise UserError(f"tournament: no tournament named {name!r} in {root.parent}")
+        return cls(root)
+
+    @property
+    def games_path(self) -> Path:
+        return self.root / "games.jsonl"
+
+    def games(self) -> list[dict[str, Any]]:
+        """Every finished game (a torn last line from a crash is skipped; a game recorded twice counts once)."""
+        seen: dict[tuple[str, int], dict[str, Any]] = {}
+        try:
+            lines = self.games_path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        for line in lines:
+            try:
+                game = json.loads(line)
+            except ValueError:
+                continue
+            seen.setdefault((game["pairing"], int(game["game"])), game)
+        return list(seen.values())
+
+    def record(self, game: Mapping[str, Any]) -> None:
+        fd = os.open(self.games_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (json.dumps(dict(game)) + "\n").encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def run(tournament: Tournament, report: Callable[[str], None] | None = None, home: Path | str | None = None) -> int:
+    """Play every game not yet journaled; returns how many were played now."""
+    from mosaic.host.match import open_player, play_match
+
+    spec = tournament.spec
+    done = {(g["pairing"], int(g["game"])) for g in tournament.games()}
+    todo = [item for item in spec.schedule() if (item[0], item[1]) not in done]
+    if not todo:
+        return 0
+    needed = {label for _p, _g, first, second, _s in todo for label in (first, second)}
+    by_label = {p.label: p for p in spec.players}
+    players = {}
+    try:
+        for label in sorted(needed):
+            player = open_player(by_label[label].target, by_label[label].options, home)
+            player.label = label
+            players[label] = player
+        env = spec.environment
+        played = 0
+        for pairing, game, first, second, seed in todo:
+            started = time.perf_counter()
+            agents = _agents(env)
+            seating = {agents[0]: players[first], agents[1]: players[second]}
+            result = play_match(env, [seating], games=1, seed=seed, max_steps=spec.max_steps).games[0]
+            tournament.record({"pairing": pairing, "game": game, "seed": seed, "first": first, "second": second,
+                               "seats": result.seats, "returns": result.returns, "length": result.length,
+                               "duration_s": round(time.perf_counter() - started, 4)})
+            played += 1
+            if report:
+                report(f"{pairing} game {game}: {first} vs {second} -> {result.returns}")
+        return played
+    finally:
+        for player in players.values():
+            player.close()
+
+
+def _agents(environment: Mapping[str, Any]) -> list[str]:
+    from mosaic.workerkit.envs import make_env
+
+    env = make_env(environment["family"], environment["env_id"], str(environment.get("api_type") or "AEC"),
+                   dict(environment.get("env_kwargs") or {}), None)
+    try:
+        agents = list(env.possible_agents)
+    finally:
+        env.close()
+    if len(agents) != 2:
+        raise UserError(f"environment.env_id: {environment['env_id']} has {len(agents)} agents; a tournament "
+                        "seats two players (team games are to come)")
+    return agents

@@ -1,0 +1,92 @@
+"""Tournaments: real player processes, a journal per game, resume after a kill, ratings in the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from cli_support import run_cli
+from mosaic.arena.tournament import parse_spec
+from mosaic.errors import UserError
+from mosaic.testing.waiting import wait_until
+
+pytestmark = pytest.mark.xdist_group("arena")
+
+CONNECT_FOUR = {"family": "classic", "env_id": "connect_four_v3"}
+FIELD = {"random": "random", "lowest": "scripted:mosaic.arena.heuristics:first_legal",
+         "heuristic": "scripted:mosaic.arena.heuristics:connect_four"}
+
+
+def _spec(tmp_path, name, games, **extra):
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({"name": name, "environment": CONNECT_FOUR, "players": FIELD,
+                                "games_per_pairing": games, "seed": 5, "report": {"reps": 300}, **extra}))
+    return path
+
+
+@pytest.mark.parametrize("fields, field", [
+    ({"format": "swiss"}, "format:"), ({"format": "gauntlet", "candidate": "nobody"}, "candidate:"),
+    ({"games_per_pairing": 0}, "games_per_pairing:"), ({"players": {"a": "random"}}, "players:"),
+    ({"colour": 1}, "colour:"), ({"environment": {"family": "classic"}}, "environment:"),
+])
+def test_a_bad_tournament_spec_is_refused_naming_the_field(fields, field):
+    with pytest.raises(UserError) as err:
+        parse_spec({"name": "t", "environment": CONNECT_FOUR, "players": FIELD, **fields})
+    assert str(err.value).startswith(field)
+
+
+def test_a_round_robin_is_played_rated_and_reported(tmp_path):
+    home = tmp_path / "home"
+    proc = run_cli("arena", "run", str(_spec(tmp_path, "c4", 8)), home=home, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    games = [json.loads(x) for x in (home / "arena" / "c4" / "games.jsonl").read_text().splitlines()]
+    assert len(games) == 3 * 8
+    assert {g["first"] for g in games if g["pairing"] == "random~lowest"} == {"random", "lowest"}  # seats alternate
+    report = run_cli("arena", "report", "c4", home=home, timeout=300)
+    assert report.returncode == 0, report.stderr[-2000:]
+    folder = home / "arena" / "c4" / "report"
+    ratings = json.loads((folder / "ratings.json").read_text())["ratings"]
+    # the heuristic (win, block, centre) beats random play: its rating is the highest, its interval above random's
+    assert max(ratings, key=lambda p: ratings[p]["elo"]) == "heuristic"
+    assert ratings["heuristic"]["low"] > ratings["random"]["elo"]
+    text = (folder / "report.md").read_text()
+    assert "## Crosstable" in text and "do not support" in text and "Few games" in text
+    assert (folder / "ratings.png").stat().st_size > 5000 and (folder / "games.csv").read_text().count("\n") == 25
+
+
+def test_an_interrupted_tournament_resumes_without_replaying_a_game(tmp_path):
+    spec = _spec(tmp_path, "long", 40)
+    home = tmp_path / "home"
+    journal = home / "arena" / "long" / "games.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "mosaic", "arena", "run", str(spec)],
+                            env={**os.environ, "MOSAIC_HOME": str(home)}, stderr=subprocess.PIPE, text=True)
+    wait_until(lambda: journal.exists() and len(journal.read_text().splitlines()) >= 5, 120, "five games",
+               proc=proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    before = journal.read_text().splitlines()
+    assert len(before) < 120, "the tournament finished before it could be interrupted"
+    resumed = run_cli("arena", "run", str(spec), home=home, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert f"{len(before)} of 120 games already played" in resumed.stderr
+    after = [json.loads(x) for x in journal.read_text().splitlines() if x.strip()]
+    keys = [(g["pairing"], g["game"]) for g in after]
+    assert len(keys) == len(set(keys)) == 120  # every game once, none replayed
+    # the same games an uninterrupted tournament plays (each game is seeded)
+    fresh = tmp_path / "fresh"
+    assert run_cli("arena", "run", str(spec), home=fresh, timeout=600).returncode == 0
+    again = {(g["pairing"], g["game"]): g["returns"] for g in
+             map(json.loads, (fresh / "arena" / "long" / "games.jsonl").read_text().splitlines())}
+    assert {(g["pairing"], g["game"]): g["returns"] for g in after} == again
+
+
+def test_another_spec_under_the_same_name_is_refused(tmp_path):
+    home = tmp_path / "home"
+    assert run_cli("arena", "run", str(_spec(tmp_path, "same", 1)), home=home, timeout=300).returncode == 0
+    other = run_cli("arena", "run", str(_spec(tmp_path, "same", 2)), home=home, timeout=300)
+    assert other.returncode == 2 and "exists with another spec" in other.stderr
