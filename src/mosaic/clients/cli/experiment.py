@@ -118,10 +118,14 @@ def _backend(exp: Any, args: argparse.Namespace | None = None, start: bool = Tru
     except (OSError, ValueError):
         saved = {}
     name = getattr(args, "backend", None) or saved.get("name") or exp.plan.backend
-    address = getattr(args, "address", None) or (saved.get("address") if name == saved.get("name") else None)
-    backend = backend_for(name, _store().home, announce=_say, start=start, address=address)
-    if start and {"name": name, "address": address} != saved:
-        write_json_atomic(saved_path, {"name": name, "address": address})
+    same = name == saved.get("name")
+    chosen = {"name": name}
+    for option in ("address", "storage", "node_home"):
+        chosen[option] = getattr(args, option, None) or (saved.get(option) if same else None)
+    backend = backend_for(name, _store().home, announce=_say, start=start,
+                          **{k: v for k, v in chosen.items() if k != "name"})
+    if start and chosen != saved:
+        write_json_atomic(saved_path, chosen)
     return backend
 
 
@@ -135,7 +139,7 @@ def _run(exp: Any, args: argparse.Namespace | None = None) -> int:
         code = coordinator.run(exp, backend, report=view)
     except KeyboardInterrupt:
         view.close()
-        _say(f"stopped watching: the cells in flight go on in the daemon; `mosaic experiment resume {exp.name}` "
+        _say(f"stopped watching: the cells in flight go on in the backend; `mosaic experiment resume {exp.name}` "
              f"takes them up, `mosaic experiment cancel {exp.name}` stops them")
         return 130
     finally:
@@ -309,8 +313,13 @@ def _backend_flags(q: argparse.ArgumentParser) -> None:
     from mosaic.experiments.backends import BACKENDS
 
     q.add_argument("--backend", choices=BACKENDS, help="where the cells run (default: the spec's, or where the "
-                                                       "experiment last ran; local: this machine's daemon)")
+                                                       "experiment last ran; local: this machine's daemon; ray: an "
+                                                       "existing Ray cluster, docs/cluster.md)")
     q.add_argument("--address", help="the backend's address (a Ray cluster: HOST:PORT)")
+    q.add_argument("--storage", help="ray: a folder every node sees, where run folders are written (default: "
+                                     "node-local folders copied to this machine when a cell ends)")
+    q.add_argument("--node-home", dest="node_home", help="ray: MOSAIC_HOME on the nodes (worker environments are "
+                                                         "found or built there; default: this machine's)")
 
 
 def add_parsers(sub: Any) -> None:

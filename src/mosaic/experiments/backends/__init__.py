@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from mosaic.errors import UserError
 
-BACKENDS = ("local",)
+BACKENDS = ("local", "ray")
 
 
 #: A backend's answer about one run: ``(state, cause)``, state one of queued / running / completed /
@@ -88,4 +88,9 @@ def backend_for(name: str, home: Path, announce: Callable[[str], None] | None = 
             raise UserError("--address: the local backend runs on this machine's daemon; allowed: no address, "
                             "or --backend ray --address ADDR")
         return LocalDaemon(home, announce, start=start)
+    if name == "ray":
+        from mosaic.experiments.backends.ray import RayBackend
+
+        return RayBackend(home, options.get("address"), announce, start=start, storage=options.get("storage"),
+                          node_home=options.get("node_home"))
     raise UserError(f"backend: {name!r} is not one of {', '.join(BACKENDS)}")
