@@ -60,7 +60,7 @@ def estimate_eta(cells: dict[str, CellState], states: dict[str, str]) -> float |
 
 
 def run(exp: Experiment, backend: Backend, *, report: Callable[[Progress], None] | None = None,
-        poll_s: float = 1.0, unavailable_s: float = 60.0) -> int:
+        poll_s: float = 0.25, unavailable_s: float = 60.0) -> int:
     """Run the experiment's cells to their end; the exit code (0 all completed, 1 some failed, 3 cancelled)."""
     exp.claim()
     exp.log("coordinator_started", backend=backend.describe())
