@@ -394,3 +394,17 @@ def set_path(data: dict[str, Any], path: str, value: Any, what: str = "") -> Non
         node = child
     node[parts[-1]] = value
 
+
+def json_object(text: str, what: str) -> dict[str, Any]:
+    """``text`` parsed as a JSON object; :class:`UserError` naming ``what`` (a flag, a field) otherwise."""
+    import json
+
+    from mosaic.errors import UserError
+
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UserError(f"{what}: not JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise UserError(f"{what}: expected a JSON object")
+    return value

@@ -115,6 +115,19 @@ def ema(values: Sequence[float], weight: float) -> list[float]:
     return out
 
 
+def increasing(xs: Sequence[float], ys: Sequence[float]) -> tuple[list[float], list[float]]:
+    """The curve with x never going back (a resumed run may log an x again: its later point wins)."""
+    out_x: list[float] = []
+    out_y: list[float] = []
+    for x, y in zip(xs, ys):
+        while out_x and out_x[-1] >= x:
+            out_x.pop()
+            out_y.pop()
+        out_x.append(x)
+        out_y.append(y)
+    return out_x, out_y
+
+
 def interpolate(xs: Sequence[float], ys: Sequence[float], at: float) -> float:
     """The curve's value at ``at`` (linear between its points; NaN outside them)."""
     if not xs or at < xs[0] or at > xs[-1]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mosaic.curves import RunCurves, flatten
+from mosaic.curves import RunCurves, flatten, increasing
 from mosaic.run_status import RunState
 from mosaic.runs import RunDir
 
@@ -60,7 +60,7 @@ def run_result(run_dir: "RunDir | Path | str", metric: str = "episode_return_mea
         kind = curves.add(event)
         if RunState.from_terminal_event(kind) is not None:
             terminal = event
-    xs, ys = _increasing(*curves.series(metric, x))
+    xs, ys = (tuple(v) for v in increasing(*curves.series(metric, x)))
     steps = [p["timesteps_total"] for p in curves.points if "timesteps_total" in p]
     if ys:
         window = final_window(xs, ys, final_fraction)
@@ -72,19 +72,6 @@ def run_result(run_dir: "RunDir | Path | str", metric: str = "episode_return_mea
                      worker=_text(manifest.get("worker")), versions=_versions(manifest.get("versions")),
                      env_family=_text((manifest.get("env") or {}).get("family")
                                       if isinstance(manifest.get("env"), dict) else None))
-
-
-def _increasing(xs: list[float], ys: list[float]) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """The curve with x never going back (a resumed run may log an x again: its later point wins)."""
-    out_x: list[float] = []
-    out_y: list[float] = []
-    for x, y in zip(xs, ys):
-        while out_x and out_x[-1] >= x:
-            out_x.pop()
-            out_y.pop()
-        out_x.append(x)
-        out_y.append(y)
-    return tuple(out_x), tuple(out_y)
 
 
 def _fallback_score(metric: str, manifest: dict[str, Any], terminal: dict[str, Any] | None,

@@ -192,15 +192,11 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
             if program.make_player is None:
                 raise UserError(f"--player: the {program.name} worker cannot serve a player (its describe "
                                 "document says can_serve_player: false)")
+            from mosaic.configkit import json_object
             from mosaic.workerkit.player import serve
 
-            try:
-                options = json.loads(args.player_options)
-            except ValueError as exc:
-                raise UserError(f"--player-options: not JSON ({exc})") from None
-            if not isinstance(options, dict):
-                raise UserError("--player-options: expected a JSON object")
-            return serve(program.make_player(args.player, options), program.name)
+            return serve(program.make_player(args.player, json_object(args.player_options, "--player-options")),
+                         program.name)
         if args.default_config:
             print(json.dumps({**program.default_config(), "worker": program.name}, indent=2))
             return EXIT_COMPLETED

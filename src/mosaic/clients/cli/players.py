@@ -8,23 +8,15 @@ talks to the worker directly). The protocol is in :mod:`mosaic.workerkit.player`
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from typing import Any
 
-from mosaic.errors import UserError
-
 
 def cmd_player(args: argparse.Namespace) -> int:
+    from mosaic.configkit import json_object
     from mosaic.host.match import player_command
 
-    try:
-        options = json.loads(args.options)
-    except ValueError as exc:
-        raise UserError(f"--options: not JSON ({exc})") from None
-    if not isinstance(options, dict):
-        raise UserError("--options: expected a JSON object")
-    command, _label = player_command(args.target, options)
+    command, _label = player_command(args.target, json_object(args.options, "--options"))
     os.execv(command[0], command)
     return 0  # not reached
 

@@ -28,7 +28,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QListWidget, QSplitter,
                                QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from mosaic.curves import RunCurves, mean_band
+from mosaic.curves import RunCurves, increasing, mean_band
 from mosaic.errors import UserError
 from mosaic.experiments.coordinator import cell_states
 from mosaic.experiments.store import CellState, Experiment, ExperimentStore
@@ -113,19 +113,6 @@ class CurveTail:
         self.xs.extend(xs)
         self.ys.extend(ys)
         return bool(xs), to_the_end, len(data)
-
-
-def increasing(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]]:
-    """The curve with x never going back (a resumed run may log an x again: its later point wins)."""
-    out_x: list[float] = []
-    out_y: list[float] = []
-    for x, y in zip(xs, ys):
-        while out_x and out_x[-1] >= x:
-            out_x.pop()
-            out_y.pop()
-        out_x.append(x)
-        out_y.append(y)
-    return out_x, out_y
 
 
 def aggregate(curves: list[tuple[list[float], list[float]]], reps: int = 2000, confidence: float = 0.95,
