@@ -164,7 +164,8 @@ RAY_FIELDS = FieldMap(
         "fastlane": "frames rendered by the env runners' envs",
         "resources.threads": "torch.set_num_threads of the worker process (RLlib's driver: the local learner, "
                              "and the sampler when rllib.num_env_runners is 0); default 1",
-        "resources.cpus": "CPUs the daemon reserves for the run",
+        "resources.cpus": "CPUs the daemon (or a cluster cell) reserves for the run, and the CPUs of the run's "
+                          "own Ray (default: every core)",
         "resources.gpus": "AlgorithmConfig.learners(num_gpus_per_learner=...) (the local learner)",
         "algo_params": "AlgorithmConfig.training()/env_runners()/reporting() and DefaultModelConfig by RLlib's "
                        "own names (`python -m ray_worker.cli --schema ALGORITHM`)",

@@ -45,13 +45,21 @@ def start_ray(config: RayWorkerConfig) -> bool:
     if rllib.address:
         ray.init(address=rllib.address, log_to_driver=True)
         return True
-    need = rllib.num_env_runners * rllib.cpus_per_env_runner + 1
     # address="local": always a fresh private instance, never whatever cluster happens
     # to run on this machine (use rllib.address="auto" to join that one).
-    ray.init(address="local", num_cpus=max(os.cpu_count() or 1, math.ceil(need)),
-             num_gpus=math.ceil(config.resources.gpus),
+    ray.init(address="local", num_cpus=private_ray_cpus(config), num_gpus=math.ceil(config.resources.gpus),
              include_dashboard=False, log_to_driver=True)
     return True
+
+
+def private_ray_cpus(config: RayWorkerConfig) -> int:
+    """CPUs of the run's own Ray: ``resources.cpus`` when the run was given a reservation (the daemon's, a
+    cluster cell's), so that RLlib stays inside it; else every core. Never fewer than the env runners and
+    the learner need."""
+    rllib = config.rllib
+    need = math.ceil(rllib.num_env_runners * rllib.cpus_per_env_runner + 1)
+    reserved = config.resources.cpus
+    return max(math.ceil(reserved) if reserved else (os.cpu_count() or 1), need)
 
 
 def learner_metrics(result: Mapping[str, Any]) -> dict[str, dict[str, float]]:

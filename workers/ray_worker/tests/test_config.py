@@ -246,3 +246,20 @@ def test_dry_run_catches_what_a_run_would_refuse(data, message):
     assert proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("mosaic: error: ") and message in lines[0], proc.stderr
+
+
+def test_the_runs_own_ray_is_sized_by_its_reservation():
+    """A run given resources.cpus (the daemon's or a cluster cell's reservation) starts its private Ray with
+    that many CPUs, never fewer than its env runners and learner need; without one, with every core."""
+    import os
+
+    from ray_worker.config import RayWorkerConfig
+    from ray_worker.runtime import private_ray_cpus
+
+    def sized(**fields):
+        return private_ray_cpus(RayWorkerConfig.from_dict({"run_id": "x", **fields}))
+
+    assert sized(resources={"cpus": 3}) == 3
+    assert sized(resources={"cpus": 2.5}) == 3
+    assert sized(resources={"cpus": 1}, rllib={"num_env_runners": 2}) == 3  # 2 runners + the learner
+    assert sized(rllib={"num_env_runners": 0}) == max(os.cpu_count() or 1, 1)

@@ -178,6 +178,9 @@ class RayBackend(Backend):
         from mosaic.workerkit.run_fields import summarize
 
         worker = str(config.get("worker") or "")
+        if worker == "ray":  # its own Ray is sized by resources.cpus: inside the reservation, not on top of it
+            resources = config.get("resources") if isinstance(config.get("resources"), dict) else {}
+            config = {**config, "resources": {**resources, "cpus": cpus}}
         run = self.store.create(run_id, config, {
             "worker": worker, "status": "queued", "created_at": time.time(), "submitted_via": "ray",
             "run": summarize(config, worker=worker).to_dict(),
