@@ -21,37 +21,58 @@ BUILT_IN = ("random",)
 
 def player_command(target: str, options: Mapping[str, Any] | None = None,
                    home: Path | str | None = None) -> tuple[list[str], str]:
-    """The command that serves ``target`` as a player, and its label: ``random``, ``scripted:MODULE:FUNCTION``,
-    or a run (id or folder) or a checkpoint, served by the worker that trained it in that worker's own
-    environment (``--player``); ``options`` are the worker's player options."""
+    """The command that serves ``target`` as a player, and its label:
+
+    * ``random`` or ``scripted:MODULE:FUNCTION``: MOSAIC's built-in players;
+    * a run (id or folder) or a checkpoint inside a run folder: served by the worker that trained it;
+    * a player config file (JSON or YAML, outside any run folder) whose ``worker`` field names the worker that
+      serves it (e.g. a language model for the ``mosaic_llm`` worker); its ``label`` field names the player.
+
+    A worker serves in its own environment (``--player PATH``); ``options`` are the worker's player options."""
     if target == "random":
         return [sys.executable, "-m", "mosaic.workerkit.player", "random"], "random"
     if target.startswith("scripted:"):
         return [sys.executable, "-m", "mosaic.workerkit.player", "scripted", target[len("scripted:"):]], target
     import json
 
-    from mosaic.host.discovery import discover_workers
-    from mosaic.host.launcher import worker_command
     from mosaic.runs import RunStore
 
     path = Path(target)
     if not path.exists():
         path = RunStore(home).resolve(target).root
     folder = next((p for p in (path, *path.parents) if (p / "analytics.json").is_file()), None)
-    if folder is None:
-        raise UserError(f"player: {target!r} is not a run, nor a checkpoint inside a run folder")
-    worker_name = json.loads((folder / "analytics.json").read_text(encoding="utf-8")).get("worker")
-    found = discover_workers(only=worker_name)
-    if worker_name not in found.names():
-        found = discover_workers()
-    worker = found.get(worker_name)
+    if folder is not None:
+        worker_name = json.loads((folder / "analytics.json").read_text(encoding="utf-8")).get("worker")
+        what, label = f"{target!r} was trained by the {worker_name} worker, which", folder.name
+    elif path.is_file():
+        from mosaic.configkit import read_document
+
+        document = read_document(path, "player")
+        worker_name = document.get("worker")
+        if not isinstance(worker_name, str) or not worker_name:
+            raise UserError(f"player: worker: {path} names no worker; a player config needs `worker: NAME`")
+        what, label = f"{path}: worker: {worker_name}", str(document.get("label") or path.stem)
+    else:
+        raise UserError(f"player: {target!r} is not a run, a checkpoint inside a run folder, a player config file, "
+                        f"nor one of: {', '.join(BUILT_IN)}, scripted:MODULE:FUNCTION")
+    worker = _worker(str(worker_name))
     if worker.description is not None and worker.description.get("can_serve_player") is False:
-        raise UserError(f"player: {target!r} was trained by the {worker_name} worker, which cannot serve a "
-                        "player yet")
-    command = [*worker_command(worker), "--player", str(path)]
+        raise UserError(f"player: {what} cannot serve a player (its description says can_serve_player: false)")
+    from mosaic.host.launcher import worker_command
+
+    command = [*worker_command(worker), "--player", str(path.resolve())]
     if options:
         command += ["--player-options", json.dumps(dict(options))]
-    return command, folder.name
+    return command, label
+
+
+def _worker(name: str) -> Any:
+    from mosaic.host.discovery import discover_workers
+
+    found = discover_workers(only=name)
+    if name not in found.names():
+        found = discover_workers()
+    return found.get(name)
 
 
 def open_player(target: str, options: Mapping[str, Any] | None = None,

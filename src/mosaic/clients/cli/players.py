@@ -25,7 +25,8 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("player", help="serve a trained run (or random/scripted play) as a player on stdin/stdout",
                        description="Serve TARGET as a player over JSON lines on stdin/stdout "
                                    "(mosaic.workerkit.player): a run id or folder or a checkpoint (served by "
-                                   "the worker that trained it), 'random', or 'scripted:MODULE:FUNCTION'.")
+                                   "the worker that trained it), a player config file naming its worker (e.g. a "
+                                   "language model), 'random', or 'scripted:MODULE:FUNCTION'.")
     p.add_argument("target")
     p.add_argument("--options", default="{}", help="the worker's player options as JSON (e.g. {\"module_id\": ...})")
     p.set_defaults(func=cmd_player)
