@@ -184,6 +184,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     worker_name = args.worker or worker_name
     if not worker_name:
         raise UserError(f"worker: cannot tell which worker made {args.target!r}; pass --worker")
+    if args.opponent and not _native_opponent(worker_name, args.opponent):
+        return _eval_match(args, path)
+    if args.seats:
+        raise UserError("--seats: only for an opponent played as a match (one from another worker, a scripted "
+                        "player or a player config); the worker's own evaluation seats the run itself")
     worker = discover_workers().get(worker_name)
     cmd = [*worker_command(worker), "--evaluate", path, "--episodes", str(args.episodes),
            "--seed", str(args.seed)]
@@ -197,6 +202,38 @@ def cmd_eval(args: argparse.Namespace) -> int:
         cmd.append("--fastlane")
     proc = subprocess.run(cmd)
     return proc.returncode
+
+
+#: Workers whose own ``--evaluate`` plays ``--opponent random`` or a run of the same worker (with their own
+#: seating, videos and frames); every other opponent is played as a match of players (mosaic.host.head_to_head).
+NATIVE_OPPONENTS = ("ray",)
+
+
+def _native_opponent(worker_name: str, opponent: str) -> bool:
+    if worker_name not in NATIVE_OPPONENTS:
+        return False
+    if opponent == "random":
+        return True
+    if opponent.startswith("scripted:"):
+        return False
+    try:
+        return _run_or_path(opponent)[1] == worker_name
+    except UserError:
+        return False
+
+
+def _eval_match(args: argparse.Namespace, path: str) -> int:
+    """The run against an opponent from anywhere: both served as players, the match played here."""
+    from pathlib import Path
+
+    from mosaic.host.head_to_head import evaluate
+    from mosaic.workerkit.evaluation import print_results
+
+    seats = [s for s in (args.seats or "").split(",") if s] or None
+    results = evaluate(Path(path), args.opponent, args.episodes, seed=args.seed, seats=seats,
+                       video=args.video, fastlane=args.fastlane)
+    print_results(results, args.json)
+    return 0
 
 
 def add_parsers(sub: Any) -> None:
@@ -222,7 +259,11 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("eval", help="play a trained run's policies and report returns and win rates")
     p.add_argument("target", metavar="RUN|CHECKPOINT", help="run id, prefix, 'latest', or a checkpoint folder")
     p.add_argument("--episodes", type=int, default=20)
-    p.add_argument("--opponent", metavar="RUN2|random", help="who plays the other seat(s)")
+    p.add_argument("--opponent", metavar="RUN2|random|scripted:M:F|PLAYER.yaml",
+                   help="who plays the other seat(s): another run or checkpoint of any worker, random play, a "
+                        "scripted heuristic, or a player config (a language model); seats alternate")
+    p.add_argument("--seats", metavar="AGENT[,AGENT]",
+                   help="with --opponent in a game of more than two agents: the agents the run plays")
     p.add_argument("--video", type=int, nargs="?", const=1, default=0, metavar="N",
                    help="record the first N episodes as GIF (default 1)")
     p.add_argument("--seed", type=int, default=0)

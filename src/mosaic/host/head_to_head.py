@@ -1,0 +1,122 @@
+"""``mosaic eval RUN --opponent X`` for any worker: the run and its opponent meet as players in a match.
+
+A worker's own ``--evaluate`` plays its run's policies; an opponent from another library (or a language
+model, or a scripted heuristic) cannot be loaded there, since no worker imports another. So the core plays
+it: both sides are served as players (:mod:`mosaic.workerkit.player`, each in its own worker's
+environment), the env is built raw in MOSAIC's process on what the run was trained on, and the episodes go
+through the same :func:`mosaic.workerkit.evaluation.play_episodes` (videos and FastLane included) and into
+the same results as every evaluation: the run's ``eval/<time>/`` folder and its manifest.
+
+Seats: in a two-player game the run and the opponent swap seats every episode (episode ``i`` seeded
+``seed + i``); in a game of more agents ``seats`` names the agents the run plays and the opponent plays the
+rest.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from mosaic.errors import UserError
+from mosaic.workerkit.player import PlayerProcess
+
+
+@dataclass
+class _Seating:
+    """Agent -> player, as a :class:`mosaic.workerkit.evaluation.Controller`."""
+
+    seats: dict[str, PlayerProcess]
+
+    def actor_for(self, agent: str) -> Any:
+        player = self.seats.get(agent)
+        return None if player is None else player.seat([agent]).actor_for(agent)
+
+
+def match_api(family: str, env_id: str) -> str:
+    """PARALLEL where the env has it (players act on the same observations either way), else AEC."""
+    from mosaic.workerkit.envs import load_env_module, supported_api_types
+
+    kinds = supported_api_types(load_env_module(family, env_id))
+    return "PARALLEL" if "PARALLEL" in kinds and family != "classic" else "AEC"
+
+
+def seatings(agents: Sequence[str], run: PlayerProcess, opponent: PlayerProcess,
+             seats: Sequence[str] | None) -> list[_Seating]:
+    """Who plays which agent, per episode (alternating); refuses seats the env does not have."""
+    if seats:
+        unknown = [a for a in seats if a not in agents]
+        if unknown or len(set(seats)) == len(agents):
+            why = f"{', '.join(unknown)} not agents" if unknown else "the run would play every agent"
+            raise UserError(f"--seats: {why}; allowed: a subset of {', '.join(agents)}")
+        return [_Seating({a: run if a in seats else opponent for a in agents})]
+    if len(agents) != 2:
+        raise UserError(f"--seats: {len(agents)} agents in this env; name the ones the run plays (allowed: "
+                        f"{', '.join(agents)}), the opponent plays the rest")
+    first, second = agents
+    return [_Seating({first: run, second: opponent}), _Seating({first: opponent, second: run})]
+
+
+def evaluate(target: Path, opponent: str, episodes: int, seed: int = 0, seats: Sequence[str] | None = None,
+             video: int = 0, fastlane: bool = False, options: Mapping[str, Any] | None = None,
+             opponent_options: Mapping[str, Any] | None = None, home: Path | str | None = None) -> Any:
+    """Play ``episodes`` episodes of the run (or checkpoint) ``target`` against ``opponent`` (any player
+    target of :func:`mosaic.host.match.player_command`); returns the saved
+    :class:`mosaic.workerkit.evaluation.EvaluationResults`."""
+    from mosaic.host.match import open_player
+    from mosaic.workerkit.envs import make_env
+    from mosaic.workerkit.evaluation import EvaluationResults, eval_lane, play_episodes, save_results
+
+    if episodes < 1:
+        raise UserError(f"--episodes: {episodes} is not a positive number of episodes")
+    run = open_player(str(target), options, home)
+    try:
+        environment = dict(run.environment)
+        if not environment.get("family") or not environment.get("env_id"):
+            raise UserError(f"--opponent: {run.label!r} names no environment it was trained on, so there is no "
+                            "game to play it in")
+        other = open_player(opponent, opponent_options, home)
+        try:
+            if other.label == run.label:
+                other.label = f"{other.label} (opponent)"
+            family, env_id = str(environment["family"]), str(environment["env_id"])
+            kwargs = dict(environment.get("env_kwargs") or {})
+            for player in (run, other):
+                player.check_environment(family, env_id, kwargs)
+            env = make_env(family, env_id, match_api(family, env_id), kwargs,
+                           "rgb_array" if video or fastlane else None)
+            lane = eval_lane(_as_checkpoint(target)) if fastlane else None
+            try:
+                seated = seatings(list(env.possible_agents), run, other, seats)
+                played, frames = [], []
+                for i in range(episodes):  # every player reset with the episode's seed: a match repeats
+                    for player in (run, other):
+                        player.reset(seed + i)
+                    got, clips = play_episodes(env, [seated[i % len(seated)]], 1, seed=seed + i,
+                                               video_episodes=1 if i < video else 0, lane=lane)
+                    got[0].episode = i
+                    played += got
+                    frames += clips
+            finally:
+                env.close()
+                if lane is not None:
+                    lane.close()
+            results = EvaluationResults(played, {"family": family, "env_id": env_id, "env_kwargs": kwargs,
+                                                 "opponent": opponent, "players": [run.label, other.label]},
+                                        str(target))
+            save_results(results, _as_checkpoint(target), None, frames)
+            return results
+        finally:
+            other.close()
+    finally:
+        run.close()
+
+
+def _as_checkpoint(target: Path) -> Path:
+    """``target`` where the evaluation helpers expect a checkpoint: a run folder's results and FastLane
+    stream belong to the run (``RUN/checkpoints/...`` is how they find it), a checkpoint's to its run."""
+    target = Path(target)
+    if (target / "analytics.json").is_file():
+        return target / "checkpoints" / "latest"
+    return target
