@@ -85,6 +85,37 @@ def test_an_interrupted_tournament_resumes_without_replaying_a_game(tmp_path):
     assert {(g["pairing"], g["game"]): g["returns"] for g in after} == again
 
 
+def test_games_in_parallel_are_the_games_played_one_after_another(tmp_path):
+    """--parallel 2: two pairs of player processes at once (a rendezvous player proves they overlap), and the
+    journal holds exactly the games, with the results, of the same tournament played sequentially."""
+    from cli_support import REPO
+
+    players = {**FIELD, "meet": "scripted:heuristics:rendezvous"}
+    spec = tmp_path / "par.json"
+    spec.write_text(json.dumps({"name": "par", "environment": CONNECT_FOUR, "players": players,
+                                "games_per_pairing": 4, "seed": 2}))
+    meet = tmp_path / "meet"
+    meet.mkdir()
+    env = {"MOSAIC_RENDEZVOUS": str(meet),
+           "PYTHONPATH": os.pathsep.join([str(REPO / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")])}
+    results = {}
+    for parallel in ("2", "1"):
+        home = tmp_path / f"home{parallel}"
+        proc = run_cli("arena", "run", str(spec), "--parallel", parallel, home=home, timeout=600, env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        games = [json.loads(x) for x in (home / "arena" / "par" / "games.jsonl").read_text().splitlines()]
+        results[parallel] = {(g["pairing"], g["game"]): (g["first"], g["returns"], g["length"]) for g in games}
+        assert len(games) == len(results[parallel]) == 6 * 4
+        if parallel == "2":
+            assert len(list(meet.iterdir())) >= 2  # two rendezvous players met: their games overlapped
+            for marker in meet.iterdir():
+                marker.unlink()
+            meet.rmdir()  # sequential play must not need a partner: any rendezvous now fails loudly
+            meet.mkdir()
+            (meet / "partner").touch()
+    assert results["2"] == results["1"]
+
+
 def test_another_spec_under_the_same_name_is_refused(tmp_path):
     home = tmp_path / "home"
     assert run_cli("arena", "run", str(_spec(tmp_path, "same", 1)), home=home, timeout=300).returncode == 0

@@ -184,40 +184,173 @@ class Tournament:
             os.close(fd)
 
 
-def run(tournament: Tournament, report: Callable[[str], None] | None = None, home: Path | str | None = None) -> int:
-    """Play every game not yet journaled; returns how many were played now."""
-    from mosaic.host.match import open_player, play_match
+BACKENDS = ("local", "ray")
+#: Games per shard on a Ray cluster: a shard's results come back when it ends, so a driver that dies loses
+#: (and its resume replays, with the same seeds and so the same results) at most this many games per shard.
+RAY_SHARD_GAMES = 4
 
-    spec = tournament.spec
+
+@dataclass(frozen=True)
+class Shard:
+    """Games of one seating (``first`` moves first), played by one pair of player processes."""
+
+    first: str
+    second: str
+    games: tuple[tuple[str, int, int], ...]  # (pairing id, game, seed)
+
+
+def pending(tournament: Tournament) -> list[tuple[str, int, str, str, int]]:
+    """The schedule's games not in the journal yet."""
     done = {(g["pairing"], int(g["game"])) for g in tournament.games()}
-    todo = [item for item in spec.schedule() if (item[0], item[1]) not in done]
+    return [item for item in tournament.spec.schedule() if (item[0], item[1]) not in done]
+
+
+def shards(todo: list[tuple[str, int, str, str, int]], size: int) -> list[Shard]:
+    """``todo`` grouped by seating, in chunks of at most ``size`` games, the schedule's order kept."""
+    groups: dict[tuple[str, str], list[tuple[str, int, int]]] = {}
+    for pairing, game, first, second, seed in todo:
+        groups.setdefault((first, second), []).append((pairing, game, seed))
+    return [Shard(first, second, tuple(games[i:i + size]))
+            for (first, second), games in groups.items() for i in range(0, len(games), size)]
+
+
+def play_game(spec: TournamentSpec, players: Mapping[str, Any], first: str, second: str, pairing: str, game: int,
+              seed: int, agents: list[str] | None = None) -> dict[str, Any]:
+    """One game as its journal line (``moves`` too where the match records them)."""
+    from mosaic.host.match import play_match
+
+    started = time.perf_counter()
+    agents = agents or _agents(spec.environment)
+    result = play_match(spec.environment, [{agents[0]: players[first], agents[1]: players[second]}], games=1,
+                        seed=seed, max_steps=spec.max_steps).games[0]
+    line = {"pairing": pairing, "game": game, "seed": seed, "first": first, "second": second,
+            "seats": result.seats, "returns": result.returns, "length": result.length,
+            "duration_s": round(time.perf_counter() - started, 4)}
+    moves = getattr(result, "moves", None)
+    if moves is not None:
+        line["moves"] = moves
+    return line
+
+
+def _open(spec: TournamentSpec, label: str, home: Path | str | None) -> Any:
+    from mosaic.host.match import open_player
+
+    by_label = {p.label: p for p in spec.players}
+    player = open_player(by_label[label].target, by_label[label].options, home)
+    player.label = label
+    return player
+
+
+def play_shard(spec: TournamentSpec, shard: Shard, home: Path | str | None = None,
+               record: Callable[[dict[str, Any]], None] | None = None, players: dict[str, Any] | None = None,
+               stop: Any = None) -> list[dict[str, Any]]:
+    """Play a shard's games (each handed to ``record`` as it ends); ``players`` is a cache of open players by
+    label that the caller closes (none given: the shard opens and closes its own)."""
+    own = players is None
+    players = {} if players is None else players
+    lines = []
+    agents = _agents(spec.environment)
+    try:
+        for label in (shard.first, shard.second):
+            if label not in players:
+                players[label] = _open(spec, label, home)
+        for pairing, game, seed in shard.games:
+            if stop is not None and stop.is_set():
+                break
+            line = play_game(spec, players, shard.first, shard.second, pairing, game, seed, agents)
+            lines.append(line)
+            if record is not None:
+                record(line)
+        return lines
+    finally:
+        if own:
+            for player in players.values():
+                player.close()
+
+
+def run(tournament: Tournament, report: Callable[[str], None] | None = None, home: Path | str | None = None,
+        parallel: int = 1, backend: str = "local", address: str | None = None) -> int:
+    """Play every game not yet journaled, ``parallel`` shards at a time (``local``: threads of this process,
+    each with its own player processes; ``ray``: tasks on the cluster at ``address``); returns how many
+    games were played now."""
+    if backend not in BACKENDS:
+        raise UserError(f"--backend: {one_of(backend, BACKENDS)}; allowed: {', '.join(BACKENDS)}")
+    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+        raise UserError(f"--parallel: {parallel!r}; allowed: an integer >= 1")
+    todo = pending(tournament)
     if not todo:
         return 0
-    needed = {label for _p, _g, first, second, _s in todo for label in (first, second)}
-    by_label = {p.label: p for p in spec.players}
-    players = {}
+    _agents(tournament.spec.environment)  # a game the arena cannot seat is refused before any player starts
+
+    def journal(line: dict[str, Any]) -> None:
+        tournament.record(line)
+        if report:
+            report(f"{line['pairing']} game {line['game']}: {line['first']} vs {line['second']} -> "
+                   f"{line['returns']}")
+
+    if backend == "ray":
+        from mosaic.arena.cluster import run_on_ray
+
+        return run_on_ray(tournament.spec, shards(todo, RAY_SHARD_GAMES), journal, address, home)
+    size = max(1, -(-len(todo) // parallel)) if parallel > 1 else len(todo)
+    return _run_local(tournament.spec, shards(todo, min(size, tournament.spec.games_per_pairing)), journal,
+                      parallel, home)
+
+
+def _run_local(spec: TournamentSpec, work: list[Shard], journal: Callable[[dict[str, Any]], None], parallel: int,
+               home: Path | str | None) -> int:
+    """Shards on ``parallel`` threads; each thread keeps the players it opened for its next shards (the
+    schedule groups a pairing's seatings, so a thread mostly reuses them) and closes them at the end. The
+    first failure stops the others after their current game and is raised."""
+    import queue
+    import threading
+
+    jobs: "queue.Queue[Shard]" = queue.Queue()
+    for shard in work:
+        jobs.put(shard)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    played = [0]
+    lock = threading.Lock()
+
+    def counted(line: dict[str, Any]) -> None:
+        with lock:
+            journal(line)
+            played[0] += 1
+
+    def worker() -> None:
+        players: dict[str, Any] = {}
+        try:
+            while not stop.is_set():
+                try:
+                    shard = jobs.get_nowait()
+                except queue.Empty:
+                    return
+                for label in [k for k in players if k not in (shard.first, shard.second)]:
+                    players.pop(label).close()  # at most one pairing's players open per thread
+                play_shard(spec, shard, home, counted, players, stop)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            errors.append(exc)
+            stop.set()
+        finally:
+            for player in players.values():
+                player.close()
+
+    threads = [threading.Thread(target=worker, name=f"arena-shard-{i}", daemon=True)
+               for i in range(min(parallel, len(work)))]
+    for thread in threads:
+        thread.start()
     try:
-        for label in sorted(needed):
-            player = open_player(by_label[label].target, by_label[label].options, home)
-            player.label = label
-            players[label] = player
-        env = spec.environment
-        played = 0
-        for pairing, game, first, second, seed in todo:
-            started = time.perf_counter()
-            agents = _agents(env)
-            seating = {agents[0]: players[first], agents[1]: players[second]}
-            result = play_match(env, [seating], games=1, seed=seed, max_steps=spec.max_steps).games[0]
-            tournament.record({"pairing": pairing, "game": game, "seed": seed, "first": first, "second": second,
-                               "seats": result.seats, "returns": result.returns, "length": result.length,
-                               "duration_s": round(time.perf_counter() - started, 4)})
-            played += 1
-            if report:
-                report(f"{pairing} game {game}: {first} vs {second} -> {result.returns}")
-        return played
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.2)
     finally:
-        for player in players.values():
-            player.close()
+        stop.set()
+        for thread in threads:
+            thread.join()
+    if errors:
+        raise errors[0]
+    return played[0]
 
 
 def _agents(environment: Mapping[str, Any]) -> list[str]:

@@ -17,7 +17,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     done = len(tournament.games())
     total = sum(1 for _ in spec.schedule())
     print(f"tournament {spec.name}: {tournament.root}; {done} of {total} games already played", file=sys.stderr)
-    played = run(tournament, report=(lambda line: print(line, file=sys.stderr)) if args.verbose else None)
+    played = run(tournament, report=(lambda line: print(line, file=sys.stderr)) if args.verbose else None,
+                 parallel=args.parallel, backend=args.backend, address=args.address)
     print(f"tournament {spec.name}: played {played} game(s); {len(tournament.games())} of {total} done; "
           f"next: mosaic arena report {spec.name}", file=sys.stderr)
     return 0
@@ -53,6 +54,11 @@ def add_parsers(sub: Any) -> None:
     q = asub.add_parser("run", help="play every game of a tournament spec not played yet (resumes)")
     q.add_argument("spec")
     q.add_argument("--verbose", "-v", action="store_true", help="a line per game")
+    q.add_argument("--parallel", type=int, default=1, metavar="N",
+                   help="games played at once (local: N pairs of player processes on this machine)")
+    q.add_argument("--backend", default="local", choices=("local", "ray"),
+                   help="where games are played: this machine, or an existing Ray cluster (--address)")
+    q.add_argument("--address", help="--backend ray: the cluster's head, HOST:PORT")
     q.set_defaults(func=cmd_run)
     q = asub.add_parser("status", help="games played per pairing")
     q.add_argument("name")
