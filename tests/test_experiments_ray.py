@@ -376,6 +376,26 @@ def test_a_killed_launcher_takes_the_whole_tree_of_its_worker_with_it(cluster, e
     assert row["state"] == "failed" and row["causes"][0].startswith("launcher lost"), row
 
 
+def test_a_tournament_on_the_cluster_plays_the_games_a_local_one_plays(cluster, tmp_path):
+    """`mosaic arena run --backend ray`: shards of games as tasks on both nodes, journaled by the driver; the
+    same games, with the same results, as the tournament played on this machine."""
+    spec = _write(tmp_path / "t.json", {
+        "name": "cluster-c4", "environment": {"family": "classic", "env_id": "connect_four_v3"},
+        "players": {"random": "random", "lowest": "scripted:mosaic.arena.heuristics:first_legal",
+                    "heuristic": "scripted:mosaic.arena.heuristics:connect_four"},
+        "games_per_pairing": 8, "seed": 1})
+    journals = {}
+    for where, extra in (("cluster", ("--backend", "ray", "--address", cluster.address)), ("local", ())):
+        home = tmp_path / where
+        done = _cli(home, "arena", "run", str(spec), *extra, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        journals[where] = [json.loads(x) for x in (home / "arena" / "cluster-c4" / "games.jsonl").read_text().splitlines()]
+    assert len(journals["cluster"]) == 3 * 8
+    assert {g["node"] for g in journals["cluster"]} == {cluster.node_id(cluster.head), cluster.node_id(cluster.node)}
+    same = {(g["pairing"], g["game"]): (g["first"], g["returns"], g["length"]) for g in journals["local"]}
+    assert {(g["pairing"], g["game"]): (g["first"], g["returns"], g["length"]) for g in journals["cluster"]} == same
+
+
 def test_a_lost_node_fails_its_cells_and_they_are_retried_on_the_other(cluster, tmp_path):
     """Last: the cluster is one node short afterwards."""
     home = tmp_path / "home"

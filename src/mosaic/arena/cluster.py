@@ -25,9 +25,12 @@ TASK_RETRIES = 2
 
 
 def _shard_task(source: dict[str, Any], shard: Any, home: str | None) -> list[dict[str, Any]]:
+    import ray
+
     from mosaic.arena.tournament import parse_spec, play_shard
 
-    return play_shard(parse_spec(source), shard, home)
+    node = ray.get_runtime_context().get_node_id()
+    return [{**line, "node": node} for line in play_shard(parse_spec(source), shard, home)]
 
 
 def run_on_ray(spec: Any, work: list[Any], journal: Callable[[dict[str, Any]], None], address: str | None,
