@@ -27,8 +27,9 @@ MANIFEST_VERSION = 1
 
 
 def mosaic_home() -> Path:
-    """``$MOSAIC_HOME`` or ``./var``."""
-    return Path(os.environ.get("MOSAIC_HOME") or "var")
+    """``$MOSAIC_HOME`` or ``./var``, made absolute: a run folder's path is handed to libraries (RLlib's
+    checkpoints take only absolute paths) and to processes started in other folders."""
+    return Path(os.environ.get("MOSAIC_HOME") or "var").absolute()
 
 
 def new_run_id(prefix: str = "") -> str:
@@ -155,7 +156,7 @@ class RunStore:
     """Creates, finds and lists run folders below ``home/trainer/runs``."""
 
     def __init__(self, home: Path | str | None = None) -> None:
-        self.home = Path(home) if home is not None else mosaic_home()
+        self.home = Path(home).absolute() if home is not None else mosaic_home()
         self.runs_dir = self.home / "trainer" / "runs"
 
     def path_for(self, run_id: str) -> Path:
