@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Mapping
 from mosaic import configkit, diskcache
 from mosaic.configkit import option
 from mosaic.errors import ConfigError, UserError
+from mosaic.workerkit.devices import check_gpus
 from mosaic.workerkit.run_fields import Environment, FieldMap, RunConfig
 
 from cleanrl_worker import algorithms
@@ -32,7 +33,7 @@ from cleanrl_worker.algorithms import FAMILY, Algorithm
 
 #: Script options MOSAIC sets from its own top-level fields (never in ``algo_params``).
 OWNED = {"seed": "seed", "env_id": "environment.env_id", "total_timesteps": "total_timesteps",
-         "capture_video": "capture_video"}
+         "capture_video": "capture_video", "cuda": "resources.gpus"}
 #: Shared hyperparameters -> the script option each one sets (where the script has it).
 SHARED_OPTIONS = {"num_envs": "num_envs", "learning_rate": "learning_rate", "gamma": "gamma",
                   "batch_size": "batch_size"}
@@ -177,6 +178,8 @@ FIELDS = FieldMap(
         "fastlane": "frames of the script's first env",
         "resources.threads": "OMP_NUM_THREADS / MKL_NUM_THREADS of the script's process",
         "resources.cpus": "CPUs the daemon reserves for the run",
+        "resources.gpus": "the script's --cuda (0: --cuda False, the CPU; up to 1: --cuda True, its one CUDA "
+                          "device); refused where the environment's torch sees no GPU",
         "algo_params": "the script's other options by their argparse names (`--schema ALGO` lists them)",
     },
     refused={
@@ -189,7 +192,6 @@ FIELDS = FieldMap(
                                    "have no option to load saved ones, so a run cannot resume",
         "reporting.every_timesteps": "a metrics event follows each iteration the script logs (its "
                                      "charts/SPS scalar); the script sets that cadence",
-        "resources.gpus": "no GPU path in this version of the worker",
     })
 
 
@@ -234,6 +236,7 @@ class CleanRLConfig(RunConfig):
         algorithms.check_env(config.algo, config.resolved_env_id, field="environment.env_id")
         config.environment.env_id = config.resolved_env_id  # the run's config says which env it plays
         config.algo_params = check_params(config)
+        check_gpus(config.resources.gpus, "torch", max_gpus=1)  # a script trains on one device
         return config
 
     def shared_options(self) -> dict[str, Any]:
@@ -244,7 +247,8 @@ class CleanRLConfig(RunConfig):
     def explicit(self) -> dict[str, Any]:
         """Every script option the config sets (the rest keep the script's defaults)."""
         values = {**self.algo_params, **self.shared_options(), "seed": self.seed,
-                  "env_id": self.resolved_env_id, "capture_video": self.capture_video}
+                  "env_id": self.resolved_env_id, "capture_video": self.capture_video,
+                  "cuda": self.resources.gpus > 0}  # the script's own default is True: the GPU when it sees one
         if self.total_timesteps is not None:
             values["total_timesteps"] = self.total_timesteps
         return values

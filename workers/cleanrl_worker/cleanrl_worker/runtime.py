@@ -73,7 +73,7 @@ class CleanRLRuntime:
         argv = command(cfg)
         self.ctx.emitter.run_started(
             worker="cleanrl", config_digest=config_digest(cfg.to_dict()), versions=package_versions(PACKAGES),
-            resources={"cpus": 1, "gpus": 0}, algorithm=cfg.algorithm,
+            resources={"cpus": 1, "gpus": cfg.resources.gpus}, algorithm=cfg.algorithm,
             env={"family": cfg.environment.family, "env_id": cfg.resolved_env_id, "api_type": cfg.algo.env_api},
             policy_configuration="INDEPENDENT", seed=cfg.seed, total_timesteps=steps,
             agents=[AGENT], script=cfg.algo.module, command=argv[1:])

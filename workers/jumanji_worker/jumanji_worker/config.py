@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 from mosaic import configkit
 from mosaic.configkit import option
 from mosaic.errors import ConfigError, UserError, one_of
+from mosaic.workerkit.devices import check_gpus, devices_used
 from mosaic.workerkit.run_fields import Environment, FieldMap, Resources, RunConfig
 
 from jumanji_worker import ALGORITHMS
@@ -149,6 +150,9 @@ class JumanjiConfig(RunConfig):
             "fastlane": "frames of env 0 of the training batch, once per epoch",
             "resources.threads": "XLA's CPU threads (XLA_FLAGS intra_op_parallelism_threads)",
             "resources.cpus": "CPUs the daemon reserves for the run",
+            "resources.gpus": "JAX's platform: 0 = the CPU (JAX_PLATFORMS=cpu); up to 1 = JAX's GPU backend "
+                              "(jax[cuda12]) on one GPU; a whole N > 1 = Jumanji's pmap over N GPUs, num_envs "
+                              "split across them; refused where the environment's JAX sees no GPU",
             "algo_params": "keys of the env yaml's a2c section (discount_factor, l_en, ...)",
         },
         refused={
@@ -160,7 +164,6 @@ class JumanjiConfig(RunConfig):
                           "num_envs transitions): set n_steps and num_envs",
             "reporting.every_timesteps": "one metrics event per epoch of jumanji.training (n_steps x num_envs x "
                                          "num_learner_steps_per_epoch env steps): set num_learner_steps_per_epoch",
-            "resources.gpus": "no GPU path in this version of the worker (JAX runs on the CPU)",
         })
 
     algorithm: str = option("a2c", help="jumanji.training's agent: a2c (learns), random (uniform over legal "
@@ -172,7 +175,7 @@ class JumanjiConfig(RunConfig):
                                          help="env steps; rounded up to whole epochs of n_steps × num_envs × "
                                               "num_learner_steps_per_epoch; null = 100000")
     resources: Resources = option(default_factory=lambda: Resources(threads=1),
-                                  help="XLA's CPU threads (default 1), CPUs")
+                                  help="XLA's CPU threads (default 1), CPUs, and GPUs (JAX's GPU backend)")
     n_steps: int | None = option(None, min=1, help="steps of each env per learner step; default: the env yaml's")
     num_learner_steps_per_epoch: int | None = option(None, min=1, help="learner steps per epoch (one metrics "
                                                                        "event); default: the env yaml's")
@@ -274,7 +277,18 @@ class JumanjiConfig(RunConfig):
             if name in config.algo_params:
                 raise ConfigError(by, f"and algo_params.{name} both set Jumanji's a2c.{name}; allowed: one of them "
                                       f"(the shared {by}, or Jumanji's own algo_params.{name})")
+        config.check_devices()
         return config
+
+    def check_devices(self) -> None:
+        """``resources.gpus`` against the GPUs this environment's JAX sees, and the batch split across them."""
+        gpus = self.resources.gpus
+        check_gpus(gpus, "jax")
+        devices = devices_used(gpus)
+        batch = self.training()["total_batch_size"]
+        if devices > 1 and batch % devices:
+            raise ConfigError("num_envs", f"{batch} envs cannot be split evenly across {devices} GPUs (Jumanji's "
+                                          f"pmap gives each device the same share); allowed: a multiple of {devices}")
 
 
 def _hydra_value(value: Any) -> str:

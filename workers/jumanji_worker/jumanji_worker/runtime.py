@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 from mosaic.workerkit.checkpoints import STATE_FILE as CHECKPOINT_STATE
 from mosaic.workerkit.checkpoints import CheckpointState, checkpoint_folder, is_checkpoint, resolve
 from mosaic.errors import ConfigError
+from mosaic.workerkit.devices import devices_used
 from mosaic.workerkit.lifecycle import RunCancelled, RunControl
 from mosaic.provenance import config_digest, package_versions
 from mosaic.workerkit.cli import WorkerContext
@@ -65,9 +66,15 @@ class JumanjiCheckpointState(CheckpointState):
     config: dict[str, Any] = field(default_factory=dict)  # the MOSAIC config of the run that saved it
 
 
-def xla_environment(threads: int | None) -> dict[str, str]:
-    """Environment variables for JAX on the CPU with ``threads`` threads (before JAX is imported)."""
-    out = {"JAX_PLATFORMS": "cpu"}
+def xla_environment(threads: int | None, gpus: float = 0.0) -> dict[str, str]:
+    """Environment variables for JAX (before it is imported): the CPU with ``threads`` threads, or, with
+    ``gpus`` > 0 (``resources.gpus``), JAX's own choice of platform (its GPU backend first) limited to the
+    GPUs the run asked for: the first N it sees, or a share of one GPU's memory for a fraction."""
+    out = {"JAX_PLATFORMS": "cpu"} if gpus <= 0 else {}
+    if gpus > 0:
+        out["JAX_CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(devices_used(gpus)))
+        if gpus < 1:  # JAX preallocates 75 % of a GPU's memory; a share of the GPU takes that share of it
+            out["XLA_PYTHON_CLIENT_MEM_FRACTION"] = f"{0.75 * gpus:.2f}"
     if threads is not None:
         eigen = "false" if threads == 1 else "true"
         out["XLA_FLAGS"] = f"--xla_cpu_multi_thread_eigen={eigen} intra_op_parallelism_threads={threads}"
@@ -97,7 +104,7 @@ def fetch_hub_data(environment: str) -> None:
 
 def prepare_process(config: JumanjiConfig) -> None:
     """What must be set before JAX and matplotlib are imported."""
-    for key, value in xla_environment(config.resources.threads).items():
+    for key, value in xla_environment(config.resources.threads, config.resources.gpus).items():
         os.environ.setdefault(key, value)
     headless()
 
@@ -160,6 +167,8 @@ def read_checkpoint(path: str | Path, field: str) -> tuple[Path, JumanjiCheckpoi
     data = saved_config(state.config)
     data.update(run_id=state.run_id or "restored", fastlane={"enabled": False})
     data["checkpoint"] = {**data.get("checkpoint", {}), "restore_from": None}
+    # played on the CPU wherever it trained: evaluation needs no GPU (the state was saved with jax.device_get)
+    data["resources"] = {**data.get("resources", {}), "gpus": 0.0}
     return folder, state, JumanjiConfig.from_dict(data)
 
 
@@ -259,7 +268,7 @@ class JumanjiRuntime:
                                       hydra_cfg.env.registered_version)
         emit.run_started(
             worker="jumanji", config_digest=config_digest(cfg.to_dict()), versions=package_versions(PACKAGES),
-            resources={"cpus": cfg.resources.cpus or 1.0, "gpus": 0, "devices": [str(d) for d in jax.local_devices()],
+            resources={"cpus": cfg.resources.cpus or 1.0, "gpus": cfg.resources.gpus, "devices": [str(d) for d in jax.local_devices()],
                        "num_envs": hydra_cfg.env.training.total_batch_size,
                        "xla_flags": os.environ.get("XLA_FLAGS", "")},
             algorithm=cfg.algorithm, env={"family": "jumanji", "env_id": hydra_cfg.env.registered_version,

@@ -21,6 +21,7 @@ from mosaic.configkit import option
 from mosaic.workerkit.envs import API_TYPES, ENV_FAMILIES
 from mosaic.workerkit.envs import EnvironmentConfig as PettingZooEnvironment
 from mosaic.errors import ConfigError, one_of
+from mosaic.workerkit.devices import check_gpus, devices_used, require_gpus
 from mosaic.workerkit.run_fields import HYPERPARAMETERS, Checkpointing, FieldMap, Resources, RunConfig
 from ray_worker import algo_params
 
@@ -166,7 +167,10 @@ RAY_FIELDS = FieldMap(
                              "and the sampler when rllib.num_env_runners is 0); default 1",
         "resources.cpus": "CPUs the daemon (or a cluster cell) reserves for the run, and the CPUs of the run's "
                           "own Ray (default: every core)",
-        "resources.gpus": "AlgorithmConfig.learners(num_gpus_per_learner=...) (the local learner)",
+        "resources.gpus": "AlgorithmConfig.learners(...): up to 1 = the local learner's num_gpus_per_learner "
+                          "(a share of one GPU); a whole N > 1 = num_learners=N remote learners with one GPU "
+                          "each; refused where torch sees no GPU, unless rllib.address joins a cluster that has "
+                          "them",
         "algo_params": "AlgorithmConfig.training()/env_runners()/reporting() and DefaultModelConfig by RLlib's "
                        "own names (`python -m ray_worker.cli --schema ALGORITHM`)",
     },
@@ -234,7 +238,25 @@ class RayWorkerConfig(RunConfig):
         config = configkit.from_dict(cls, unflatten(data))
         config.check_shared()
         config.validate()
+        config.check_devices()
         return config
+
+    def check_devices(self) -> None:
+        """``resources.gpus`` against the GPUs torch sees here; on a cluster (``rllib.address``) Ray places the
+        learners where the GPUs are, so only the request's shape is checked (a share of one, or whole GPUs)."""
+        gpus = self.resources.gpus
+        if gpus > 0 and self.rllib.address:
+            require_gpus(gpus, devices_used(gpus), "RLlib")
+        else:
+            check_gpus(gpus, "torch")
+
+    def learner_resources(self) -> dict[str, Any]:
+        """``AlgorithmConfig.learners(...)`` from ``resources.gpus``: the local learner on a share of one GPU (or
+        the CPU), or one remote learner per GPU when it asks for several (RLlib's multi-GPU learning)."""
+        gpus = self.resources.gpus
+        if gpus <= 1:
+            return {"num_learners": 0, "num_gpus_per_learner": gpus}
+        return {"num_learners": int(gpus), "num_gpus_per_learner": 1}
 
     def stall_timeout(self) -> float:
         """The stall bound: the configured one, else a generous estimate of one slow iteration.

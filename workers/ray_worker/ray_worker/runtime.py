@@ -227,8 +227,10 @@ class RayWorkerRuntime:
 
             league = League(cfg.self_play, layout.sides, cfg.seed)
         self.league = league
-        algo = build_algorithm_config(cfg, env_info, layout, env_name, MosaicCallbacks,
-                                      mapping_fn=league.mapping() if league else None).build_algo()
+        algo_config = build_algorithm_config(cfg, env_info, layout, env_name, MosaicCallbacks,
+                                             mapping_fn=league.mapping() if league else None)
+        algo_config.learners(**cfg.learner_resources())  # resources.gpus: local learner, or one per GPU
+        algo = algo_config.build_algo()
         sinks = None
         progress = self.ctx.progress
         for role, thread in learner_threads(algo):

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Mapping
 from mosaic import configkit
 from mosaic.configkit import UpstreamParam, option
 from mosaic.errors import ConfigError, UserError, one_of
+from mosaic.workerkit.devices import check_gpus
 from mosaic.workerkit.run_fields import Environment, FieldMap, Resources, RunConfig
 
 from tianshou_worker import algorithms
@@ -157,6 +158,8 @@ FIELDS = FieldMap(
         "fastlane": "frames of training env 0 (gymnasium only)",
         "resources.threads": "torch.set_num_threads of the worker (default 1; null = torch's default)",
         "resources.cpus": "CPUs the daemon reserves for the run",
+        "resources.gpus": "the torch device of the networks and the algorithm (Algorithm.to): 0 = 'cpu', up to "
+                          "1 = 'cuda:0' (one device); refused where the environment's torch sees no GPU",
         "algo_params": "any other keyword argument of the algorithm's Tianshou policy or algorithm class "
                        "(`--schema ALGO` lists them)",
     },
@@ -165,7 +168,6 @@ FIELDS = FieldMap(
         "environment.env_kwargs": "the worker makes its envs from their id alone in this version",
         "episodes": "a training worker: its budget is total_timesteps",
         "checkpoint.keep": "every checkpoint a Tianshou run saves is kept in this version",
-        "resources.gpus": "no GPU path in this version of the worker",
     })
 
 
@@ -283,7 +285,13 @@ class TianshouConfig(RunConfig):
         config.algo_params = check_params(config)
         check_schedule(config)
         check_budget(config)
+        check_gpus(config.resources.gpus, "torch", max_gpus=1)  # one torch device for every network
         return config
+
+    @property
+    def device(self) -> str:
+        """The torch device the networks train on: the CPU, or the first GPU torch sees."""
+        return "cuda:0" if self.resources.gpus > 0 else "cpu"
 
     def tianshou_kwargs(self) -> dict[str, Any]:
         """``algo_params`` with the shared hyperparameters Tianshou takes by keyword (``gamma``)."""

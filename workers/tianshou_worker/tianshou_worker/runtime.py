@@ -79,7 +79,9 @@ def build_algorithm(config: TianshouConfig, spaces: algorithms.Spaces) -> Any:
     if config.classic:
         from tianshou_worker import classic
 
-        return classic.build(algo, config.resolved_env_id, classic.seat_index(spaces.agents, config.learner_seat))
+        algo = classic.build(algo, config.resolved_env_id, classic.seat_index(spaces.agents, config.learner_seat))
+    if config.device != "cpu":  # resources.gpus: Tianshou's networks follow their parameters' device
+        algo.to(config.device)
     return algo
 
 
@@ -114,6 +116,8 @@ def load_checkpoint(path: str | Path, field: str) -> tuple[Path, TianshouCheckpo
     data = {k: v for k, v in state.config.items() if k != "run_id"}
     data.update(run_id=state.run_id or "restored", fastlane={"enabled": False})
     data["checkpoint"] = {**dict(data.get("checkpoint") or {}), "restore_from": None}
+    # played on the CPU wherever it trained: evaluation needs no GPU (the weights load with map_location="cpu")
+    data["resources"] = {**dict(data.get("resources") or {}), "gpus": 0.0}
     config = TianshouConfig.from_dict(data)
     algo = build_algorithm(config, probe_env(config))
     learner_of(config, algo).load_state_dict(torch.load(folder / state.weights_file, map_location="cpu",
@@ -235,7 +239,8 @@ class TianshouRuntime:
                                  self.offline_update if not cfg.algo.online else lambda: None)
             emit.run_started(
                 worker="tianshou", config_digest=config_digest(cfg.to_dict()), versions=package_versions(PACKAGES),
-                resources={"cpus": 1, "gpus": 0, "num_envs": cfg.num_envs, "torch_threads": torch.get_num_threads()},
+                resources={"cpus": 1, "gpus": cfg.resources.gpus, "device": cfg.device, "num_envs": cfg.num_envs,
+                           "torch_threads": torch.get_num_threads()},
                 algorithm=cfg.algorithm, tianshou_algorithm=type(self.algo).__name__,
                 tianshou_policy=type(self.algo.policy).__name__,
                 env={"family": cfg.env_family, "env_id": cfg.resolved_env_id,

@@ -28,6 +28,7 @@ from mosaic.workerkit.checkpoints import STATE_FILE, CheckpointState, is_checkpo
 from mosaic.configkit import UpstreamParam, option
 from mosaic.workerkit.envs import EnvironmentConfig
 from mosaic.errors import ConfigError, UserError
+from mosaic.workerkit.devices import check_gpus
 from mosaic.workerkit.run_fields import FieldMap, Reporting, Resources, RunConfig
 
 from xuance_worker import algorithms
@@ -45,7 +46,7 @@ OWNED = {
     "dl_toolbox": "backend", "agent": "algorithm", "env_name": "environment",
     "env_id": "environment.env_id", "continuous_action": "the env's action space",
     "policy": "the env's action space (algorithms.py)", "vectorize": "the worker (envs run in-process)",
-    "device": "the worker (CPU)", "logger": "the worker (TensorBoard in the run folder)",
+    "device": "resources.gpus (0: 'cpu'; up to 1: 'cuda:0')", "logger": "the worker (TensorBoard in the run folder)",
     "log_dir": "the worker (the run folder)", "model_dir": "the worker (checkpoints/ of the run folder)",
     "render": "fastlane.enabled (frames of env 0)", "render_mode": "fastlane.enabled (frames of env 0)",
     "distributed_training": "the worker (one process)", "master_port": "the worker (one process)",
@@ -181,13 +182,14 @@ class XuanCeConfig(RunConfig):
             "fastlane": "frames of env 0",
             "resources.threads": "torch threads of the worker (mosaic/workerkit/threads.py)",
             "resources.cpus": "CPUs the daemon reserves for the run",
+            "resources.gpus": "XuanCe's device: 0 = 'cpu', up to 1 = 'cuda:0' (XuanCe trains on one device); "
+                              "refused where the environment's torch sees no GPU",
             "algo_params": "XuanCe's yaml options by their own names (`--schema ALGO` lists them)",
         },
         refused={
             "environment.env_ids": "one env per run",
             "episodes": "a training worker: its budget is total_timesteps (`mosaic eval --episodes` plays "
                         "trained policies)",
-            "resources.gpus": "no GPU path in this version of the worker (XuanCe runs on device 'cpu')",
         })
 
     algorithm: str = option("mappo", help="XuanCe algorithm, lower case (XuanCe's spelling, e.g. MAPPO, is "
@@ -215,6 +217,11 @@ class XuanCeConfig(RunConfig):
         return algorithms.get(self.algorithm)
 
     @property
+    def device(self) -> str:
+        """XuanCe's ``device``: the CPU, or the first GPU torch sees when ``resources.gpus`` asks for one."""
+        return "cuda:0" if self.resources.gpus > 0 else "cpu"
+
+    @property
     def report_every(self) -> int:
         return self.reporting.every_timesteps or DEFAULT_REPORT_EVERY
 
@@ -239,6 +246,7 @@ class XuanCeConfig(RunConfig):
         config.algo_params = check_params(config)
         if config.checkpoint.restore_from:
             check_restore_from(config)
+        check_gpus(config.resources.gpus, "torch", max_gpus=1)  # XuanCe's agent lives on one device
         return config
 
     def observes_images(self) -> bool:
@@ -272,7 +280,7 @@ class XuanCeConfig(RunConfig):
         """What MOSAIC sets over the yaml (the env-dependent ones are added at build time)."""
         out: dict[str, Any] = dict(self.algo_params)
         out.update(seed=self.seed, env_seed=self.seed, running_steps=self.total_timesteps,
-                   dl_toolbox=self.backend, device="cpu", logger="tensorboard",
+                   dl_toolbox=self.backend, device=self.device, logger="tensorboard",
                    vectorize="DummyVecMultiAgentEnv", distributed_training=False,
                    render=False, render_mode="rgb_array")  # frames: FastLane, from env 0 (envs.py)
         if self.num_envs is not None:

@@ -326,7 +326,8 @@ class XuanCeRuntime:
                 self.reporter.next_report = restored.timesteps_total + cfg.report_every
             emit.run_started(
                 worker="xuance", config_digest=config_digest(cfg.to_dict()), versions=package_versions(PACKAGES),
-                resources={"cpus": cfg.resources.cpus or 1.0, "gpus": 0, "num_envs": agent.n_envs,
+                resources={"cpus": cfg.resources.cpus or 1.0, "gpus": cfg.resources.gpus, "device": cfg.device,
+                           "num_envs": agent.n_envs,
                            "torch_threads": torch.get_num_threads()},
                 algorithm=cfg.algorithm, xuance_agent=args.agent, xuance_policy=args.policy,
                 env=cfg.environment.describe(), policy_configuration="PARAMETER_SHARING" if shared else "INDEPENDENT",

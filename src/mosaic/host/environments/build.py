@@ -21,7 +21,12 @@ from mosaic.runs import write_json_atomic
 from mosaic.host.environments.layout import CHECK_TIMEOUT_S, EnvBuildError, LOCK_NAME, Log, NO_DEPS_LOCK_NAME, RECORD_NAME, RECORD_VERSION, RESOLVE_TIMEOUT_S, TABLE, _NAME, envs_root, python_in
 from mosaic.host.environments.sources import WorkerSource, mosaic_source_tree, scan
 from mosaic.host.environments.status import probe, status
-from mosaic.host.environments.uv import PackageSources, _uv, check_cpu_torch, locked_versions, pip_sources
+from mosaic.host.environments.uv import TORCH_VARIANT_ENV as TORCH_VARIANT_ENV_NAME
+from mosaic.host.environments.uv import (PackageSources, _uv, check_torch_variant, cpu_builds_excluded,
+                                         locked_versions, pip_sources, torch_variant, variant_requirements)
+
+#: Beside a lock: the constraints that keep a ``cuda`` build off the ``+cpu`` torch (handed to uv's sync too).
+VARIANT_CONSTRAINTS_NAME = "mosaic-variant-constraints.txt"
 
 
 # -- build / remove ------------------------------------------------------------
@@ -83,8 +88,12 @@ def build(worker: str, force: bool = False, home: str | Path | None = None,
     dest = root / worker
     with _locked(root, worker):
         current = status(source, home)
-        if current.status == "ok" and not force:
+        variant = torch_variant()
+        built_as = (current.record or {}).get("torch_variant", "cpu")
+        if current.status == "ok" and not force and built_as == variant:
             return BuildResult(worker, dest, False, current.record)
+        if current.status == "ok" and built_as != variant:
+            say(f"{worker}: rebuilding (built with {built_as} torch; {TORCH_VARIANT_ENV_NAME} asks for {variant})")
         if current.status in ("stale", "broken"):
             say(f"{worker}: rebuilding ({current.status}: {current.reason})")
         _sweep(root, worker)
@@ -128,24 +137,49 @@ def site_packages(python: Path) -> list[str]:
     return [p for p in json.loads(out.stdout) if Path(p).is_dir()]
 
 
+def compile_variant(wanted: Path, lock: Path, python: Path | str, sources: PackageSources,
+                    variant: str) -> dict[str, str]:
+    """``uv pip compile`` of ``wanted`` into ``lock`` for torch's ``variant``; name -> version.
+
+    From index metadata only: nothing is downloaded or installed. ``cuda``: where the sources also
+    offer a ``+cpu`` torch (it wins a tie on version, its local label sorting after), that build is
+    ruled out by a constraint (written beside the lock, :data:`VARIANT_CONSTRAINTS_NAME`) and the
+    resolution made again, so PyPI's CUDA build is chosen. :class:`EnvBuildError` carries uv's error.
+    """
+    constraints = lock.with_name(VARIANT_CONSTRAINTS_NAME)
+    constraints.unlink(missing_ok=True)
+    excluded: list[str] = []
+    while True:
+        extra = ["--constraint", str(constraints)] if excluded else []
+        _uv(["pip", "compile", "--no-config", "--quiet", "--no-header", "--no-annotate",
+             "--python", str(python), *sources.uv_args(), *extra, "-o", str(lock), str(wanted)],
+            sources, timeout=RESOLVE_TIMEOUT_S)
+        resolved = locked_versions(lock.read_text(encoding="utf-8"))
+        more = [line for line in cpu_builds_excluded(resolved) if line not in excluded] if variant == "cuda" else []
+        if not more or len(excluded) >= 3:
+            return resolved
+        excluded += more
+        constraints.write_text("".join(f"{line}\n" for line in excluded), encoding="utf-8")
+
+
 def resolve(source: WorkerSource, mosaic_tree: Path, sources: PackageSources, python: Path,
-            lock: Path) -> dict[str, str]:
+            lock: Path, variant: str | None = None) -> dict[str, str]:
     """Resolve the worker and MOSAIC (editable) and the pins for ``python`` into ``lock``.
 
-    Nothing is installed; the resolution is checked (torch must be a CPU build)
-    so a wrong one fails before anything is downloaded. Returns name -> version.
+    Nothing is installed; the resolution is checked (torch must be a CPU build, or with
+    ``variant`` ``cuda`` (``$MOSAIC_TORCH_VARIANT``) a CUDA build) so a wrong one fails before
+    anything is downloaded. Returns name -> version.
     """
+    variant = torch_variant(variant)
     wanted = lock.with_name("mosaic-requirements.in")
     wanted.write_text("".join(f"{line}\n" for line in
-                              (f"-e {source.root}", f"-e {mosaic_tree}", *(source.requirements or ()))))
+                              (f"-e {source.root}", f"-e {mosaic_tree}",
+                               *variant_requirements(source.requirements or (), variant))))
     try:
-        _uv(["pip", "compile", "--no-config", "--quiet", "--no-header", "--no-annotate",
-             "--python", str(python), *sources.uv_args(), "-o", str(lock), str(wanted)],
-            sources, timeout=RESOLVE_TIMEOUT_S)
+        resolved = compile_variant(wanted, lock, python, sources, variant)
     except EnvBuildError as exc:
         raise ConfigError(f"{TABLE}.requirements", f"cannot be resolved for worker {source.name!r} "
                           f"({source.pyproject}): {exc}") from None
-    resolved = locked_versions(lock.read_text(encoding="utf-8"))
     if source.no_deps:
         alone = lock.with_name(NO_DEPS_LOCK_NAME)
         wanted.write_text("".join(f"{line}\n" for line in source.no_deps))
@@ -157,7 +191,7 @@ def resolve(source: WorkerSource, mosaic_tree: Path, sources: PackageSources, py
             raise ConfigError(f"{TABLE}.no_deps", f"cannot be resolved for worker {source.name!r} "
                               f"({source.pyproject}): {exc}") from None
         resolved.update(locked_versions(alone.read_text(encoding="utf-8")))
-    check_cpu_torch(resolved, f"worker {source.name!r} ({source.pyproject})")
+    check_torch_variant(resolved, variant, f"worker {source.name!r} ({source.pyproject})")
     return resolved
 
 
@@ -170,12 +204,15 @@ def _build_into(staging: Path, source: WorkerSource, mosaic_tree: Path, say: Log
     _uv(["venv", "--relocatable", "--no-config", "--quiet", "--python", sys.executable, str(staging)],
         sources, timeout=CHECK_TIMEOUT_S)
     say(f"{source.name}: resolving {len(source.requirements or ())} pins, the worker and MOSAIC")
-    resolved = resolve(source, mosaic_tree, sources, python, staging / LOCK_NAME)
+    variant = torch_variant()
+    resolved = resolve(source, mosaic_tree, sources, python, staging / LOCK_NAME, variant)
+    constraints = staging / VARIANT_CONSTRAINTS_NAME
+    variant_args = ["--constraint", str(constraints)] if constraints.is_file() else []
     say(f"{source.name}: installing {len(resolved)} pinned packages, the worker and MOSAIC (editable)")
     # uv caches the wheels it builds from the editable trees; a tree edited since then must be built anew
     refresh = [arg for dist in (source.distribution, "mosaic-marl") if dist for arg in ("--refresh-package", dist)]
-    _uv(["pip", "sync", "--no-config", "--quiet", "--python", str(python), *sources.uv_args(), *refresh,
-         str(staging / LOCK_NAME)], sources)
+    _uv(["pip", "sync", "--no-config", "--quiet", "--python", str(python), *sources.uv_args(), *variant_args,
+         *refresh, str(staging / LOCK_NAME)], sources)
     if source.no_deps:  # after the sync, which would remove what its lock does not list
         say(f"{source.name}: installing {len(source.no_deps)} pinned packages without their dependencies")
         _uv(["pip", "install", "--no-config", "--quiet", "--no-deps", "--python", str(python),
@@ -193,7 +230,7 @@ def _build_into(staging: Path, source: WorkerSource, mosaic_tree: Path, say: Log
         "pins_digest": source.pins_digest, "requirements": list(source.requirements or ()),
         "no_deps": list(source.no_deps),
         "packages": {p["name"]: p["version"] for p in listed}, "freeze": freeze.strip().splitlines(),
-        "package_sources": sources.to_dict(), "uv_version": _uv_version(),
+        "package_sources": sources.to_dict(), "torch_variant": variant, "uv_version": _uv_version(),
         "built_at": time.time(), "build_seconds": round(time.time() - started, 3),
     }
 
@@ -239,3 +276,90 @@ def interpreter_for(worker: str, home: str | Path | None = None) -> str | None:
         return str(current.interpreter)
     raise UserError(f"worker {worker!r} runs in its own environment, which is {current.status} "
                     f"({current.reason}): build it with `mosaic envs build {worker}`")
+
+
+# -- what a build would resolve, without building (scripts/bootstrap --dry-run) ------------
+def resolve_requirements(requirements: list[str], variant: str | None = None,
+                         sources: PackageSources | None = None, where: str = "requirements") -> dict[str, str]:
+    """Resolve plain requirement lines (MOSAIC's own torch, say) for ``variant``: name -> version, checked
+    as a build checks its resolution. From index metadata only; nothing is downloaded or installed."""
+    import tempfile
+
+    variant = torch_variant(variant)
+    sources = sources or pip_sources()
+    with tempfile.TemporaryDirectory(prefix="mosaic-resolve-") as folder:
+        wanted, lock = Path(folder) / "requirements.in", Path(folder) / LOCK_NAME
+        wanted.write_text("".join(f"{line}\n" for line in variant_requirements(requirements, variant)))
+        try:
+            resolved = compile_variant(wanted, lock, sys.executable, sources, variant)
+        except EnvBuildError as exc:
+            raise ConfigError(where, f"cannot be resolved: {exc}") from None
+    check_torch_variant(resolved, variant, where)
+    return resolved
+
+
+def dry_resolve(worker: str, variant: str | None = None, sources: PackageSources | None = None) -> dict[str, str]:
+    """What ``mosaic envs build WORKER`` would install for ``variant``: name -> version, resolved into a
+    temporary folder (the worker's environment is left as it is)."""
+    import tempfile
+
+    source = scan().get(worker)
+    if not source.declared:
+        raise UserError(f"worker {worker!r} declares no environment (no [{TABLE}] in {source.pyproject}); "
+                        "it runs in MOSAIC's own interpreter")
+    mosaic_tree = mosaic_source_tree()
+    if mosaic_tree is None:
+        raise UserError("worker environments install MOSAIC from its source tree, but this MOSAIC "
+                        "was not installed from one (pip install -e <checkout>)")
+    with tempfile.TemporaryDirectory(prefix=f"mosaic-resolve-{worker}-") as folder:
+        return resolve(source, mosaic_tree, sources or pip_sources(), Path(sys.executable),
+                       Path(folder) / LOCK_NAME, variant)
+
+
+def _summary(versions: dict[str, str]) -> str:
+    shown = {name: versions[name] for name in ("torch", "jax", "jaxlib", "jax-cuda12-plugin") if name in versions}
+    nvidia = sorted(name for name in versions if name.startswith("nvidia-"))
+    return (", ".join(f"{name}=={version}" for name, version in shown.items()) or "no torch or JAX"
+            ) + f"; {len(nvidia)} nvidia packages; {len(versions)} packages in all"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m mosaic.host.environments.build --dry-run [--variant cuda] [--main REQ ...] [WORKER ... | --all]``:
+    print what builds would resolve (one line each, or ``--json``), downloading no wheels."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m mosaic.host.environments.build",
+                                     description="what worker environment builds would resolve (no download)")
+    parser.add_argument("--dry-run", action="store_true", required=True, help="resolve only (the one mode)")
+    parser.add_argument("--variant", help=f"cpu or cuda (default: ${TORCH_VARIANT_ENV_NAME}, else cpu)")
+    parser.add_argument("--main", action="append", default=[], metavar="REQ",
+                        help="a requirement of MOSAIC's own environment to resolve too (e.g. torch==2.13.0); "
+                             "repeat for more")
+    parser.add_argument("--all", action="store_true", help="every worker that declares an environment")
+    parser.add_argument("--json", action="store_true", help="name -> version of every resolution, as JSON")
+    parser.add_argument("workers", nargs="*")
+    args = parser.parse_args(argv)
+    try:
+        variant = torch_variant(args.variant)
+        workers = sorted(name for name, src in scan().sources.items() if src.declared) if args.all else args.workers
+        results: dict[str, dict[str, str]] = {}
+        if args.main:
+            results["(mosaic)"] = resolve_requirements(list(args.main), variant, where="mosaic's own torch")
+        for worker in workers:
+            results[worker] = dry_resolve(worker, variant)
+    except UserError as exc:
+        print(f"mosaic: error: {exc}", file=sys.stderr)
+        return 2
+    except EnvBuildError as exc:
+        print(f"mosaic: error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps({"variant": variant, "resolved": results}, indent=2, sort_keys=True))
+    else:
+        for name, versions in results.items():
+            print(f"{name} ({variant}): {_summary(versions)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

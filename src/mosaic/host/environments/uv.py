@@ -155,3 +155,63 @@ def check_cpu_torch(versions: dict[str, str], where: str = "") -> None:
                           f"{where + ': ' if where else ''}torch resolved to {version}, not a +cpu build"
                           f"{f' (it would pull in {len(cuda)} nvidia packages)' if cuda else ''}; "
                           "pin the CPU build your package sources offer, e.g. \"torch==2.13.0\"")
+
+
+# -- torch's build: CPU (the default) or CUDA, on request ----------------------
+#: The environment variable that chooses the builds of torch (and JAX) worker environments get.
+TORCH_VARIANT_ENV = "MOSAIC_TORCH_VARIANT"
+#: ``cpu``: torch's ``+cpu`` build (the default; no GPU, no nvidia packages). ``cuda``: PyPI's plain torch
+#: wheel (a CUDA build: it pulls in the nvidia-* packages) and ``jax[cuda12]`` where JAX is pinned.
+TORCH_VARIANTS = ("cpu", "cuda")
+#: The JAX extra the ``cuda`` variant adds to a ``jax==V`` pin (JAX's own name for its CUDA 12 wheels).
+JAX_CUDA_EXTRA = "cuda12"
+_JAX_PIN = re.compile(r"^\s*jax\s*==\s*([^\s;,]+)\s*$", re.IGNORECASE)
+
+
+def torch_variant(value: str | None = None) -> str:
+    """The requested variant: ``value``, else ``$MOSAIC_TORCH_VARIANT``, else ``cpu``; a UserError naming the
+    variable for anything else."""
+    chosen = (value if value is not None else os.environ.get(TORCH_VARIANT_ENV, "")).strip().lower() or "cpu"
+    if chosen not in TORCH_VARIANTS:
+        raise UserError(f"{TORCH_VARIANT_ENV}: {chosen!r} is not one of {', '.join(TORCH_VARIANTS)}")
+    return chosen
+
+
+def variant_requirements(requirements: "list[str] | tuple[str, ...]", variant: str) -> list[str]:
+    """A worker's pins for ``variant``: unchanged for ``cpu``; for ``cuda`` a ``jax==V`` pin gains
+    ``jax[cuda12]==V`` (JAX's CUDA plugin and the nvidia packages it needs)."""
+    out = list(requirements)
+    if variant == "cuda":
+        for line in requirements:
+            match = _JAX_PIN.match(line)
+            if match:
+                out.append(f"jax[{JAX_CUDA_EXTRA}]=={match.group(1)}")
+    return out
+
+
+def cpu_builds_excluded(versions: dict[str, str]) -> list[str]:
+    """Constraint lines that rule out the ``+cpu`` torch a resolution picked (so the CUDA one competes alone)."""
+    version = versions.get("torch", "")
+    return [f"torch!={version}"] if version.endswith("+cpu") else []
+
+
+def check_torch_variant(versions: dict[str, str], variant: str, where: str = "") -> None:
+    """The resolution is the build ``variant`` asked for: ``cpu`` as :func:`check_cpu_torch`; ``cuda``: on Linux a
+    torch without ``+cpu`` and the nvidia packages it needs, and JAX's CUDA plugin where JAX is resolved."""
+    if variant != "cuda":
+        check_cpu_torch(versions, where)
+        return
+    if not sys.platform.startswith("linux"):
+        return
+    prefix = where + ": " if where else ""
+    nvidia = sorted(name for name in versions if name.startswith("nvidia-"))
+    torch = versions.get("torch")
+    if torch and (torch.endswith("+cpu") or not nvidia):
+        raise ConfigError(f"{TABLE}.requirements",
+                          f"{prefix}{TORCH_VARIANT_ENV}=cuda, but torch resolved to {torch}, not a CUDA build "
+                          f"({len(nvidia)} nvidia packages); allowed: a torch pin whose CUDA build your package "
+                          "sources offer (PyPI's plain Linux wheel is one)")
+    if "jax" in versions and f"jax-{JAX_CUDA_EXTRA}-plugin" not in versions:
+        raise ConfigError(f"{TABLE}.requirements",
+                          f"{prefix}{TORCH_VARIANT_ENV}=cuda, but JAX resolved without jax-{JAX_CUDA_EXTRA}-plugin; "
+                          f"allowed: a jax==V pin whose jax[{JAX_CUDA_EXTRA}] your package sources offer")
