@@ -55,6 +55,12 @@ def make_runtime(config: TianshouConfig, context: Any) -> Any:
     return TianshouRuntime(config, context)
 
 
+def make_player(target: str, options: dict[str, Any]) -> Any:
+    from tianshou_worker.player import TianshouPlayer
+
+    return TianshouPlayer.load(target, options)
+
+
 def evaluate(request: Any) -> int:
     from tianshou_worker.evaluation import evaluate as run
 
@@ -66,7 +72,8 @@ PROGRAM = WorkerProgram(name="tianshou", config_from_dict=TianshouConfig.from_di
                         heartbeat_interval_s=lambda config: config.reporting.heartbeat_interval_s,
                         describe=get_worker_metadata, config_class=TianshouConfig,
                         packages=("mosaic-tianshou-worker", "tianshou", "torch", "numpy", "gymnasium"),
-                        algo_params_schema=params_schema, envs=envs, dry_run=dry_run, evaluate=evaluate)
+                        algo_params_schema=params_schema, envs=envs, dry_run=dry_run, evaluate=evaluate,
+                        make_player=make_player)
 
 
 def main(argv: list[str] | None = None) -> int:
