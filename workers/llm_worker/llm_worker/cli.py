@@ -57,12 +57,19 @@ def make_runtime(config: LLMWorkerConfig, context: Any) -> Any:
     return LLMWorkerRuntime(config, context)
 
 
+def make_player(target: str, options: dict[str, Any]) -> Any:
+    """``--player CONFIG``: a language model as one seat of a match (llm_worker.player)."""
+    from llm_worker.player import make_player as player_of
+
+    return player_of(target, options)
+
+
 PROGRAM = WorkerProgram(name="mosaic_llm", config_from_dict=LLMWorkerConfig.from_dict, make_runtime=make_runtime,
                         default_config=default_config, deep_validate=deep_validate,
                         heartbeat_interval_s=lambda config: config.reporting.heartbeat_interval_s,
                         describe=get_worker_metadata, config_class=LLMWorkerConfig,
                         packages=("mosaic-llm-worker", "pettingzoo", "mpe2", "openai"), envs=envs,
-                        dry_run=lambda config, checked: checked)
+                        dry_run=lambda config, checked: checked, make_player=make_player)
 
 
 def main(argv: list[str] | None = None) -> int:
