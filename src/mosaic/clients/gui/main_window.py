@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QTabWidget
 from mosaic.host.daemon.aio_client import AsyncDaemonClient, ensure_daemon
 from mosaic.host.daemon.client import DaemonError
 from mosaic.host.daemon.endpoint import find_daemon
+from mosaic.clients.gui.arena_view import ArenaView
 from mosaic.clients.gui.catalog import CatalogView
 from mosaic.clients.gui.compare import CompareView
 from mosaic.clients.gui.experiments_view import ExperimentsView
@@ -59,8 +60,9 @@ class MainWindow(QMainWindow):
         self.runs = RunsView()
         self.compare = CompareView()
         self.experiments = ExperimentsView(self.home)
+        self.arena = ArenaView(self.home)
         for view, title in ((self.catalog, "Workers"), (self.new_run, "New run"), (self.runs, "Runs"),
-                            (self.compare, "Compare"), (self.experiments, "Experiments")):
+                            (self.compare, "Compare"), (self.experiments, "Experiments"), (self.arena, "Arena")):
             self.tabs.addTab(view, title)
             self.tabs.tabBar().setTabButton(self.tabs.count() - 1, self.tabs.tabBar().ButtonPosition.RightSide, None)
         self.setCentralWidget(self.tabs)
@@ -113,6 +115,7 @@ class MainWindow(QMainWindow):
         for view in self.run_views.values():
             view.close_view()
         self.experiments.close_view()
+        self.arena.close_view()
         for task in list(self.tasks):
             task.cancel()
         if self.tasks:
