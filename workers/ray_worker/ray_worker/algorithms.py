@@ -101,7 +101,7 @@ def resolve(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLayout) -> dict[st
         "algorithm": algo,
         "environment": {"env": f"mosaic-{cfg.environment.family}-{cfg.environment.env_id}"},
         "env_runners": env_runners,
-        "learners": {"num_learners": 0, "num_gpus_per_learner": cfg.resources.gpus},
+        "learners": cfg.learner_resources(),
         "training": training,
         "reporting": reporting,
         "multi_agent": {"policies": sorted(layout.modules), "policies_to_train": list(layout.trainable),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 
 from mosaic.workerkit.envs import offered_env_ids
-from mosaic.errors import ConfigError, UserError
+from mosaic.errors import UserError
 from mosaic.workerkit.threads import limit_torch_threads
 from mosaic.workerkit.cli import EvaluateRequest, WorkerProgram, worker_main
 from ray_worker import algo_params, get_worker_metadata
@@ -31,12 +31,6 @@ def deep_validate(config: RayWorkerConfig):
         from ray_worker.checkpoint_state import RayCheckpointState
 
         RayCheckpointState.read(config.checkpoint.restore_from, "checkpoint.restore_from", "the ray worker")
-    if config.resources.gpus > 0 and not config.rllib.address:
-        import torch
-
-        if not torch.cuda.is_available():
-            raise ConfigError("resources.gpus", f"{config.resources.gpus} GPUs asked for, but this "
-                              "machine has none; use 0 (CPU) or join a cluster with rllib.address")
     if config.wandb:
         from ray_worker.analytics import check_wandb_available
 

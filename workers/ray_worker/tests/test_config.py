@@ -141,7 +141,7 @@ BAD_CONFIGS = [
      "is an image, which the critic gets only with environment.preprocessing enabled"),
     ({"policy_configuration": "EVERYONE"}, "policy_configuration: 'EVERYONE' is not one of"),
     ({"rllib": {"num_env_runners": -1}}, "rllib.num_env_runners: -1 is below the minimum 0"),
-    ({"resources": {"gpus": 1}}, "resources.gpus: 1.0 GPUs asked for, but this machine has none"),
+    ({"resources": {"gpus": 1}}, "resources.gpus: 1 requested, but torch sees no GPU on this machine"),
     ({"checkpoint": {"restore_from": "/nonexistent/ckpt"}}, "checkpoint.restore_from: '/nonexistent/ckpt'"),
     ({"environment": {"env_kwargs": {"N": "three"}}}, "environment.env_kwargs"),
     ({"framework": "tf2"}, "framework: 'tf2' is not one of torch"),
@@ -229,7 +229,7 @@ def test_dry_run_starts_no_ray(tmp_path):
 
 DRY_RUN_REFUSES = [
     ({"checkpoint": {"restore_from": "/nonexistent/ckpt"}}, "checkpoint.restore_from: '/nonexistent/ckpt'"),
-    ({"resources": {"gpus": 1}}, "resources.gpus: 1.0 GPUs asked for"),
+    ({"resources": {"gpus": 1}}, "resources.gpus: 1 requested, but torch sees no GPU"),
     ({"policy_configuration": "SELF_PLAY", "environment": {"family": "mpe", "env_id": "simple_spread_v3"}},
      "policy_configuration: SELF_PLAY needs opponents"),
     ({"environment": {"family": "sisl", "env_id": "waterworld_v4"}, "algorithm": "DQN"},

@@ -91,6 +91,7 @@ def load_agent(folder: Path, state: Any, scratch: Path) -> tuple[Any, Any, Any]:
     data = saved_config(state.config)
     data.update(run_id=state.run_id or "eval", num_envs=1, fastlane={"enabled": False})
     data["checkpoint"] = {**data.get("checkpoint", {}), "restore_from": None}
+    data["resources"] = {**data.get("resources", {}), "gpus": 0.0}  # played on the CPU wherever it trained
     config = XuanCeConfig.from_dict(data)
     from xuance.environment import make_envs
     from xuance.torch.agents import REGISTRY_Agents
