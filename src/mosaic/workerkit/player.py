@@ -301,6 +301,11 @@ class PlayerProcess:
             except (OSError, subprocess.TimeoutExpired, ValueError):
                 self.proc.kill()
                 self.proc.wait(10)
+        for pipe in (self.proc.stdin, self.proc.stdout):  # stderr is the drain thread's to finish
+            try:
+                pipe.close()
+            except OSError:
+                pass
 
     def __enter__(self) -> "PlayerProcess":
         return self
