@@ -14,47 +14,28 @@ rest.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from mosaic.errors import UserError
+from mosaic.host.match import Seating
 from mosaic.workerkit.player import PlayerProcess
 
 
-@dataclass
-class _Seating:
-    """Agent -> player, as a :class:`mosaic.workerkit.evaluation.Controller`."""
-
-    seats: dict[str, PlayerProcess]
-
-    def actor_for(self, agent: str) -> Any:
-        player = self.seats.get(agent)
-        return None if player is None else player.seat([agent]).actor_for(agent)
-
-
-def match_api(family: str, env_id: str) -> str:
-    """PARALLEL where the env has it (players act on the same observations either way), else AEC."""
-    from mosaic.workerkit.envs import load_env_module, supported_api_types
-
-    kinds = supported_api_types(load_env_module(family, env_id))
-    return "PARALLEL" if "PARALLEL" in kinds and family != "classic" else "AEC"
-
-
 def seatings(agents: Sequence[str], run: PlayerProcess, opponent: PlayerProcess,
-             seats: Sequence[str] | None) -> list[_Seating]:
+             seats: Sequence[str] | None) -> list[Seating]:
     """Who plays which agent, per episode (alternating); refuses seats the env does not have."""
     if seats:
         unknown = [a for a in seats if a not in agents]
         if unknown or len(set(seats)) == len(agents):
             why = f"{', '.join(unknown)} not agents" if unknown else "the run would play every agent"
             raise UserError(f"--seats: {why}; allowed: a subset of {', '.join(agents)}")
-        return [_Seating({a: run if a in seats else opponent for a in agents})]
+        return [Seating({a: run if a in seats else opponent for a in agents})]
     if len(agents) != 2:
         raise UserError(f"--seats: {len(agents)} agents in this env; name the ones the run plays (allowed: "
                         f"{', '.join(agents)}), the opponent plays the rest")
     first, second = agents
-    return [_Seating({first: run, second: opponent}), _Seating({first: opponent, second: run})]
+    return [Seating({first: run, second: opponent}), Seating({first: opponent, second: run})]
 
 
 def evaluate(target: Path, opponent: str, episodes: int, seed: int = 0, seats: Sequence[str] | None = None,
@@ -63,7 +44,7 @@ def evaluate(target: Path, opponent: str, episodes: int, seed: int = 0, seats: S
     """Play ``episodes`` episodes of the run (or checkpoint) ``target`` against ``opponent`` (any player
     target of :func:`mosaic.host.match.player_command`); returns the saved
     :class:`mosaic.workerkit.evaluation.EvaluationResults`."""
-    from mosaic.host.match import open_player
+    from mosaic.host.match import match_api_type, open_player
     from mosaic.workerkit.envs import make_env
     from mosaic.workerkit.evaluation import EvaluationResults, eval_lane, play_episodes, save_results
 
@@ -83,7 +64,7 @@ def evaluate(target: Path, opponent: str, episodes: int, seed: int = 0, seats: S
             kwargs = dict(environment.get("env_kwargs") or {})
             for player in (run, other):
                 player.check_environment(family, env_id, kwargs)
-            env = make_env(family, env_id, match_api(family, env_id), kwargs,
+            env = make_env(family, env_id, match_api_type(environment, [run, other]), kwargs,
                            "rgb_array" if video or fastlane else None)
             lane = eval_lane(_as_checkpoint(target)) if fastlane else None
             try:

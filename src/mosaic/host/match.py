@@ -90,6 +90,13 @@ class Game:
     returns: dict[str, float]
     length: int
     winner: str | None
+    #: Player label -> the summed returns of the agents it played (its team's result in a team game).
+    teams: dict[str, float] = field(default_factory=dict)
+    #: The actions in the order taken, JSON-able (:func:`mosaic.workerkit.player.to_wire`): ``[agent, action]``
+    #: pairs in an AEC game, one ``{agent: action}`` dict per step in a parallel one. Stepping a fresh env, reset
+    #: with ``seed`` and built with the match's environment (``api_type`` included), through them replays the
+    #: game (:func:`replay`).
+    moves: list[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -98,7 +105,8 @@ class MatchResult:
     games: list[Game] = field(default_factory=list)
 
     def scores(self, label: str) -> list[float]:
-        """Per game, 1 / 0.5 / 0 for a win / draw / loss of ``label`` (two-player zero-sum games)."""
+        """Per game, 1 / 0.5 / 0 for a win / draw / loss of ``label`` (two-player zero-sum games; in a team game
+        of general sum, where returns of the two sides are not on one scale, read :meth:`team_returns`)."""
         out = []
         for g in self.games:
             mine = [a for a, p in g.seats.items() if p == label]
@@ -109,17 +117,56 @@ class MatchResult:
             out.append(1.0 if a > b else 0.0 if a < b else 0.5)
         return out
 
+    def team_returns(self, label: str) -> list[float]:
+        """Per game that ``label`` played, the summed returns of the agents it played (its team's return)."""
+        return [g.teams[label] for g in self.games if label in g.teams]
+
+    def teams(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Per player label, per side it played (its agents, joined by ``+``): games and the team return's mean
+        with a 95% interval. Sides are kept apart: in a general-sum game their returns are on other scales."""
+        from mosaic.workerkit.evaluation import _stats
+
+        sides: dict[str, dict[str, list[float]]] = {}
+        for g in self.games:
+            for label, value in g.teams.items():
+                side = "+".join(sorted(a for a, p in g.seats.items() if p == label))
+                sides.setdefault(label, {}).setdefault(side, []).append(value)
+        return {label: {side: {"games": len(values), "return": _stats(values)} for side, values in by_side.items()}
+                for label, by_side in sides.items()}
+
+
+def match_api_type(environment: Mapping[str, Any], players: Sequence[PlayerProcess] = ()) -> str:
+    """The PettingZoo API a match steps: the environment's ``api_type`` when it names one; else PARALLEL where
+    the env has it, it is not a classic (turn-based) game, and no player says it was trained on AEC (a
+    player's hello ``environment.api_type``); else AEC. Players get the same observations either way."""
+    from mosaic.workerkit.envs import load_env_module, supported_api_types
+
+    if environment.get("api_type"):
+        return str(environment["api_type"])
+    family, env_id = str(environment["family"]), str(environment["env_id"])
+    kinds = supported_api_types(load_env_module(family, env_id))
+    trained = {str(p.environment.get("api_type")) for p in players if p.environment.get("api_type")}
+    if "PARALLEL" in kinds and family != "classic" and "AEC" not in trained:
+        return "PARALLEL"
+    if "AEC" not in kinds:
+        return "PARALLEL"
+    return "AEC"
+
 
 def play_match(environment: Mapping[str, Any], seatings: Sequence[Mapping[str, PlayerProcess]], games: int,
                seed: int = 0, max_steps: int | None = None) -> MatchResult:
     """Play ``games`` games; game ``i`` seats agents as ``seatings[i % len(seatings)]`` (agent -> player), so
-    two seatings alternate who moves first. Every player is checked against the env before the first game."""
+    two seatings alternate who moves first (or which team plays which side). A player may hold several seats
+    (a team): it is asked for each of its agents' actions at every step. Every player is checked against the
+    env before the first game; the API is :func:`match_api_type`'s."""
     from mosaic.workerkit.envs import make_env
     from mosaic.workerkit.evaluation import play_episodes
+    from mosaic.workerkit.player import to_wire
 
     family, env_id = str(environment["family"]), str(environment["env_id"])
     kwargs = dict(environment.get("env_kwargs") or {})
-    api = str(environment.get("api_type") or "AEC")
+    everyone = list({id(p): p for seating in seatings for p in seating.values()}.values())
+    api = match_api_type(environment, everyone)
     env = make_env(family, env_id, api, kwargs, None)
     try:
         agents = list(env.possible_agents)
@@ -130,24 +177,79 @@ def play_match(environment: Mapping[str, Any], seatings: Sequence[Mapping[str, P
                 raise UserError(f"seats: {', '.join(missing)} of {env_id} have no player; agents: {', '.join(agents)}")
             for player in {id(p): p for p in seating.values()}.values():
                 player.check_environment(family, env_id, kwargs)
-            controllers.append(_Seating({a: seating[a] for a in agents}))
+                player.seat([a for a in agents if seating[a] is player])
+            controllers.append(Seating({a: seating[a] for a in agents}))
         result = MatchResult({"family": family, "env_id": env_id, "env_kwargs": kwargs, "api_type": api})
         for i in range(games):
             seating = controllers[i % len(controllers)]
             for player in seating.players():
                 player.reset(seed + i)
-            episodes, _ = play_episodes(env, [seating], 1, seed=seed + i, max_steps=max_steps)
+            moves: list[Any] = []
+
+            def record(_episode: int, actions: dict[str, Any], moves: list[Any] = moves) -> None:
+                if api == "AEC":
+                    moves.extend([agent, to_wire(action)] for agent, action in actions.items())
+                else:
+                    moves.append({agent: to_wire(action) for agent, action in actions.items()})
+
+            episodes, _ = play_episodes(env, [seating], 1, seed=seed + i, max_steps=max_steps, on_actions=record)
             episode = episodes[0]
-            result.games.append(Game(i, seed + i, {a: p.label for a, p in seating.seats.items()},
-                                     dict(episode.returns), episode.length, episode.winner))
+            seats = {a: p.label for a, p in seating.seats.items()}
+            teams: dict[str, float] = {}
+            for agent, label in seats.items():
+                teams[label] = teams.get(label, 0.0) + float(episode.returns.get(agent, 0.0))
+            result.games.append(Game(i, seed + i, seats, dict(episode.returns), episode.length, episode.winner,
+                                     teams, moves))
         return result
     finally:
         env.close()
 
 
+def replay(environment: Mapping[str, Any], game: Game) -> dict[str, float]:
+    """Step a fresh env (the match's ``environment``, ``api_type`` included) through ``game.moves`` from a reset
+    with ``game.seed``; returns each agent's return, which equals ``game.returns`` for a recorded game."""
+    from mosaic.workerkit.envs import make_env
+    from mosaic.workerkit.player import from_wire
+
+    api = match_api_type(environment)
+    env = make_env(str(environment["family"]), str(environment["env_id"]), api,
+                   dict(environment.get("env_kwargs") or {}), None)
+    try:
+        returns = {a: 0.0 for a in env.possible_agents}
+        if api == "AEC":
+            env.reset(seed=game.seed)
+            moves = iter(game.moves)
+            for agent in env.agent_iter():
+                _, _, term, trunc, _ = env.last()
+                if term or trunc:
+                    action = None
+                else:
+                    step = next(moves, None)
+                    if step is None:
+                        break
+                    if step[0] != agent:
+                        raise UserError(f"moves: {step[0]} moved where the env expects {agent}")
+                    action = from_wire(step[1])
+                env.step(action)
+                for a, r in env.rewards.items():
+                    returns[a] += float(r)
+        else:
+            env.reset(seed=game.seed)
+            for actions in game.moves:
+                _, rewards, _, _, _ = env.step({a: from_wire(x) for a, x in actions.items()})
+                for a, r in rewards.items():
+                    returns[a] += float(r)
+        return returns
+    finally:
+        env.close()
+
+
 @dataclass
-class _Seating:
+class Seating:
     seats: dict[str, PlayerProcess]
+    #: One actor per agent, kept: play_parallel batches agents by their actor's id(), and a fresh object per call
+    #: could reuse a freed one's id and send one agent's observation to another's actor.
+    _actors: dict[str, Any] = field(default_factory=dict)
 
     def players(self) -> list[PlayerProcess]:
         return list({id(p): p for p in self.seats.values()}.values())
@@ -156,8 +258,11 @@ class _Seating:
         player = self.seats.get(agent)
         if player is None:
             return None
-        player.seat([agent])
-        return player.actor_for(agent)
+        if agent not in self._actors:
+            player.seat([agent])
+            self._actors[agent] = player.actor_for(agent)
+        return self._actors[agent]
 
 
-__all__ = ["BUILT_IN", "Game", "MatchResult", "PlayerError", "open_player", "play_match", "player_command"]
+__all__ = ["BUILT_IN", "Game", "MatchResult", "PlayerError", "Seating", "match_api_type", "open_player", "play_match",
+           "player_command", "replay"]

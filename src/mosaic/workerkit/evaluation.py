@@ -190,13 +190,16 @@ def _act(controller: Controller, agent: str, obs: Any, info: Any, rng: np.random
 
 
 def play_aec(env: Any, controller: Controller, rng: np.random.Generator, seed: int,
-              max_steps: int | None, frames: "FrameSink | None") -> tuple[dict[str, float], int]:
+              max_steps: int | None, frames: "FrameSink | None",
+              on_actions: "Callable[[dict[str, Any]], None] | None" = None) -> tuple[dict[str, float], int]:
     env.reset(seed=seed)
     returns = {a: 0.0 for a in env.possible_agents}
     length = 0
     for agent in env.agent_iter():
         obs, _, term, trunc, info = env.last()
         action = None if term or trunc else _act(controller, agent, obs, info, rng, env.action_space(agent))
+        if on_actions is not None and action is not None:
+            on_actions({agent: action})
         env.step(action)
         for a, r in env.rewards.items():
             returns[a] += float(r)
@@ -210,7 +213,8 @@ def play_aec(env: Any, controller: Controller, rng: np.random.Generator, seed: i
 
 
 def play_parallel(env: Any, controller: Controller, rng: np.random.Generator, seed: int,
-                   max_steps: int | None, frames: "FrameSink | None") -> tuple[dict[str, float], int]:
+                   max_steps: int | None, frames: "FrameSink | None",
+                   on_actions: "Callable[[dict[str, Any]], None] | None" = None) -> tuple[dict[str, float], int]:
     obs, infos = env.reset(seed=seed)
     returns = {a: 0.0 for a in env.possible_agents}
     length = 0
@@ -228,6 +232,8 @@ def play_parallel(env: Any, controller: Controller, rng: np.random.Generator, se
             actor = controller.actor_for(agents[0])
             for agent, action in zip(agents, actor.compute_actions([obs[a] for a in agents])):
                 actions[agent] = action
+        if on_actions is not None:
+            on_actions(dict(actions))
         obs, rewards, _, _, infos = env.step(actions)
         for a, r in rewards.items():
             returns[a] += float(r)
@@ -277,11 +283,15 @@ def record_in_manifest(run: Path, folder: Path, results: EvaluationResults) -> N
 
 def play_episodes(env: Any, seatings: Sequence[Controller], num_episodes: int, seed: int = 0,
                   max_steps: int | None = None, video_episodes: int = 0,
-                  lane: Any = None) -> tuple[list[EpisodeMetrics], list[list[np.ndarray]]]:
+                  lane: Any = None, on_actions: "Callable[[int, dict[str, Any]], None] | None" = None,
+                  ) -> tuple[list[EpisodeMetrics], list[list[np.ndarray]]]:
     """Play ``num_episodes`` (episode i seeded ``seed + i``, seated by ``seatings[i % n]``).
 
     Returns the episodes and the frames of the first ``video_episodes``. The
-    env is not closed here.
+    env is not closed here. ``on_actions(episode, actions)``, when given, sees every
+    env step's actions before the step: ``{agent: action}`` of the one agent that
+    moves in an AEC env (agents already done, stepped with None, are left out), of
+    every live agent in a parallel env.
     """
     import time
 
@@ -297,7 +307,8 @@ def play_episodes(env: Any, seatings: Sequence[Controller], num_episodes: int, s
         seating = seatings[i % len(seatings)]
         players = {a: getattr(seating.actor_for(a), "module_id", RANDOM) for a in env.possible_agents}
         returns, length = (play_aec if is_aec else play_parallel)(
-            env, seating, rng, seed + i, max_steps, sink if (record or lane is not None) else None)
+            env, seating, rng, seed + i, max_steps, sink if (record or lane is not None) else None,
+            None if on_actions is None else (lambda actions, i=i: on_actions(i, actions)))
         episodes.append(EpisodeMetrics(i, seed + i, returns, length, time.perf_counter() - start,
                                        players, winner(returns)))
         if record:

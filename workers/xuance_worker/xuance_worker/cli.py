@@ -67,12 +67,19 @@ def evaluate(request: Any) -> int:
     return run(request)
 
 
+def make_player(target: str, options: dict[str, Any]) -> Any:
+    from xuance_worker.player import XuanCePlayer
+
+    return XuanCePlayer.load(target, options)
+
+
 PROGRAM = WorkerProgram(name="xuance", config_from_dict=XuanCeConfig.from_dict, make_runtime=make_runtime,
                         default_config=default_config, deep_validate=deep_validate,
                         heartbeat_interval_s=lambda config: config.reporting.heartbeat_interval_s,
                         describe=get_worker_metadata, config_class=XuanCeConfig,
                         packages=("mosaic-xuance-worker", "xuance", "torch", "numpy", "pettingzoo", "gymnasium"),
-                        algo_params_schema=params_schema, envs=envs, dry_run=dry_run, evaluate=evaluate)
+                        algo_params_schema=params_schema, envs=envs, dry_run=dry_run, evaluate=evaluate,
+                        make_player=make_player)
 
 
 def main(argv: list[str] | None = None) -> int:
