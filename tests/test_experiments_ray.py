@@ -376,6 +376,30 @@ def test_a_killed_launcher_takes_the_whole_tree_of_its_worker_with_it(cluster, e
     assert row["state"] == "failed" and row["causes"][0].startswith("launcher lost"), row
 
 
+def test_an_rllib_cell_trains_inside_its_reservation_and_evaluates_here(cluster, tmp_path):
+    """A Ray-worker cell on the cluster: its own RLlib Ray gets the cell's CPUs (1 here, on 1-CPU nodes), not
+    the node's or the cluster's; its checkpoint comes back and `mosaic eval` plays it on this machine."""
+    home = tmp_path / "home"
+    spec = _write(tmp_path / "rl.json", {
+        "name": "cluster-rllib", "seeds": [0],
+        "base": {"ray": {"algorithm": "ppo", "total_timesteps": 400, "resources": {"cpus": 1},
+                         "environment": {"family": "classic", "env_id": "tictactoe_v3", "api_type": "AEC"},
+                         "policy_configuration": "INDEPENDENT", "rllib": {"num_env_runners": 0},
+                         "algo_params": {"train_batch_size_per_learner": 200, "minibatch_size": 100,
+                                         "num_epochs": 1, "fcnet_hiddens": [32, 32]}}}})
+    out = tmp_path / "run"
+    coordinator = _experiment(home, out, "run", str(spec), "--backend", "ray", "--address", cluster.address)
+    err = _finish(coordinator, out, 600)
+    assert coordinator.returncode == 0, err[-3000:]
+    (row,) = _status(home, "cluster-rllib")["cells"]
+    assert row["state"] == "completed", row
+    (started,) = [e for e in _events(home, row["run_id"]) if e["type"] == "run_started"]
+    assert started["resources"]["ray"]["CPU"] == 1.0, started["resources"]  # the reservation, not the cluster
+    evaluated = _cli(home, "eval", row["run_id"], "--episodes", "2", "--opponent", "random", "--json")
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    assert json.loads(evaluated.stdout)["num_episodes"] == 2
+
+
 def test_a_tournament_on_the_cluster_plays_the_games_a_local_one_plays(cluster, tmp_path):
     """`mosaic arena run --backend ray`: shards of games as tasks on both nodes, journaled by the driver; the
     same games, with the same results, as the tournament played on this machine."""
