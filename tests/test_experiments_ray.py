@@ -376,6 +376,30 @@ def test_a_killed_launcher_takes_the_whole_tree_of_its_worker_with_it(cluster, e
     assert row["state"] == "failed" and row["causes"][0].startswith("launcher lost"), row
 
 
+def test_a_viewer_on_the_driver_asks_a_running_cell_for_its_frames(cluster, tmp_path):
+    """FastLane frames stay on their node until a viewer asks: `mosaic watch RUN --snapshot` on the driver
+    gets the newest frame from the cell's launcher; a window is refused naming where the frames are."""
+    from mosaic.fastlane.png import read_png
+
+    home = tmp_path / "home"
+    spec = _write(tmp_path / "f.json", _random_spec("cluster-frames", cells=1, steps=3000, delay=0.02,
+                                                     fastlane=True))
+    out = tmp_path / "run"
+    coordinator = _experiment(home, out, "run", str(spec), "--backend", "ray", "--address", cluster.address)
+    run_id = "cluster-frames-c000-a1"
+    wait_until(lambda: len(_events(home, run_id)) > 3, 120, "the cell's first events", interval=0.1,
+               proc=coordinator)
+    shot = tmp_path / "frame.png"
+    got = _cli(home, "watch", run_id, "--snapshot", str(shot), "--timeout", "60")
+    assert got.returncode == 0 and "fetched from the run's node" in got.stdout, got.stderr[-2000:]
+    pixels, meta = read_png(shot)
+    assert pixels.ndim == 3 and pixels.shape[2] in (3, 4) and meta["run_id"] == run_id
+    window = _cli(home, "watch", run_id, "--duration", "1")
+    assert window.returncode == 2 and "--snapshot" in window.stderr and "mosaic watch" in window.stderr
+    assert _cli(home, "experiment", "cancel", "cluster-frames").returncode == 0
+    _finish(coordinator, out, 120)
+
+
 def test_an_rllib_cell_trains_inside_its_reservation_and_evaluates_here(cluster, tmp_path):
     """A Ray-worker cell on the cluster: its own RLlib Ray gets the cell's CPUs (1 here, on 1-CPU nodes), not
     the node's or the cluster's; its checkpoint comes back and `mosaic eval` plays it on this machine."""

@@ -156,6 +156,9 @@ class CellLauncher:
         self._manifest: dict[str, Any] = {}
         self._times = {"created_at": time.time()}
         self._tar: Path | None = None
+        self._frames_lock = threading.Lock()
+        self._streams: Any = None  # the run's FastLane streams on this node, opened by the first frame() call
+        self._newest: dict[str, dict[str, Any]] = {}  # per stream: the newest frame handed out, as a PNG
         self._thread = threading.Thread(target=self._main, name=f"cell-{self.run_id}", daemon=True)
         self._thread.start()
 
@@ -223,6 +226,30 @@ class CellLauncher:
             fh.seek(offset)
             return fh.read() if size is None else fh.read(size)
 
+    def frame(self, stream: str | None = None) -> dict[str, Any] | None:
+        """The run's newest FastLane frame on this node, as a PNG, for a viewer on the driver (frames stay on
+        their node until one asks): ``{"stream", "index", "episode", "step", "png"}``, or None before the
+        first frame. ``stream`` names one stream; default: the first that has a frame."""
+        from mosaic.fastlane.png import encode_png
+        from mosaic.fastlane.viewer import RunStreams
+        from mosaic.runs import RunDir
+
+        with self._frames_lock:
+            if self._run_root is None or self._released:
+                return None
+            if self._streams is None:
+                self._streams = RunStreams(RunDir(self._run_root), stream)
+            self._streams.refresh()
+            for name in sorted(self._streams.followers):
+                frame = self._streams.followers[name].poll()
+                if frame is not None:
+                    meta = {"run_id": self.run_id, "stream": name, "index": frame.index, "episode": frame.episode,
+                            "step": frame.step, **frame.meta}
+                    self._newest[name] = {"stream": name, "index": frame.index, "episode": frame.episode,
+                                          "step": frame.step, "png": encode_png(frame.pixels, meta)}
+            wanted = [n for n in sorted(self._newest) if stream is None or n == stream]
+            return dict(self._newest[wanted[0]]) if wanted else None
+
     def release(self) -> None:
         """Kill whatever is left of the run and drop what is kept for the driver; the host may go."""
         with self._cond:
@@ -236,6 +263,11 @@ class CellLauncher:
             self._tar.unlink(missing_ok=True)
         with self._cond:
             self._lines.clear()
+        with self._frames_lock:
+            if self._streams is not None:
+                self._streams.close()
+                self._streams = None
+            self._newest.clear()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the run has ended (True) or ``timeout`` passed."""

@@ -21,8 +21,28 @@ def _fastlane(module: str) -> Any:
 
 def cmd_watch(args: argparse.Namespace) -> int:
     run = RunStore().resolve(args.run)
+    cluster = run.read_manifest().get("cluster") or {}
+    if cluster.get("backend") == "ray" and not cluster.get("finalized"):
+        return _watch_on_cluster(run, cluster, args)
     return _fastlane("viewer").watch(run, stream=args.stream, snapshot_path=args.snapshot, stats=args.stats,
                                      timeout_s=args.timeout, duration_s=args.duration)
+
+
+def _watch_on_cluster(run: Any, cluster: dict[str, Any], args: argparse.Namespace) -> int:
+    """A run on a Ray cluster: its frames are in its node's shared memory; its launcher hands the newest one
+    to a viewer here that asks (``--snapshot``); a window or --stats reads them on that node."""
+    from pathlib import Path
+
+    if not args.snapshot:
+        node = (run.read_manifest().get("node") or {}).get("ip") or "its node"
+        raise UserError(f"--snapshot: run {run.run_id} runs on the Ray cluster at {cluster.get('address')}; from "
+                        f"here `mosaic watch {run.run_id} --snapshot OUT.png` fetches its newest frame; a window or "
+                        f"--stats reads the frames where they are: `mosaic watch` on {node} "
+                        "(docs/cluster.md, \"Where files go\")")
+    from mosaic.experiments.backends.ray import remote_snapshot
+
+    print(remote_snapshot(run.run_id, run.read_manifest(), Path(args.snapshot), args.stream, args.timeout))
+    return 0
 
 
 def cmd_fastlane_gc(args: argparse.Namespace) -> int:

@@ -673,3 +673,35 @@ def _local_status(run: RunDir, final_only: bool = True) -> RunStatus | None:
         return state, str(manifest["cancel_reason"])
     terminal = run.last_event(f"run_{state}") or {}
     return state, str(terminal.get("message") or terminal.get("reason") or "")
+
+
+def remote_snapshot(run_id: str, manifest: dict[str, Any], out: Path, stream: str | None = None,
+                    timeout_s: float = 30.0) -> str:
+    """The newest FastLane frame of a run on the cluster, asked of its launcher on its node (frames stay
+    there until a viewer asks), written to ``out`` as a PNG; returns what was written."""
+    import ray
+
+    address = (manifest.get("cluster") or {}).get("address")
+    if not address:
+        raise UserError(f"run {run_id}: its manifest names no cluster address")
+    if not ray.is_initialized():
+        _probe(address)
+        with _unreachable_is_unavailable(address):
+            ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level=logging.WARNING)
+    try:
+        actor = ray.get_actor(run_id, namespace=NAMESPACE)
+    except ValueError:
+        raise UserError(f"run {run_id}: its launcher has left the cluster (the run ended); its last frame arrives "
+                        "here with its artefacts (`mosaic watch RUN --snapshot` then reads it)") from None
+    deadline = time.monotonic() + timeout_s
+    while True:
+        got = ray.get(actor.frame.remote(stream), timeout=max(5.0, timeout_s))
+        if got:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(got["png"])
+            return (f"wrote {out}: stream {got['stream']} frame {got['index']} (episode {got['episode']}, step "
+                    f"{got['step']}), fetched from the run's node")
+        if time.monotonic() > deadline:
+            raise UserError(f"no FastLane frame from run {run_id} within {timeout_s:g} s (is \"fastlane\": "
+                            "{\"enabled\": true} in its config?)")
+        time.sleep(0.1)
