@@ -30,6 +30,15 @@ def dqn_run(module_home):
     return run
 
 
+def test_a_single_agent_run_is_refused_as_a_player_naming_why(module_home, dqn_run):
+    """A match seats players in a PettingZoo env: a CartPole run cannot sit at one, and says so (exit 2)."""
+    proc = module_home.cli("player", str(dqn_run), input="", timeout=300)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert proc.stdout == "" and "Traceback" not in proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("mosaic: error: --player: ") and "trained on a single-agent Gymnasium env (CartPole-v1" in line
+
+
 def test_dqn_trains_reports_checkpoints_stops_at_its_threshold_and_evaluates(module_home, dqn_run):
     """The tiny run: an epsilon schedule, a test at the end of each of its 500-step epochs, and
     stop_at_return (5) reached by the first test, so Tianshou stops it after one epoch: it completes normally
