@@ -33,6 +33,7 @@ def _spec(tmp_path, name, games, **extra):
     ({"format": "swiss"}, "format:"), ({"format": "gauntlet", "candidate": "nobody"}, "candidate:"),
     ({"games_per_pairing": 0}, "games_per_pairing:"), ({"players": {"a": "random"}}, "players:"),
     ({"colour": 1}, "colour:"), ({"environment": {"family": "classic"}}, "environment:"),
+    ({"opening_moves": -1}, "opening_moves:"),
 ])
 def test_a_bad_tournament_spec_is_refused_naming_the_field(fields, field):
     with pytest.raises(UserError) as err:
@@ -114,6 +115,31 @@ def test_games_in_parallel_are_the_games_played_one_after_another(tmp_path):
             meet.mkdir()
             (meet / "partner").touch()
     assert results["2"] == results["1"]
+
+
+def test_random_openings_vary_games_between_deterministic_players(tmp_path):
+    """opening_moves: the first plies of each game are random legal moves, the same for the two games of a pair
+    (seats swapped); without them two deterministic players play one game over and over."""
+    players = {"lowest": FIELD["lowest"], "heuristic": FIELD["heuristic"]}
+    journals = {}
+    for opening in (0, 4):
+        spec = tmp_path / f"open{opening}.json"
+        spec.write_text(json.dumps({"name": f"open{opening}", "environment": CONNECT_FOUR, "players": players,
+                                    "games_per_pairing": 6, "seed": 9, "opening_moves": opening}))
+        home = tmp_path / f"home{opening}"
+        proc = run_cli("arena", "run", str(spec), home=home, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        journals[opening] = sorted((json.loads(x) for x in (home / "arena" / f"open{opening}" / "games.jsonl")
+                                    .read_text().splitlines()), key=lambda g: g["game"])
+    plain = journals[0]
+    assert plain[0]["moves"] == plain[2]["moves"] == plain[4]["moves"]  # the same game three times
+    opened = journals[4]
+    openings = [[tuple(m) for m in g["moves"][:4]] for g in opened]
+    assert openings[0] == openings[1] and openings[2] == openings[3] and openings[4] == openings[5]
+    assert len({tuple(o) for o in openings}) == 3  # three pairs, three openings
+    assert [g["first"] for g in opened[:2]] == ["lowest", "heuristic"]  # the pair swaps seats
+    for g in opened:
+        assert sum(g["returns"].values()) == 0 and g["length"] >= 7  # nobody forfeits: the random plies are legal
 
 
 def test_another_spec_under_the_same_name_is_refused(tmp_path):

@@ -78,6 +78,9 @@ def _markdown(tournament: Tournament, games: list[Game], boot: Any, table: Any, 
              f"- Games: {len(games)} finished of {sum(1 for _ in spec.schedule())} scheduled; "
              f"{min(per_pair.values())} to {max(per_pair.values())} per pairing, seats alternating "
              f"(game g seeded {spec.seed} + g)",
+             *([f"- Openings: each game's first {spec.opening_moves} moves random legal moves (seeded), the same for "
+                "games 2k and 2k+1 (seats swapped); the players play every move after them"]
+               if spec.opening_moves else []),
              f"- Ratings: Bradley-Terry by maximum likelihood on the Elo scale (mean 1000), a draw counting as half a "
              f"win, with a first-move parameter; {pct}% intervals from {reps} bootstrap resamples of the games within "
              f"each pairing (seed {seed}).", "",
@@ -115,6 +118,9 @@ def _markdown(tournament: Tournament, games: list[Game], boot: Any, table: Any, 
         lines.append("- No ranking claim between " + "; ".join(overlaps) + ": their intervals overlap.")
     lines.append("- Ratings hold for this env, these players and this pool: an Elo gap is relative to the field, "
                  "not an absolute skill.")
+    if spec.opening_moves:
+        lines.append(f"- The games start from {spec.opening_moves} random moves: the ratings are of play from such "
+                     "positions, not from the empty board (where deterministic players would repeat one game).")
     for note in boot.notes:
         lines.append(f"- {note}")
     return "\n".join(lines) + "\n"

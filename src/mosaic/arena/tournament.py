@@ -37,7 +37,7 @@ from mosaic.runs import mosaic_home, write_json_atomic
 
 FORMATS = ("round_robin", "gauntlet")
 SPEC_KEYS = ("name", "description", "environment", "players", "format", "candidate", "games_per_pairing",
-             "seed", "max_steps", "report")
+             "seed", "max_steps", "opening_moves", "report")
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,9 @@ class TournamentSpec:
     max_steps: int | None = None
     report: dict[str, Any] = field(default_factory=dict)
     source: dict[str, Any] = field(default_factory=dict)
+    #: the first moves of every game played uniformly at random among the legal ones, the same for the two games
+    #: of a pair (game 2k and 2k+1, seats swapped): deterministic players then meet in varied positions
+    opening_moves: int = 0
 
     def pairings(self) -> list[tuple[str, str]]:
         labels = [p.label for p in self.players]
@@ -121,7 +124,11 @@ def parse_spec(data: Mapping[str, Any]) -> TournamentSpec:
     report = data.get("report", {})
     if not isinstance(report, dict):
         raise UserError("report: expected {reps, confidence, seed}")
-    return TournamentSpec(name, dict(env), players, fmt, candidate, games, seed, max_steps, dict(report), dict(data))
+    opening = data.get("opening_moves", 0)
+    if isinstance(opening, bool) or not isinstance(opening, int) or not 0 <= opening <= 1000:
+        raise UserError(f"opening_moves: {opening!r}; allowed: an integer >= 0 (random legal moves opening each game)")
+    return TournamentSpec(name, dict(env), players, fmt, candidate, games, seed, max_steps, dict(report), dict(data),
+                          opening)
 
 
 def read_spec(path: str | Path) -> TournamentSpec:
@@ -221,8 +228,11 @@ def play_game(spec: TournamentSpec, players: Mapping[str, Any], first: str, seco
 
     started = time.perf_counter()
     agents = agents or _agents(spec.environment)
-    result = play_match(spec.environment, [{agents[0]: players[first], agents[1]: players[second]}], games=1,
-                        seed=seed, max_steps=spec.max_steps).games[0]
+    seats = {agents[0]: players[first], agents[1]: players[second]}
+    if spec.opening_moves:
+        book = Opening(spec.opening_moves, spec.seed + game // 2)
+        seats = {agent: Opened(player, book) for agent, player in seats.items()}
+    result = play_match(spec.environment, [seats], games=1, seed=seed, max_steps=spec.max_steps).games[0]
     line = {"pairing": pairing, "game": game, "seed": seed, "first": first, "second": second,
             "seats": result.seats, "returns": result.returns, "length": result.length,
             "duration_s": round(time.perf_counter() - started, 4)}
@@ -230,6 +240,62 @@ def play_game(spec: TournamentSpec, players: Mapping[str, Any], first: str, seco
     if moves is not None:
         line["moves"] = moves
     return line
+
+
+class Opening:
+    """A game's first ``plies`` moves, uniformly random among the legal ones, drawn from ``seed``; shared by
+    the game's two seats (one ply each call, whoever moves)."""
+
+    def __init__(self, plies: int, seed: int) -> None:
+        import numpy as np
+
+        self.plies, self.played, self.rng = plies, 0, np.random.default_rng(seed)
+
+    def move(self, observation: Any) -> Any:
+        from mosaic.workerkit.player import legal_random_action
+
+        if self.played >= self.plies:
+            return None
+        self.played += 1
+        return legal_random_action(self.rng, observation)
+
+
+class Opened:
+    """A player whose first moves of a game the :class:`Opening` makes (the match sees the player itself)."""
+
+    def __init__(self, player: Any, book: Opening) -> None:
+        self.player, self.book = player, book
+        self.label, self.agents, self.environment = player.label, player.agents, player.environment
+
+    def check_environment(self, *args: Any, **kwargs: Any) -> None:
+        self.player.check_environment(*args, **kwargs)
+
+    def reset(self, seed: int) -> None:
+        self.player.reset(seed)
+
+    def seat(self, agents: Any) -> "Opened":
+        self.player.seat(agents)
+        return self
+
+    def actor_for(self, agent: str) -> Any:
+        return _OpenedActor(self, agent)
+
+
+@dataclass
+class _OpenedActor:
+    opened: Opened
+    agent: str
+
+    @property
+    def module_id(self) -> str:
+        return self.opened.label
+
+    def compute_action(self, observation: Any) -> Any:
+        move = self.opened.book.move(observation)
+        return self.opened.player.act(self.agent, observation) if move is None else move
+
+    def compute_actions(self, observations: Any) -> list[Any]:
+        return [self.compute_action(o) for o in observations]
 
 
 def _open(spec: TournamentSpec, label: str, home: Path | str | None) -> Any:
