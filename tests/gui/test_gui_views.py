@@ -58,6 +58,7 @@ def test_self_play_pool_snapshots_and_log_levels(qtbot):
     assert "something odd" in shown and "added main_v2" in shown and "quiet detail" not in shown
     view.level.setCurrentText("warning")
     assert view.log.toPlainText() == "[warning] something odd"
+
     view.level.setCurrentText("debug")
     assert "quiet detail" in view.log.toPlainText()
     view.add_events([{"type": "log", "seq": 4, "level": "error", "message": "replayed"}])  # seen before: skipped
@@ -101,3 +102,20 @@ def test_frame_canvas_fits_the_frame_and_a_new_frame_repaints_only_the_canvas(qt
     assert frames.caption.text() == caption and frames.frames_shown == 6
     assert painted == []
     frames.stop()
+
+
+def test_the_self_play_tab_rates_every_version(qtbot):
+    view = RunView("r", None)
+    qtbot.addWidget(view)
+    ratings = {"anchor": "main_v0", "games": 40, "reps": 100,
+               "elo": {"main_v0": 1000.0, "main_v1": 1100.0, "main_v2": 1180.4, "random": 700.0},
+               "low": {"main_v0": 1000.0, "main_v1": 1040.0, "main_v2": 1100.0, "random": 600.0},
+               "high": {"main_v0": 1000.0, "main_v1": 1160.0, "main_v2": 1260.0, "random": 790.0},
+               "training": {"main": "main_v2"}}
+    view.add_events([metrics(1, 100, 0.0, self_play={"pool": ["random", "main_v1"], "pool_size": 2,
+                                                     "win_rate_vs": {"random": 0.9, "main_v1": 0.6},
+                                                     "ratings": ratings})])
+    rows = [[view.pool.item(r, c).text() for c in range(3)] for r in range(view.pool.rowCount())]
+    assert rows == [["random", "0.90", "700 [600, 790]"], ["main_v1", "0.60", "1100 [1040, 1160]"],
+                    ["main_v2 (main, training)", "—", "1180 [1100, 1260]"], ["main_v0", "—", "1000 [1000, 1000]"]]
+    assert "main_v0 = 1000" in view.pool.toolTip()

@@ -41,6 +41,8 @@ SNAPSHOT_SUFFIX = "_v"
 ALL_SEATS = "all"
 #: Fixed (never trained) opponents a pool can hold besides snapshots.
 BASELINES = ("random",)
+#: Bootstrap resamples behind the ratings reported each iteration (a few hundred milliseconds).
+RATING_REPS = 100
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,8 @@ class League:
         self.windows: dict[str, deque[str]] = {l.module_id: deque(maxlen=window) for l in self.learners}
         self.per_opponent: dict[str, dict[str, deque[str]]] = {l.module_id: {} for l in self.learners}
         self.last_event_iteration: dict[str, int] = {l.module_id: 0 for l in self.learners}
+        #: every scored game once, for the ratings: (version, opponent version) -> {score: count}
+        self.rated: dict[tuple[str, str], dict[float, int]] = {}
 
     # -- who is who ------------------------------------------------------------
     @property
@@ -246,7 +250,48 @@ class League:
                 counts[learner.module_id][result] += 1
                 self.windows[learner.module_id].append(result)
                 self._remember(learner.module_id, opponent, result)
+                self._rate(learner.module_id, opponent, result)
         return self.summary(counts)
+
+    # -- ratings over training ------------------------------------------------------
+    def version(self, module_id: str) -> str:
+        """The name a module's games are rated under: a learner's, the snapshot it trains towards (``main_v3``
+        after ``main_v2`` was frozen: the games it plays until then are that version's); a frozen module's,
+        its own."""
+        version = self.next_version.get(module_id)
+        return module_id if version is None else snapshot_id(module_id, version)
+
+    def _rate(self, learner: str, opponent: str, result: str) -> None:
+        key = (self.version(learner), self.version(opponent))
+        tally = self.rated.setdefault(key, {})
+        score = {"win": 1.0, "draw": 0.5, "loss": 0.0}[result]
+        tally[score] = tally.get(score, 0) + 1
+
+    def ratings(self, reps: int = RATING_REPS, seed: int = 0) -> dict[str, Any] | None:
+        """Bradley-Terry ratings (Elo scale) of every version that played: the snapshots, the baselines and
+        each learner's current version, anchored at the first main's initial weights (``main_v0`` = 1000),
+        with percentile intervals from ``reps`` bootstrap resamples within pairings (:mod:`mosaic.ratings`).
+        A learner's version is rated from the games it played while training towards that snapshot, so its
+        rating is an average over that stretch of training, not of its final weights. None before any game."""
+        from mosaic.ratings import Game, rating_bootstrap
+
+        games = [Game(a, b, score, None) for (a, b), tally in sorted(self.rated.items())
+                 for score, n in sorted(tally.items()) for _ in range(n)]
+        if not games:
+            return None
+        players = {g.a for g in games} | {g.b for g in games}
+        first = snapshot_id(self.main_of(next(iter(self.sides))), 0)
+        anchor = first if first in players else None
+        try:
+            boot = rating_bootstrap(games, reps=reps, seed=seed, first_move_advantage=False, anchor=anchor)
+        except ValueError as exc:  # versions that never met anyone the anchor's group met
+            return {"games": len(games), "note": str(exc)}
+        return {"anchor": anchor, "games": len(games), "reps": reps,
+                "elo": {m: round(iv.point, 1) for m, iv in boot.intervals.items()},
+                "low": {m: round(iv.low, 1) for m, iv in boot.intervals.items()},
+                "high": {m: round(iv.high, 1) for m, iv in boot.intervals.items()},
+                "training": {l.module_id: self.version(l.module_id) for l in self.learners},
+                "notes": list(boot.notes)}
 
     def _remember(self, learner: str, opponent: str, result: str) -> None:
         self.per_opponent[learner].setdefault(opponent, deque(maxlen=self.config.window_episodes)).append(result)
@@ -280,6 +325,9 @@ class League:
             "win_rate_vs": {m: self._sides_main_rate(m, s) for s in self.sides for m in self.pool_of(s)},
             "learners": learners,
         }
+        ratings = self.ratings()
+        if ratings is not None:
+            out["ratings"] = ratings
         return out
 
     # -- snapshot rules ------------------------------------------------------------
@@ -338,7 +386,8 @@ class League:
                 "next_version": dict(self.next_version),
                 "windows": {m: list(w) for m, w in self.windows.items()},
                 "last_event_iteration": dict(self.last_event_iteration),
-                "per_opponent": {l: {m: list(g) for m, g in o.items()} for l, o in self.per_opponent.items()}}
+                "per_opponent": {l: {m: list(g) for m, g in o.items()} for l, o in self.per_opponent.items()},
+                "rated": [[a, b, {str(k): v for k, v in t.items()}] for (a, b), t in self.rated.items()]}
 
     def load(self, state: Mapping[str, Any]) -> None:
         if state.get("format") != 2:
@@ -355,6 +404,7 @@ class League:
             if learner in self.per_opponent:
                 for module_id, games in opponents.items():
                     self.per_opponent[learner][module_id] = deque(games, maxlen=self.config.window_episodes)
+        self.rated = {(a, b): {float(k): int(v) for k, v in tally.items()} for a, b, tally in state.get("rated", [])}
 
 
 # -- RLlib side (public Algorithm API only) --------------------------------------

@@ -86,6 +86,40 @@ def test_snapshot_rule_window_threshold_guard_and_eviction():
     assert league.pool == ["main_v1", "main_v2"]
 
 
+def test_each_version_is_rated_against_the_pool_over_training():
+    """A learner's games count for the snapshot it trains towards; the ratings (main_v0 = 1000) are the
+    Bradley-Terry fit of exactly those games, and survive a checkpoint."""
+    from mosaic.ratings import Game, fit_bradley_terry
+
+    league = League(cfg(baselines=["random"]), SEATS, seed=0)
+
+    def game(opponent: str, result: str) -> dict:
+        mine, theirs = {"win": (1.0, -1.0), "loss": (-1.0, 1.0), "draw": (0.0, 0.0)}[result]
+        return {"returns": {"p0": mine, "p1": theirs}, "modules": {"p0": MAIN, "p1": opponent}}
+
+    league.record([game("main_v0", r) for r in ("win", "win", "loss", "draw")] +
+                  [game("random", r) for r in ("win", "win", "win", "loss")])
+    assert league.admit(2) == ("main_v1", None)
+    summary = league.record([game("main_v1", r) for r in ("win", "win", "win", "loss")] +
+                            [game("main_v0", r) for r in ("win", "win", "win", "draw")])
+    ratings = summary["ratings"]
+    assert ratings["anchor"] == "main_v0" and ratings["elo"]["main_v0"] == 1000.0
+    assert ratings["training"] == {MAIN: "main_v2"} and ratings["games"] == 16
+    scores = {"win": 1.0, "draw": 0.5, "loss": 0.0}
+    games = ([Game("main_v1", "main_v0", scores[r], None) for r in ("win", "win", "loss", "draw")] +
+             [Game("main_v1", "random", scores[r], None) for r in ("win", "win", "win", "loss")] +
+             [Game("main_v2", "main_v1", scores[r], None) for r in ("win", "win", "win", "loss")] +
+             [Game("main_v2", "main_v0", scores[r], None) for r in ("win", "win", "win", "draw")])
+    fit = fit_bradley_terry(games, first_move_advantage=False, anchor="main_v0")
+    assert ratings["elo"] == pytest.approx({k: round(v, 1) for k, v in fit.ratings.items()}, abs=0.051)
+    assert ratings["elo"]["main_v2"] > ratings["elo"]["main_v1"] > ratings["elo"]["main_v0"]  # skill rises
+    for version in ratings["elo"]:
+        assert ratings["low"][version] <= ratings["elo"][version] <= ratings["high"][version]
+    again = League(cfg(baselines=["random"]), SEATS, seed=0)
+    again.load(league.state())
+    assert again.ratings() == league.ratings()
+
+
 def test_baselines_stay_in_the_pool_and_are_never_evicted():
     league = League(cfg(baselines=["random"], max_pool_size=1), SEATS, seed=0)
     assert league.pool == ["random", "main_v0"]
@@ -194,6 +228,10 @@ def test_self_play_adds_frozen_snapshots_that_never_change(ray_session, tmp_path
     assert all(m["self_play"]["games"] > 0 for m in metrics)
     assert {"win_rate", "draw_rate", "loss_rate", "pool", "pool_size"} <= set(metrics[-1]["self_play"])
     assert metrics[-1]["self_play"]["pool_size"] <= 2
+    ratings = metrics[-1]["self_play"]["ratings"]  # every version that played, rated each iteration
+    assert ratings["anchor"] == "main_v0" and ratings["elo"]["main_v0"] == 1000.0
+    assert set(added) <= set(ratings["elo"]) and ratings["training"][MAIN] in ratings["elo"]
+    assert ratings["games"] == sum(m["self_play"]["games"] for m in metrics)
     assert any(e.get("self_play_event") == "snapshot_added" for e in run.of_type("log"))
     assert sum(e["illegal_actions"] for e in run.of_type("episode")) == 0
     # Every frozen snapshot keeps exactly its weights while main keeps changing.

@@ -163,8 +163,8 @@ class RunView(QWidget):
         self.episodes.horizontalHeader().setStretchLastSection(True)
         self.tabs.addTab(self.episodes, "Episodes")
 
-        self.pool = QTableWidget(0, 2)
-        self.pool.setHorizontalHeaderLabels(("pool member", "main's win rate against it"))
+        self.pool = QTableWidget(0, 3)
+        self.pool.setHorizontalHeaderLabels(("pool member", "main's win rate against it", "Elo [95%]"))
         self.pool.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.pool.horizontalHeader().setStretchLastSection(True)
         self.snapshots = QListWidget()
@@ -272,13 +272,28 @@ class RunView(QWidget):
         self._episode_rows_new = True
 
     def _show_pool(self, self_play: dict[str, Any]) -> None:
+        """The pool with main's win rates, and every version's rating against it over training (the ray
+        worker's ``self_play.ratings``: pool members, evicted snapshots and the learners' current versions)."""
         rates = self_play.get("win_rate_vs") or {}
+        ratings = self_play.get("ratings") or {}
+        elo, low, high = (ratings.get(k) or {} for k in ("elo", "low", "high"))
+        training = {version: learner for learner, version in (ratings.get("training") or {}).items()}
         members = list(self_play.get("pool") or rates)
+        members += sorted((m for m in elo if m not in members), key=lambda m: -elo[m])
         self.pool.setRowCount(len(members))
         for row, member in enumerate(members):
             rate = rates.get(member)
-            self.pool.setItem(row, 0, QTableWidgetItem(str(member)))
-            self.pool.setItem(row, 1, QTableWidgetItem("no games yet" if rate is None else f"{rate:.2f}"))
+            name = f"{member} ({training[member]}, training)" if member in training else member
+            self.pool.setItem(row, 0, QTableWidgetItem(name))
+            self.pool.setItem(row, 1, QTableWidgetItem("—" if member not in rates else
+                                                       "no games yet" if rate is None else f"{rate:.2f}"))
+            rating = "" if member not in elo else f"{elo[member]:.0f} [{low.get(member, elo[member]):.0f}, " \
+                                                  f"{high.get(member, elo[member]):.0f}]"
+            self.pool.setItem(row, 2, QTableWidgetItem(rating))
+        anchor = ratings.get("anchor")
+        self.pool.setToolTip(f"Elo: Bradley-Terry over {ratings.get('games')} games, {anchor} = 1000, 95% "
+                             f"intervals from {ratings.get('reps')} bootstrap resamples; a training version is "
+                             "rated from the games it played on its way to that snapshot" if anchor else "")
 
     def _passes(self, event: dict[str, Any]) -> bool:
         level = event.get("level", "info")
