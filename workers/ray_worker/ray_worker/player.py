@@ -3,9 +3,11 @@
 The match sends each agent's raw PettingZoo observation; the player encodes it exactly as training's env
 did (:mod:`ray_worker.encoding`, the same :mod:`mosaic.workerkit.spaces` code) and asks the module that
 played that agent in training. Each seat's module comes from the run's agent-to-module map (or
-``module_id`` for every seat). Not served yet, and refused naming why: image-preprocessed runs (frame
-stacks are state the match would have to replay) and SHARED_VALUE_FUNCTION runs (their actors read a
-``{local, state}`` observation built from the whole env).
+``module_id`` for every seat). SHARED_VALUE_FUNCTION (MAPPO) runs are served too: their actors read only
+the local part of training's ``{obs, state}`` observation (the global state is the central critic's, which
+never acts), so the player hands them the encoded local observation beside a zero state of the trained
+shape. Not served yet, and refused naming why: image-preprocessed runs (frame stacks are state the match
+would have to replay).
 """
 
 from __future__ import annotations
@@ -33,9 +35,6 @@ class RayPlayer:
 
         options = dict(options or {})
         info = read_checkpoint(target)
-        if info.state.policy_configuration == "SHARED_VALUE_FUNCTION":
-            raise UserError(f"--player: {info.path} is a SHARED_VALUE_FUNCTION (MAPPO) run; its actors read an "
-                            "observation built from the whole env, which a player is not given yet")
         env = dict(info.environment or {})
         if (env.get("preprocessing") or {}).get("enabled"):
             raise UserError(f"--player: {info.path} trained on preprocessed images (frame stacks); not served yet")
@@ -47,7 +46,27 @@ class RayPlayer:
                      environment={k: env.get(k) for k in ("family", "env_id", "env_kwargs")}, agents=agents,
                      module_id=module_id, deterministic=bool(options.get("deterministic", True)))
         player._encoders = player._encoder_for(env)
+        if info.state.policy_configuration == "SHARED_VALUE_FUNCTION":
+            player._encoders = player._with_zero_state(info, player._encoders)
         return player
+
+    @staticmethod
+    def _with_zero_state(info: Any, encoders: dict[str, Any]) -> dict[str, Any]:
+        """MAPPO: ``{obs: encoded local, state: zeros}`` per agent; the actors read only ``obs``
+        (:class:`ray_worker.ctde.CTDEActor`), the state's shape is training's."""
+        import numpy as np
+
+        from ray_worker.ctde_ids import LOCAL, STATE
+        from ray_worker.environment import EnvironmentFactory
+        from ray_worker.policy_actor import environment_config
+
+        trained, _ = EnvironmentFactory(environment_config(info), global_state=True, critic_actions=bool(
+            (info.state.ctde or {}).get("critic_actions"))).make_pettingzoo()
+        try:
+            zeros = {a: np.zeros(trained.observation_space(a)[STATE].shape, np.float32) for a in encoders}
+        finally:
+            trained.close()
+        return {a: (lambda value, e=encode, z=zeros[a]: {LOCAL: e(value), STATE: z}) for a, encode in encoders.items()}
 
     @staticmethod
     def _encoder_for(env: Mapping[str, Any]) -> dict[str, Any]:

@@ -64,7 +64,40 @@ def test_the_player_plays_a_match_against_random(tictactoe_run):
     assert len(result.scores(trained.label)) == 6
 
 
-def test_a_mappo_run_is_refused_as_a_player_naming_why(tmp_path):
+def test_a_mappo_run_is_served_acting_as_its_policy_actor_does(ray_session, tmp_path):
+    """SHARED_VALUE_FUNCTION: the actors read only the local part of training's {obs, state}; served from raw
+    parallel observations, the player picks the actions the policy actor picks on training's observations."""
+    from mosaic.host.match import open_player
+    from mosaic.workerkit.envs import make_env
+    from ray_worker.environment import EnvironmentFactory
+    from ray_worker.policy_actor import RayPolicyController, environment_config, read_checkpoint
+
+    kwargs = {"N": 2, "max_cycles": 25}
+    run = train(tmp_path, {"policy_configuration": "SHARED_VALUE_FUNCTION",
+                           "environment": {"family": "mpe", "env_id": "simple_spread_v3", "api_type": "PARALLEL",
+                                           "env_kwargs": kwargs}}).run.root
+    info = read_checkpoint(run)
+    controller = RayPolicyController.from_checkpoint(str(run))
+    trained_env, _ = EnvironmentFactory(environment_config(info), global_state=True).make_pettingzoo()
+    raw_env = make_env("mpe", "simple_spread_v3", "PARALLEL", kwargs)
+    compared = 0
+    with open_player(str(run)) as player:
+        for game in range(2):
+            seen, _ = trained_env.reset(seed=game)
+            raw, _ = raw_env.reset(seed=game)
+            while raw_env.agents:
+                actions = {}
+                for agent in raw_env.agents:
+                    served = player.act(agent, raw[agent])
+                    assert served == controller.actor_for(agent).compute_action(seen[agent]), (game, agent)
+                    actions[agent] = served
+                    compared += 1
+                seen, *_ = trained_env.step(actions)
+                raw, *_ = raw_env.step(actions)
+    assert compared >= 2 * 2 * 25
+
+
+def test_an_image_preprocessed_run_is_refused_as_a_player_naming_why(tmp_path):
     """Through the worker's own command line: exit 2, the reason on one line."""
     import json
     import subprocess
@@ -76,10 +109,10 @@ def test_a_mappo_run_is_refused_as_a_player_naming_why(tmp_path):
     checkpoint.mkdir(parents=True)
     (checkpoint / "mosaic_state.json").write_text(json.dumps({
         "format": "mosaic-ray-worker/1", "iteration": 1, "timesteps_total": 100, "episodes": 2,
-        "policy_configuration": "SHARED_VALUE_FUNCTION",
-        "environment": {"family": "mpe", "env_id": "simple_spread_v3"}}))
+        "policy_configuration": "PARAMETER_SHARING",
+        "environment": {"family": "butterfly", "env_id": "pistonball_v6", "preprocessing": {"enabled": True}}}))
     worker = discover_workers(only="ray").get("ray")
     proc = subprocess.run([*worker_command(worker), "--player", str(checkpoint)], capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 2, (proc.stdout[-500:], proc.stderr[-800:])
-    assert "--player: " in proc.stderr and "is a SHARED_VALUE_FUNCTION (MAPPO) run" in proc.stderr, proc.stderr
+    assert "--player: " in proc.stderr and "preprocessed images" in proc.stderr, proc.stderr
