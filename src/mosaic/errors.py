@@ -20,3 +20,10 @@ class ConfigError(UserError):
 def one_of(value: object, allowed: "list[str] | tuple[str, ...]") -> str:
     """The standard wording for an enum violation."""
     return f"{value!r} is not one of {', '.join(str(a) for a in allowed)}"
+
+
+class StorageError(UserError):
+    """MOSAIC_HOME cannot be written (a full disk, a read-only or vanished folder): one line naming the folder
+    and the cause, exit 1; whatever was running there was stopped first."""
+
+    exit_code = 1

@@ -197,17 +197,24 @@ class WorkerProcess:
         """Store telemetry until the worker exits; returns how it ended."""
         splitter = LineSplitter()
         fd = self.proc.stdout.fileno()
-        with RunRecorder(self.run, on_event=on_event) as recorder:
-            for line in splitter.feed(self._pending):
-                recorder.feed_line(line)
-            while True:
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    break
-                for line in splitter.feed(chunk):
+        try:
+            recorder = RunRecorder(self.run, on_event=on_event)
+        except OSError as exc:
+            self._stop_unrecorded(exc)
+        with recorder:
+            try:
+                for line in splitter.feed(self._pending):
                     recorder.feed_line(line)
-            for line in splitter.flush():
-                recorder.feed_line(line)
+                while True:
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        break
+                    for line in splitter.feed(chunk):
+                        recorder.feed_line(line)
+                for line in splitter.flush():
+                    recorder.feed_line(line)
+            except OSError as exc:  # the run folder cannot take the telemetry: the run cannot go on unrecorded
+                self._stop_unrecorded(exc)
             returncode = self.proc.wait()
             if self._kill_timer:
                 self._kill_timer.cancel()
@@ -216,9 +223,37 @@ class WorkerProcess:
             self.signal_group(signal.SIGKILL)
             release_fastlane(self.run)
             self._stderr.close()
-            terminal = recorder.finish(returncode, _stderr_tail(self.run.worker_log_path))
+            try:
+                terminal = recorder.finish(returncode, _stderr_tail(self.run.worker_log_path))
+            except OSError as exc:
+                self._stop_unrecorded(exc)
         state = RunState.from_terminal_event(terminal.get("type")) or RunState.FAILED
         return RunOutcome(state.manifest, returncode, terminal)
+
+
+    def _stop_unrecorded(self, exc: OSError) -> None:
+        """The run folder refused a write (ENOSPC, EROFS, ...): stop the worker's whole group, release its
+        shared memory, say so in the manifest if it still can be written, and raise one line naming the folder."""
+        from mosaic.errors import StorageError
+
+        self.signal_group(signal.SIGKILL)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            pass
+        release_fastlane(self.run)
+        try:
+            self._stderr.close()
+        except OSError:
+            pass
+        cause = f"cannot write to {self.run.root}: {exc.strerror or exc}"
+        try:
+            self.run.update_manifest(status=RunState.FAILED.manifest,
+                                     failure={"message": f"{cause}; the worker was stopped"})
+        except OSError:
+            pass
+        raise StorageError(f"run {self.run.root.name}: {cause}; the worker was stopped (free space in "
+                           f"{self.run.root.parent} or set MOSAIC_HOME elsewhere)") from None
 
 
 class HandshakeFailed(UserError):

@@ -114,7 +114,10 @@ class RunRecorder:
             self.seq = max(self.seq, int(event.get("seq", -1)) + 1)
 
     def close(self) -> None:
-        self._fh.close()
+        try:
+            self._fh.close()
+        except OSError:  # its buffered tail could not be written (a full disk): the run has already failed
+            pass
 
     def __enter__(self) -> "RunRecorder":
         return self
