@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDialog, QHBoxLayou
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
 from mosaic.arena.tournament import Tournament
+from mosaic.clients.gui.lists import refill_names
 from mosaic.clients.gui.frames import to_qimage
 
 REFRESH_MS = 2000            # the list of tournaments and the selected one's journal: at most this often
@@ -581,20 +582,8 @@ class ArenaView(QWidget):
 
     def refresh_names(self) -> None:
         names = self.names()
-        shown = [self.list.item(i).text() for i in range(self.list.count())]
-        if names == shown:
-            if not names:
-                self.header.setText(f"no tournaments yet in {self.root} (mosaic arena run SPEC)")
-            return
-        current = self.tournament.name if self.tournament is not None else None
-        wanted = current if current in names else (names[0] if names else "")
-        self.list.blockSignals(True)
-        self.list.clear()
-        self.list.addItems(names)
-        if wanted:
-            self.list.setCurrentRow(names.index(wanted))
-        self.list.blockSignals(False)
-        if wanted != (current or ""):
+        wanted = refill_names(self.list, names, self.tournament.name if self.tournament is not None else None)
+        if wanted is not None:
             self._select(wanted)
         if not names:
             self.header.setText(f"no tournaments yet in {self.root} (mosaic arena run SPEC)")

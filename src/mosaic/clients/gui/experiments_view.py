@@ -33,6 +33,7 @@ from mosaic.errors import UserError
 from mosaic.experiments.coordinator import cell_states
 from mosaic.experiments.store import CellState, Experiment, ExperimentStore
 from mosaic.runs import RunStore
+from mosaic.clients.gui.lists import refill_names
 from mosaic.clients.gui.run_view import PALETTE
 from mosaic.clients.gui.runs_view import state_name
 
@@ -271,18 +272,8 @@ class ExperimentsView(QWidget):
     def refresh_names(self) -> None:
         # not the hidden folder an experiment is staged in while it is created (it has a plan.json too)
         names = [n for n in self.store.names() if not n.startswith(".")]
-        shown = [self.list.item(i).text() for i in range(self.list.count())]
-        if names == shown:
-            return
-        current = self.exp.name if self.exp is not None else None
-        wanted = current if current in names else (names[0] if names else "")  # the one shown, else the first
-        self.list.blockSignals(True)
-        self.list.clear()
-        self.list.addItems(names)
-        if wanted:
-            self.list.setCurrentRow(names.index(wanted))
-        self.list.blockSignals(False)
-        if wanted != (current or ""):
+        wanted = refill_names(self.list, names, self.exp.name if self.exp is not None else None)
+        if wanted is not None:
             self._select(wanted)
 
     def select(self, name: str) -> None:
