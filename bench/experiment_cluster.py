@@ -27,8 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from mosaic.experiments.backends.ray import RayCellLauncher  # noqa: E402
+from mosaic.testing.ray_nodes import start_node, stop_node  # noqa: E402
 
 ENV = {**os.environ, "RAY_AUTH_MODE": os.environ.get("RAY_AUTH_MODE", "disabled")}
 TARGET = 0.9
@@ -93,62 +92,6 @@ class EmitterLauncher(RayCellLauncher):
 
 
 # -- a cluster of this machine ---------------------------------------------------------------------------------
-def _free_ports(n: int, avoid: tuple[int, int] = (0, -1)) -> list[int]:
-    """``n`` ports free now, none in ``avoid`` (a node's worker ports: Ray refuses a clash)."""
-    sockets = []
-    while len([s for s in sockets if not avoid[0] <= s.getsockname()[1] <= avoid[1]]) < n:
-        sockets.append(socket.socket())
-        sockets[-1].bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets if not avoid[0] <= s.getsockname()[1] <= avoid[1]][:n]
-    for s in sockets:
-        s.close()
-    return ports
-
-
-def start_node(temp_dir: str, worker_ports: tuple[int, int], head: str | None = None) -> str:
-    avoid = (worker_ports[0] - 50, worker_ports[1] + 50)  # the other node's worker ports too
-    ports = _free_ports(7, avoid)
-    args = [str(Path(sys.executable).with_name("ray")), "start", "--temp-dir", temp_dir, "--num-cpus", "1",
-            "--node-ip-address", "127.0.0.1", "--node-manager-port", str(ports[0]),
-            "--object-manager-port", str(ports[1]), "--min-worker-port", str(worker_ports[0]),
-            "--max-worker-port", str(worker_ports[1]), "--dashboard-agent-listen-port", str(ports[2]),
-            "--dashboard-agent-grpc-port", str(ports[3]), "--metrics-export-port", str(ports[4]),
-            "--runtime-env-agent-port", str(ports[5]), "--disable-usage-stats"]
-    if head is None:
-        port, client = _free_ports(2, avoid)
-        args += ["--head", "--port", str(port), "--include-dashboard=false", "--ray-client-server-port", str(client)]
-    else:
-        args += ["--address", head]
-    proc = subprocess.run(args, capture_output=True, text=True, env=ENV, timeout=120)
-    if proc.returncode != 0:
-        raise SystemExit(f"ray start failed: {proc.stderr[-2000:]}")
-    return head or f"127.0.0.1:{port}"
-
-
-def stop_node(temp_dir: str) -> None:
-    from mosaic.host.cell_launcher import descendants
-    from mosaic.pids import is_running
-
-    named = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != os.getpid():
-            try:
-                if temp_dir.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
-                    named.append(int(entry))
-            except OSError:
-                continue
-    pids = sorted({p for root in named for p in [root, *descendants(root)]})
-    for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and any(is_running(p) for p in pids):
-            time.sleep(0.1)
-
-
 # -- helpers -----------------------------------------------------------------------------------------------------------
 def mosaic(home: Path, *args: str) -> None:
     proc = subprocess.run([sys.executable, "-m", "mosaic", *args], capture_output=True, text=True,

@@ -12,11 +12,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,94 +22,16 @@ import pytest
 
 from cli_support import REPO, run_cli
 from mosaic.pids import is_running
+from mosaic.testing.ray_nodes import ENV, FAST_HEALTH_CHECKS, processes_of, raylet, start_node, stop_node
 from mosaic.testing.waiting import wait_until
 
 pytestmark = pytest.mark.xdist_group("ray_cluster")
 
-RAY = str(Path(sys.executable).with_name("ray"))
-#: Test-only: the cluster notices a dead node in about 1.5 s instead of about 15 s.
-FAST_HEALTH_CHECKS = {"RAY_health_check_period_ms": "500", "RAY_health_check_failure_threshold": "3",
-                      "RAY_health_check_timeout_ms": "500", "RAY_health_check_initial_delay_ms": "0"}
-ENV = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 
 
 # -- the cluster ---------------------------------------------------------------------------------------------
-def _free_ports(n: int, avoid: tuple[int, int] = (0, -1)) -> list[int]:
-    """``n`` ports free now, none in ``avoid`` (a node's worker ports: Ray refuses a clash)."""
-    sockets = []
-    while len([s for s in sockets if not avoid[0] <= s.getsockname()[1] <= avoid[1]]) < n:
-        sockets.append(socket.socket())
-        sockets[-1].bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets if not avoid[0] <= s.getsockname()[1] <= avoid[1]][:n]
-    for s in sockets:
-        s.close()
-    return ports
-
-
-def _processes_of(temp_dir: str) -> list[int]:
-    """A node's processes: those naming its temp dir, and everything below them (Ray's workers rename
-    themselves ``ray::...``)."""
-    needle = temp_dir.encode()
-    named = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != os.getpid():
-            try:
-                if needle in Path(f"/proc/{entry}/cmdline").read_bytes():
-                    named.append(int(entry))
-            except OSError:
-                continue
-    from mosaic.host.cell_launcher import descendants
-
-    return sorted({p for root in named for p in [root, *descendants(root)]})
-
-
-def _raylet(temp_dir: str) -> tuple[int, str]:
-    """(pid, node id) of a node's raylet."""
-    for pid in _processes_of(temp_dir):
-        try:
-            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if args and args[0].endswith(b"/raylet"):
-            node = next(a for a in args if a.startswith(b"--node_id="))
-            return pid, node.split(b"=", 1)[1].decode()
-    raise AssertionError(f"no raylet runs with temp dir {temp_dir}")
-
-
-def _stop(temp_dir: str) -> None:
-    pids = _processes_of(temp_dir)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + (5 if sig == signal.SIGTERM else 10)
-        while time.monotonic() < deadline and any(is_running(p) for p in pids):
-            time.sleep(0.1)
-        pids = [p for p in pids if is_running(p)] + [p for p in _processes_of(temp_dir) if p not in pids]
-        if not pids:
-            return
-
-
 def _start_node(temp_dir: str, worker_ports: tuple[int, int], head: str | None = None) -> str:
-    avoid = (worker_ports[0] - 50, worker_ports[1] + 50)  # the other node's worker ports too
-    ports = _free_ports(7, avoid)
-    args = [RAY, "start", "--temp-dir", temp_dir, "--num-cpus", "1", "--node-ip-address", "127.0.0.1",
-            "--node-manager-port", str(ports[0]), "--object-manager-port", str(ports[1]),
-            "--min-worker-port", str(worker_ports[0]), "--max-worker-port", str(worker_ports[1]),
-            "--dashboard-agent-listen-port", str(ports[2]), "--dashboard-agent-grpc-port", str(ports[3]),
-            "--metrics-export-port", str(ports[4]), "--runtime-env-agent-port", str(ports[5]),
-            "--disable-usage-stats"]
-    if head is None:
-        port, client_port = _free_ports(2, avoid)
-        args += ["--head", "--port", str(port), "--include-dashboard=false",
-                 "--ray-client-server-port", str(client_port)]
-    else:
-        args += ["--address", head]
-    proc = subprocess.run(args, capture_output=True, text=True, timeout=120, env={**ENV, **FAST_HEALTH_CHECKS})
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return head or f"127.0.0.1:{port}"
+    return start_node(temp_dir, worker_ports, head, env=FAST_HEALTH_CHECKS)
 
 
 @dataclass
@@ -121,7 +41,7 @@ class Cluster:
     node: str
 
     def node_id(self, temp_dir: str) -> str:
-        return _raylet(temp_dir)[1]
+        return raylet(temp_dir)[1]
 
 
 @pytest.fixture(scope="module")
@@ -134,8 +54,8 @@ def cluster():
         _start_node(node_dir, (base + 50, base + 99), head=address)
         yield Cluster(address, head_dir, node_dir)
     finally:
-        _stop(node_dir)
-        _stop(head_dir)
+        stop_node(node_dir)
+        stop_node(head_dir)
         import shutil
 
         for folder in (head_dir, node_dir):
@@ -209,7 +129,7 @@ def _launchers(cluster: Cluster) -> list[int]:
     """Launcher actors alive on either node."""
     out = []
     for temp_dir in (cluster.head, cluster.node):
-        for pid in _processes_of(temp_dir):
+        for pid in processes_of(temp_dir):
             try:
                 if b"RayCellLauncher" in Path(f"/proc/{pid}/cmdline").read_bytes():
                     out.append(pid)
@@ -462,8 +382,8 @@ def test_a_lost_node_fails_its_cells_and_they_are_retried_on_the_other(cluster, 
 
     victim = wait_until(on_the_node, 120, "a cell running on the second node", interval=0.1, proc=coordinator)
     node_manifest = json.loads((home / "cluster" / "trainer" / "runs" / victim / "analytics.json").read_text())
-    raylet, _ = _raylet(cluster.node)
-    os.kill(raylet, signal.SIGKILL)
+    raylet_pid, _ = raylet(cluster.node)
+    os.kill(raylet_pid, signal.SIGKILL)
     err = _finish(coordinator, out, 300)
     assert coordinator.returncode == 0, err[-3000:]
     cell = victim.split("-")[-2]
