@@ -22,6 +22,9 @@ from mosaic.errors import UserError
 
 NAMESPACE = "mosaic-arena"
 TASK_RETRIES = 2
+#: Games per shard on a cluster: a shard's results come back when it ends, so a driver that dies loses (and its
+#: resume replays, with the same seeds and so the same results) at most this many games per shard in flight.
+RAY_SHARD_GAMES = 4
 
 
 def _shard_task(source: dict[str, Any], shard: Any, home: str | None) -> list[dict[str, Any]]:
@@ -31,6 +34,19 @@ def _shard_task(source: dict[str, Any], shard: Any, home: str | None) -> list[di
 
     node = ray.get_runtime_context().get_node_id()
     return [{**line, "node": node} for line in play_shard(parse_spec(source), shard, home)]
+
+
+def run(tournament: Any, report: Callable[[str], None] | None = None, home: Path | str | None = None,
+        address: str | None = None) -> int:
+    """Play every game of ``tournament`` not yet journaled on the cluster at ``address``, shards of
+    :data:`RAY_SHARD_GAMES` games as tasks; returns how many were played now."""
+    from mosaic.arena.tournament import journal_to, two_agents, pending, shards
+
+    todo = pending(tournament)
+    if not todo:
+        return 0
+    two_agents(tournament.spec.environment)
+    return run_on_ray(tournament.spec, shards(todo, RAY_SHARD_GAMES), journal_to(tournament, report), address, home)
 
 
 def run_on_ray(spec: Any, work: list[Any], journal: Callable[[dict[str, Any]], None], address: str | None,

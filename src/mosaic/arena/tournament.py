@@ -191,10 +191,6 @@ class Tournament:
             os.close(fd)
 
 
-BACKENDS = ("local", "ray")
-#: Games per shard on a Ray cluster: a shard's results come back when it ends, so a driver that dies loses
-#: (and its resume replays, with the same seeds and so the same results) at most this many games per shard.
-RAY_SHARD_GAMES = 4
 
 
 @dataclass(frozen=True)
@@ -227,7 +223,7 @@ def play_game(spec: TournamentSpec, players: Mapping[str, Any], first: str, seco
     from mosaic.host.match import play_match
 
     started = time.perf_counter()
-    agents = agents or _agents(spec.environment)
+    agents = agents or two_agents(spec.environment)
     seats = {agents[0]: players[first], agents[1]: players[second]}
     if spec.opening_moves:
         book = Opening(spec.opening_moves, spec.seed + game // 2)
@@ -315,7 +311,7 @@ def play_shard(spec: TournamentSpec, shard: Shard, home: Path | str | None = Non
     own = players is None
     players = {} if players is None else players
     lines = []
-    agents = _agents(spec.environment)
+    agents = two_agents(spec.environment)
     try:
         for label in (shard.first, shard.second):
             if label not in players:
@@ -334,33 +330,30 @@ def play_shard(spec: TournamentSpec, shard: Shard, home: Path | str | None = Non
                 player.close()
 
 
-def run(tournament: Tournament, report: Callable[[str], None] | None = None, home: Path | str | None = None,
-        parallel: int = 1, backend: str = "local", address: str | None = None) -> int:
-    """Play every game not yet journaled, ``parallel`` shards at a time (``local``: threads of this process,
-    each with its own player processes; ``ray``: tasks on the cluster at ``address``); returns how many
-    games were played now."""
-    if backend not in BACKENDS:
-        raise UserError(f"--backend: {one_of(backend, BACKENDS)}; allowed: {', '.join(BACKENDS)}")
-    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
-        raise UserError(f"--parallel: {parallel!r}; allowed: an integer >= 1")
-    todo = pending(tournament)
-    if not todo:
-        return 0
-    _agents(tournament.spec.environment)  # a game the arena cannot seat is refused before any player starts
-
+def journal_to(tournament: Tournament, report: Callable[[str], None] | None = None) -> Callable[[dict[str, Any]], None]:
+    """What to do with each finished game: journal it, and say so when ``report`` is given."""
     def journal(line: dict[str, Any]) -> None:
         tournament.record(line)
         if report:
             report(f"{line['pairing']} game {line['game']}: {line['first']} vs {line['second']} -> "
                    f"{line['returns']}")
+    return journal
 
-    if backend == "ray":
-        from mosaic.arena.cluster import run_on_ray
 
-        return run_on_ray(tournament.spec, shards(todo, RAY_SHARD_GAMES), journal, address, home)
+def run(tournament: Tournament, report: Callable[[str], None] | None = None, home: Path | str | None = None,
+        parallel: int = 1) -> int:
+    """Play every game not yet journaled, ``parallel`` shards at a time on threads of this process (each with
+    its own player processes); returns how many games were played now. (On a Ray cluster:
+    :func:`mosaic.arena.cluster.run`.)"""
+    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+        raise UserError(f"--parallel: {parallel!r}; allowed: an integer >= 1")
+    todo = pending(tournament)
+    if not todo:
+        return 0
+    two_agents(tournament.spec.environment)  # a game the arena cannot seat is refused before any player starts
     size = max(1, -(-len(todo) // parallel)) if parallel > 1 else len(todo)
-    return _run_local(tournament.spec, shards(todo, min(size, tournament.spec.games_per_pairing)), journal,
-                      parallel, home)
+    return _run_local(tournament.spec, shards(todo, min(size, tournament.spec.games_per_pairing)),
+                      journal_to(tournament, report), parallel, home)
 
 
 def _run_local(spec: TournamentSpec, work: list[Shard], journal: Callable[[dict[str, Any]], None], parallel: int,
@@ -419,7 +412,7 @@ def _run_local(spec: TournamentSpec, work: list[Shard], journal: Callable[[dict[
     return played[0]
 
 
-def _agents(environment: Mapping[str, Any]) -> list[str]:
+def two_agents(environment: Mapping[str, Any]) -> list[str]:
     from mosaic.workerkit.envs import make_env
 
     env = make_env(environment["family"], environment["env_id"], str(environment.get("api_type") or "AEC"),

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from mosaic.clients.cli.common import _table
+from mosaic.errors import UserError
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -17,8 +18,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     done = len(tournament.games())
     total = sum(1 for _ in spec.schedule())
     print(f"tournament {spec.name}: {tournament.root}; {done} of {total} games already played", file=sys.stderr)
-    played = run(tournament, report=(lambda line: print(line, file=sys.stderr)) if args.verbose else None,
-                 parallel=args.parallel, backend=args.backend, address=args.address)
+    report = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
+    if args.backend == "ray":
+        from mosaic.arena import cluster
+
+        played = cluster.run(tournament, report, address=args.address)
+    else:
+        if args.address:
+            raise UserError("--address: only with --backend ray (the cluster's head); allowed: --backend ray")
+        played = run(tournament, report, parallel=args.parallel)
     print(f"tournament {spec.name}: played {played} game(s); {len(tournament.games())} of {total} done; "
           f"next: mosaic arena report {spec.name}", file=sys.stderr)
     return 0
