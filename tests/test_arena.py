@@ -142,6 +142,51 @@ def test_random_openings_vary_games_between_deterministic_players(tmp_path):
         assert sum(g["returns"].values()) == 0 and g["length"] >= 7  # nobody forfeits: the random plies are legal
 
 
+def test_a_team_tournament_rates_paired_sides(tmp_path):
+    """sides: on simple_adversary (an adversary against two good agents) each player plays a side, games come in
+    pairs on one env seed with the sides swapped, and each pair rates one comparison per side."""
+    from cli_support import REPO
+    from mosaic.arena.report import rated_games
+    from mosaic.arena.tournament import Tournament
+
+    env = {"family": "mpe", "env_id": "simple_adversary_v3", "env_kwargs": {"max_cycles": 10}}
+    sides = {"adversary": ["adversary_0"], "good": ["agent_0", "agent_1"]}
+    spec = tmp_path / "teams.json"
+    spec.write_text(json.dumps({"name": "teams", "environment": env, "sides": sides, "games_per_pairing": 4,
+                                "seed": 3, "report": {"reps": 100},
+                                "players": {"still": "scripted:heuristics:mpe_still",
+                                            "toward": "scripted:heuristics:mpe_toward_first"}}))
+    home = tmp_path / "home"
+    fixtures = {"PYTHONPATH": os.pathsep.join([str(REPO / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")])}
+    proc = run_cli("arena", "run", str(spec), home=home, timeout=300, env=fixtures)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    games = sorted((json.loads(x) for x in (home / "arena" / "teams" / "games.jsonl").read_text().splitlines()),
+                   key=lambda g: g["game"])
+    assert [g["seed"] for g in games] == [3, 3, 4, 4]  # pairs share the env's seed
+    assert games[0]["sides"] == {"still": "adversary", "toward": "good"}
+    assert games[1]["sides"] == {"toward": "adversary", "still": "good"}  # and swap sides
+    assert games[0]["seats"] == {"adversary_0": "still", "agent_0": "toward", "agent_1": "toward"}
+    for g in games:
+        assert g["length"] == 10 and set(g["teams"]) == {"still", "toward"}
+        assert g["teams"]["toward"] == pytest.approx(sum(r for a, r in g["returns"].items()
+                                                         if g["seats"][a] == "toward"))
+    rated = rated_games(Tournament.get("teams", home))
+    assert len(rated) == 2 * 2 and all(r.seat_a is None for r in rated)
+    first = games[0]["teams"]["still"], games[1]["teams"]["toward"]  # the adversary side of the first pair
+    expected = 1.0 if first[0] > first[1] else 0.0 if first[0] < first[1] else 0.5
+    assert next(r for r in rated if r.a == "still" and r.b == "toward").score_a == expected
+    report = run_cli("arena", "report", "teams", home=home, timeout=300)
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert "Team games: sides adversary" in (home / "arena" / "teams" / "report" / "report.md").read_text()
+    for bad, field in (({"sides": {"adversary": ["adversary_0"], "good": ["agent_0"]}}, "sides:"),
+                       ({"sides": None}, "sides:")):
+        spec.write_text(json.dumps({"name": "bad-teams", "environment": env, "games_per_pairing": 2,
+                                    "players": {"a": "random", "b": "random"}, **bad}))
+        refused = run_cli("arena", "run", str(spec), home=tmp_path / "bad", timeout=300)
+        assert refused.returncode == 2 and field in refused.stderr and "agent_1" in refused.stderr, refused.stderr
+        assert not (tmp_path / "bad" / "arena" / "bad-teams").exists()  # refused before anything is written
+
+
 def test_another_spec_under_the_same_name_is_refused(tmp_path):
     home = tmp_path / "home"
     assert run_cli("arena", "run", str(_spec(tmp_path, "same", 1)), home=home, timeout=300).returncode == 0

@@ -40,12 +40,12 @@ def run(tournament: Any, report: Callable[[str], None] | None = None, home: Path
         address: str | None = None) -> int:
     """Play every game of ``tournament`` not yet journaled on the cluster at ``address``, shards of
     :data:`RAY_SHARD_GAMES` games as tasks; returns how many were played now."""
-    from mosaic.arena.tournament import journal_to, two_agents, pending, shards
+    from mosaic.arena.tournament import journal_to, pending, seat_groups, shards
 
     todo = pending(tournament)
     if not todo:
         return 0
-    two_agents(tournament.spec.environment)
+    seat_groups(tournament.spec)
     return run_on_ray(tournament.spec, shards(todo, RAY_SHARD_GAMES), journal_to(tournament, report), address, home)
 
 

@@ -23,14 +23,38 @@ FEW_GAMES = 10
 
 
 def rated_games(tournament: Tournament) -> list[Game]:
-    """Each journaled game as a rated game: the first mover as ``a`` (seat 0), 1 / 0.5 / 0 by the returns."""
+    """The journal as rated games. A two-player game: the first mover as ``a`` (seat 0), 1 / 0.5 / 0 by the
+    returns. A team game (``sides``): its returns are on each side's own scale (general-sum), so the two games
+    of a pair (one env seed, sides swapped) give one comparison per side, with no first mover: the player whose
+    team did better on that side, on that seed, wins it (equal returns: a draw). A pair missing a game counts
+    nothing yet."""
+    games = sorted(tournament.games(), key=lambda g: (g["pairing"], g["game"]))
+    if tournament.spec.sides:
+        return _paired_side_games(games)
     out = []
-    for g in sorted(tournament.games(), key=lambda g: (g["pairing"], g["game"])):
+    for g in games:
         by_label: dict[str, float] = {}
         for agent, label in g["seats"].items():
             by_label[label] = by_label.get(label, 0.0) + float(g["returns"][agent])
         first, second = by_label[g["first"]], by_label[g["second"]]
         out.append(Game(g["first"], g["second"], 1.0 if first > second else 0.0 if first < second else 0.5, 0))
+    return out
+
+
+def _paired_side_games(games: list[dict]) -> list[Game]:
+    pairs: dict[tuple[str, int], list[dict]] = {}
+    for g in games:
+        pairs.setdefault((g["pairing"], int(g["game"]) // 2), []).append(g)
+    out = []
+    for pair in pairs.values():
+        if len(pair) != 2:
+            continue
+        one, two = pair
+        for side in sorted(set(one["sides"].values())):
+            p1 = next(label for label, s in one["sides"].items() if s == side)
+            p2 = next(label for label, s in two["sides"].items() if s == side)
+            r1, r2 = float(one["teams"][p1]), float(two["teams"][p2])
+            out.append(Game(p1, p2, 1.0 if r1 > r2 else 0.0 if r1 < r2 else 0.5, None))
     return out
 
 
@@ -41,7 +65,8 @@ def write_report(tournament: Tournament, out: Path | None = None) -> Path:
     settings = tournament.spec.report
     reps, confidence, seed = int(settings.get("reps", 1000)), float(settings.get("confidence", 0.95)), \
         int(settings.get("seed", 0))
-    boot = rating_bootstrap(games, reps=reps, confidence=confidence, seed=seed)
+    boot = rating_bootstrap(games, reps=reps, confidence=confidence, seed=seed,
+                            first_move_advantage=not tournament.spec.sides)
     table = crosstable(games, confidence)
     out = Path(out or tournament.root / "report")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -75,14 +100,18 @@ def _markdown(tournament: Tournament, games: list[Game], boot: Any, table: Any, 
     lines = [f"# Tournament: {tournament.name}", "",
              f"- Env: {env['family']}/{env['env_id']}" + (f" {env.get('env_kwargs')}" if env.get("env_kwargs") else ""),
              f"- Format: {spec.format}" + (f" (candidate {spec.candidate})" if spec.candidate else ""),
-             f"- Games: {len(games)} finished of {sum(1 for _ in spec.schedule())} scheduled; "
-             f"{min(per_pair.values())} to {max(per_pair.values())} per pairing, seats alternating "
-             f"(game g seeded {spec.seed} + g)",
+             (f"- Games: {len(games)} finished of {sum(1 for _ in spec.schedule())} scheduled; "
+              f"{min(per_pair.values())} to {max(per_pair.values())} per pairing, seats alternating "
+              f"(game g seeded {spec.seed} + g)") if not spec.sides else
+             (f"- Team games: sides {', '.join(f'{k} = {v}' for k, v in spec.sides.items())}; games in pairs on one "
+              f"env seed ({spec.seed} + pair), sides swapped; each pair rates one comparison per side (the player "
+              f"whose team did better on that side wins it): {len(games)} comparisons, {min(per_pair.values())} to "
+              f"{max(per_pair.values())} per pairing; no first mover"),
              *([f"- Openings: each game's first {spec.opening_moves} moves random legal moves (seeded), the same for "
                 "games 2k and 2k+1 (seats swapped); the players play every move after them"]
                if spec.opening_moves else []),
              f"- Ratings: Bradley-Terry by maximum likelihood on the Elo scale (mean 1000), a draw counting as half a "
-             f"win, with a first-move parameter; {pct}% intervals from {reps} bootstrap resamples of the games within "
+             f"win{', with a first-move parameter' if not spec.sides else ''}; {pct}% intervals from {reps} bootstrap resamples of the games within "
              f"each pairing (seed {seed}).", "",
              "Players: " + ", ".join(f"`{p.label}` = {p.target}" for p in spec.players), "",
              "## Ratings", "",

@@ -37,7 +37,7 @@ from mosaic.runs import mosaic_home, write_json_atomic
 
 FORMATS = ("round_robin", "gauntlet")
 SPEC_KEYS = ("name", "description", "environment", "players", "format", "candidate", "games_per_pairing",
-             "seed", "max_steps", "opening_moves", "report")
+             "seed", "max_steps", "opening_moves", "sides", "report")
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,8 @@ class TournamentSpec:
     #: the first moves of every game played uniformly at random among the legal ones, the same for the two games
     #: of a pair (game 2k and 2k+1, seats swapped): deterministic players then meet in varied positions
     opening_moves: int = 0
+    #: a team game: two sides, each a list of agents, one player per side (None: a two-agent game, one seat each)
+    sides: dict[str, list[str]] | None = None
 
     def pairings(self) -> list[tuple[str, str]]:
         labels = [p.label for p in self.players]
@@ -74,7 +76,8 @@ class TournamentSpec:
         for a, b in self.pairings():
             for game in range(self.games_per_pairing):
                 first, second = (a, b) if game % 2 == 0 else (b, a)
-                yield f"{a}~{b}", game, first, second, self.seed + game
+                # team games come in pairs on one env seed, sides swapped: each side's returns compare like for like
+                yield f"{a}~{b}", game, first, second, self.seed + (game // 2 if self.sides else game)
 
 
 def parse_spec(data: Mapping[str, Any]) -> TournamentSpec:
@@ -127,8 +130,20 @@ def parse_spec(data: Mapping[str, Any]) -> TournamentSpec:
     opening = data.get("opening_moves", 0)
     if isinstance(opening, bool) or not isinstance(opening, int) or not 0 <= opening <= 1000:
         raise UserError(f"opening_moves: {opening!r}; allowed: an integer >= 0 (random legal moves opening each game)")
+    sides = data.get("sides")
+    if sides is not None:
+        if not isinstance(sides, dict) or len(sides) != 2 or not all(
+                isinstance(v, list) and v and all(isinstance(a, str) for a in v) for v in sides.values()):
+            raise UserError("sides: expected two sides, each a list of agent ids, e.g. {adversaries: [adversary_0], "
+                            "good: [agent_0, agent_1]}")
+        if opening:
+            raise UserError("opening_moves: random openings are for two-player turn-based games, not with sides; "
+                            "allowed: 0 with sides")
+        if games % 2:
+            raise UserError(f"games_per_pairing: {games} with sides; allowed: an even number (games come in pairs, "
+                            "sides swapped)")
     return TournamentSpec(name, dict(env), players, fmt, candidate, games, seed, max_steps, dict(report), dict(data),
-                          opening)
+                          opening, {str(k): list(v) for k, v in sides.items()} if sides else None)
 
 
 def read_spec(path: str | Path) -> TournamentSpec:
@@ -218,13 +233,14 @@ def shards(todo: list[tuple[str, int, str, str, int]], size: int) -> list[Shard]
 
 
 def play_game(spec: TournamentSpec, players: Mapping[str, Any], first: str, second: str, pairing: str, game: int,
-              seed: int, agents: list[str] | None = None) -> dict[str, Any]:
-    """One game as its journal line (``moves`` too where the match records them)."""
+              seed: int, groups: tuple[list[str], list[str]] | None = None) -> dict[str, Any]:
+    """One game as its journal line (``moves`` too where the match records them; in a team game each player's
+    side and ``teams``, its agents' summed returns)."""
     from mosaic.host.match import play_match
 
     started = time.perf_counter()
-    agents = agents or two_agents(spec.environment)
-    seats = {agents[0]: players[first], agents[1]: players[second]}
+    one, two = groups or seat_groups(spec)
+    seats = {**{a: players[first] for a in one}, **{a: players[second] for a in two}}
     if spec.opening_moves:
         book = Opening(spec.opening_moves, spec.seed + game // 2)
         seats = {agent: Opened(player, book) for agent, player in seats.items()}
@@ -232,6 +248,10 @@ def play_game(spec: TournamentSpec, players: Mapping[str, Any], first: str, seco
     line = {"pairing": pairing, "game": game, "seed": seed, "first": first, "second": second,
             "seats": result.seats, "returns": result.returns, "length": result.length,
             "duration_s": round(time.perf_counter() - started, 4)}
+    if spec.sides:
+        side_one, side_two = spec.sides
+        line["sides"] = {first: side_one, second: side_two}
+        line["teams"] = dict(result.teams)
     moves = getattr(result, "moves", None)
     if moves is not None:
         line["moves"] = moves
@@ -311,7 +331,7 @@ def play_shard(spec: TournamentSpec, shard: Shard, home: Path | str | None = Non
     own = players is None
     players = {} if players is None else players
     lines = []
-    agents = two_agents(spec.environment)
+    groups = seat_groups(spec)
     try:
         for label in (shard.first, shard.second):
             if label not in players:
@@ -319,7 +339,7 @@ def play_shard(spec: TournamentSpec, shard: Shard, home: Path | str | None = Non
         for pairing, game, seed in shard.games:
             if stop is not None and stop.is_set():
                 break
-            line = play_game(spec, players, shard.first, shard.second, pairing, game, seed, agents)
+            line = play_game(spec, players, shard.first, shard.second, pairing, game, seed, groups)
             lines.append(line)
             if record is not None:
                 record(line)
@@ -350,7 +370,7 @@ def run(tournament: Tournament, report: Callable[[str], None] | None = None, hom
     todo = pending(tournament)
     if not todo:
         return 0
-    two_agents(tournament.spec.environment)  # a game the arena cannot seat is refused before any player starts
+    seat_groups(tournament.spec)  # a game the arena cannot seat is refused before any player starts
     size = max(1, -(-len(todo) // parallel)) if parallel > 1 else len(todo)
     return _run_local(tournament.spec, shards(todo, min(size, tournament.spec.games_per_pairing)),
                       journal_to(tournament, report), parallel, home)
@@ -412,16 +432,26 @@ def _run_local(spec: TournamentSpec, work: list[Shard], journal: Callable[[dict[
     return played[0]
 
 
-def two_agents(environment: Mapping[str, Any]) -> list[str]:
+def seat_groups(spec: TournamentSpec) -> tuple[list[str], list[str]]:
+    """The agents the first and the second player of a game play: one each in a two-agent game, else the
+    spec's two ``sides``, which must split the env's agents between them."""
     from mosaic.workerkit.envs import make_env
 
+    environment = spec.environment
     env = make_env(environment["family"], environment["env_id"], str(environment.get("api_type") or "AEC"),
                    dict(environment.get("env_kwargs") or {}), None)
     try:
         agents = list(env.possible_agents)
     finally:
         env.close()
+    if spec.sides:
+        one, two = spec.sides.values()
+        named = [*one, *two]
+        if sorted(named) != sorted(agents):
+            raise UserError(f"sides: {spec.sides} must split {environment['env_id']}'s agents between two sides, "
+                            f"each once; allowed agents: {', '.join(agents)}")
+        return list(one), list(two)
     if len(agents) != 2:
-        raise UserError(f"environment.env_id: {environment['env_id']} has {len(agents)} agents; a tournament "
-                        "seats two players (team games are to come)")
-    return agents
+        raise UserError(f"sides: {environment['env_id']} has {len(agents)} agents; name the two sides a player each "
+                        f"plays (sides: {{NAME: [agents], NAME: [agents]}}); agents: {', '.join(agents)}")
+    return [agents[0]], [agents[1]]

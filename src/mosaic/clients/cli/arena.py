@@ -11,9 +11,10 @@ from mosaic.errors import UserError
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from mosaic.arena.tournament import Tournament, read_spec, run
+    from mosaic.arena.tournament import Tournament, read_spec, run, seat_groups
 
     spec = read_spec(args.spec)
+    seat_groups(spec)  # a game the arena cannot seat is refused before anything is written
     tournament = Tournament.open(spec)
     done = len(tournament.games())
     total = sum(1 for _ in spec.schedule())
