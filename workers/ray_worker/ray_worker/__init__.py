@@ -1,4 +1,4 @@
-"""MOSAIC worker for Ray RLlib (new API stack): multi-agent training on PettingZoo.
+"""MOSAIC worker for Ray RLlib (new API stack): multi-agent training on PettingZoo, single-agent on Gymnasium.
 
 Importing this package is cheap (no Ray, no torch); discovery calls
 :func:`get_worker_metadata` only.
@@ -42,7 +42,8 @@ def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
     meta = WorkerMetadata(
         name="Ray RLlib",
         version=__version__,
-        description="Multi-agent training of PettingZoo envs with RLlib's new API stack.",
+        description="Multi-agent training of PettingZoo envs, and single-agent training of Gymnasium envs, "
+                    "with RLlib's new API stack.",
         upstream_library="ray[rllib]",
         upstream_version=ray_version,
         license="MIT",
@@ -50,13 +51,13 @@ def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
     )
     caps = WorkerCapabilities(
         worker_type="ray",
-        paradigms=("multi_agent",),
+        paradigms=("single_agent", "multi_agent"),  # gymnasium: tests/test_single_agent.py
         policy_configurations=tuple(p.name for p in IMPLEMENTED_POLICY_CONFIGURATIONS),
-        env_families=("sisl", "classic", "butterfly", "mpe"),
+        env_families=("sisl", "classic", "butterfly", "mpe", "gymnasium"),
         algorithms=tuple(a.lower() for a in algo_params.algorithms()),  # canonical spellings
         action_spaces=("discrete", "masked_discrete", "box"),
         observation_spaces=("box", "image", "masked_discrete"),
-        max_agents=20,  # pistonball's default 20 pistons: the most any test builds
+        max_agents=50,  # simple_spread with N=50, parameter sharing: tests/test_many_agents.py
         supports_self_play=True,  # SELF_PLAY: frozen snapshots, symmetric or team-wise (tests/test_self_play.py)
         supports_population=True,  # league: main exploiters per side (self_play.main_exploiters)
         supports_checkpointing=True,

@@ -4,7 +4,9 @@ Everything RLlib needs to train out of the box on multi-agent PettingZoo is
 decided here, from each algorithm's traits (``ray_worker.traits``): the
 multi-agent episode replay buffers DQN and SAC require, short iterations for
 IMPALA/APPO, masked modules for games with action masks; and a small CNN for
-preprocessed images, and the agent → module mapping.
+preprocessed images, and the agent → module mapping. A single-agent (Gymnasium) env
+gets RLlib's single-agent config instead: one ``RLModuleSpec``, no agent mapping, and
+RLlib's own single-agent replay buffers.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ def resolve(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLayout) -> dict[st
     sections = algo_params.to_rllib(algo, cfg.algo_params)
     training = dict(sections.get("training", {}))
     trait = traits(algo)
-    if trait.replay_buffer:
+    single = env.single_agent  # RLlib's single-agent path: its own (single-agent) replay buffers
+    if trait.replay_buffer and not single:
         training["replay_buffer_config"] = {**trait.replay_buffer, **training.get("replay_buffer_config", {})}
     env_runners = {"num_env_runners": cfg.rllib.num_env_runners,
                    "num_envs_per_env_runner": cfg.num_envs_per_env_runner,
@@ -104,8 +107,9 @@ def resolve(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLayout) -> dict[st
         "learners": cfg.learner_resources(),
         "training": training,
         "reporting": reporting,
-        "multi_agent": {"policies": sorted(layout.modules), "policies_to_train": list(layout.trainable),
-                        "policy_mapping": dict(layout.agent_to_module)},
+        "multi_agent": None if single else {"policies": sorted(layout.modules),
+                                            "policies_to_train": list(layout.trainable),
+                                            "policy_mapping": dict(layout.agent_to_module)},
         "rl_module": modules,
         "multi_rl_module_class": "ray_worker.ctde.CTDEMultiRLModule" if ctde else None,
         "debugging": {"seed": cfg.seed},
@@ -149,12 +153,21 @@ def build_algorithm_config(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLay
         .learners(**settings["learners"])
         .training(**training)
         .reporting(**settings["reporting"])
-        .multi_agent(policies=set(layout.modules),
-                     policy_mapping_fn=mapping_fn or AgentToModule(layout.agent_to_module),
-                     policies_to_train=list(layout.trainable))
-        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs, **multi_kwargs))
         .debugging(**settings["debugging"])
     )
+    if settings["multi_agent"] is None:  # a single-agent env: RLlib's single-agent path, one module
+        (spec,) = specs.values()
+        return _with_callbacks(config.rl_module(rl_module_spec=spec), callbacks)
+    config = (
+        config.multi_agent(policies=set(layout.modules),
+                           policy_mapping_fn=mapping_fn or AgentToModule(layout.agent_to_module),
+                           policies_to_train=list(layout.trainable))
+        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs, **multi_kwargs))
+    )
+    return _with_callbacks(config, callbacks)
+
+
+def _with_callbacks(config: Any, callbacks: Any) -> Any:
     if callbacks is not None:
         config = config.callbacks(callbacks)
     return config

@@ -12,19 +12,29 @@ from typing import Any
 
 from ray.rllib.callbacks.callbacks import RLlibCallback
 
+from ray_worker.environment import SINGLE_AGENT
 from ray_worker.illegal_moves import INFO_KEY
+from ray_worker.policies import SINGLE_AGENT_MODULE
 
 EPISODES_KEY = "mosaic_episodes"
 
 
 def episode_record(episode: Any, prev_chunks: list | None = None) -> dict[str, Any]:
-    """Per-agent returns, modules, illegal moves (counted in the env) and length of an episode."""
+    """Per-agent returns, modules, illegal moves (counted in the env) and length of an episode.
+
+    A single-agent episode (RLlib's ``SingleAgentEpisode``, of a Gymnasium env) is one agent's,
+    ``agent_0``, played by the module ``default_policy``.
+    """
     returns: dict[str, float] = {}
     modules: dict[str, str] = {}
     illegal = 0
     length = 0
     for chunk in [*(prev_chunks or []), episode]:
         length += chunk.env_steps()
+        if not hasattr(chunk, "agent_episodes"):
+            returns[SINGLE_AGENT] = returns.get(SINGLE_AGENT, 0.0) + float(chunk.get_return())
+            modules[SINGLE_AGENT] = str(chunk.module_id or SINGLE_AGENT_MODULE)
+            continue
         for agent_id, agent_episode in chunk.agent_episodes.items():
             aid = str(agent_id)
             returns[aid] = returns.get(aid, 0.0) + float(agent_episode.get_return())

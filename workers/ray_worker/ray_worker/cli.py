@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 
-from mosaic.workerkit.envs import offered_env_ids
 from mosaic.errors import UserError
 from mosaic.workerkit.threads import limit_torch_threads
 from mosaic.workerkit.cli import EvaluateRequest, WorkerProgram, worker_main
@@ -96,7 +95,7 @@ PROGRAM = WorkerProgram(
     config_class=RayWorkerConfig,
     packages=("mosaic-ray-worker", "ray", "torch", "gymnasium", "pettingzoo"),
     algo_params_schema=algo_params.schema,
-    envs=lambda: offered_env_ids(get_worker_metadata()[1].env_families),
+    envs=lambda: __import__("ray_worker.environment", fromlist=["x"]).offered_envs(),
     dry_run=_dry_run,
     evaluate=_evaluate,
     make_player=lambda target, options: __import__("ray_worker.player", fromlist=["x"]).RayPlayer.load(

@@ -55,15 +55,28 @@ class PreprocessingConfig:
     frame_stack: int = option(3, min=1, max=16, help="stack this many recent frames on the channel axis")
 
 
+#: Single-agent env families: trained by RLlib's single-agent path (no MultiAgentEnv wrapper).
+SINGLE_AGENT_FAMILIES = ("gymnasium",)
+#: ``environment.family``: the PettingZoo families, then the single-agent ones.
+RAY_ENV_FAMILIES = (*ENV_FAMILIES, *SINGLE_AGENT_FAMILIES)
+
+
 @dataclass
 class RayEnvironmentConfig(PettingZooEnvironment):
-    """The shared ``environment`` section (a PettingZoo env) with Ray's image preprocessing."""
+    """The shared ``environment`` section (a PettingZoo env, or a Gymnasium one) with Ray's image preprocessing."""
 
-    family: str = option("mpe", choices=ENV_FAMILIES, help="PettingZoo env family")
+    family: str = option("mpe", choices=RAY_ENV_FAMILIES,
+                         help="PettingZoo env family, or gymnasium (one agent, RLlib's single-agent path)")
     env_id: str = option("simple_spread_v3", help="versioned env id within the family")
-    api_type: str = option("PARALLEL", choices=API_TYPES, help="PettingZoo API the env is built with")
+    api_type: str = option("PARALLEL", choices=API_TYPES, help="PettingZoo API the env is built with "
+                                                                 "(gymnasium: PARALLEL, the default, only)")
     preprocessing: PreprocessingConfig = option(default_factory=PreprocessingConfig,
-                                                help="image observation preprocessing")
+                                                help="image observation preprocessing (PettingZoo envs)")
+
+    @property
+    def single_agent(self) -> bool:
+        """A single-agent family (gymnasium): RLlib's single-agent path, one agent ``agent_0``."""
+        return self.family in SINGLE_AGENT_FAMILIES
 
 
 #: ``rllib.stall_timeout_s``: the smallest bound allowed, and the least a derived one gives.
@@ -142,9 +155,12 @@ RAY_FIELDS = FieldMap(
     honoured={
         "algorithm": "RLlib's algorithm (ppo -> PPO, dqn -> DQN, impala -> IMPALA, appo -> APPO, sac -> SAC; "
                      "a2c -> MOSAIC's A2C on RLlib's API)",
-        "environment.family": "the PettingZoo family of the env registered with RLlib (tune.register_env)",
-        "environment.env_id": "the PettingZoo env registered with RLlib (tune.register_env)",
-        "environment.env_kwargs": "the PettingZoo env constructor's keyword arguments",
+        "environment.family": "the PettingZoo family of the env registered with RLlib (tune.register_env), or "
+                              "gymnasium: a single-agent env trained by RLlib's single-agent path",
+        "environment.env_id": "the PettingZoo env registered with RLlib (tune.register_env); gymnasium: the id "
+                              "given to gymnasium.make",
+        "environment.env_kwargs": "the PettingZoo env constructor's keyword arguments (gymnasium.make's for "
+                                  "gymnasium)",
         "seed": "AlgorithmConfig.debugging(seed=...): RLlib, its env runners and their env resets",
         "total_timesteps": "training stops at the first iteration end with at least this many env steps "
                            "sampled (RLlib's num_env_steps_sampled); null = 20000",
@@ -317,6 +333,8 @@ class RayWorkerConfig(RunConfig):
             if shared is None:
                 raise
             raise ConfigError(shared, f"(RLlib's {names[shared]}) {str(exc).split(': ', 1)[-1]}") from None
+        if self.environment.single_agent:
+            self._check_single_agent()
         if self.policy_configuration not in IMPLEMENTED_POLICY_CONFIGURATIONS:
             raise ConfigError("policy_configuration", f"{self.policy_configuration.name} is not implemented "
                               f"in this version; available: "
@@ -344,6 +362,26 @@ class RayWorkerConfig(RunConfig):
         size = self.environment.preprocessing.resize
         if len(size) != 2 or any(not isinstance(v, int) or v < 8 or v > 512 for v in size):
             raise ConfigError("environment.preprocessing.resize", f"{size!r} must be [height, width], each 8..512")
+
+
+    def _check_single_agent(self) -> None:
+        """A single-agent env has no agents to share, pair or pit: multi-agent options are refused by name."""
+        env = f"{self.environment.family}/{self.environment.env_id}"
+        why = f"{env} has a single agent"
+        if self.policy_configuration is not PolicyConfiguration.PARAMETER_SHARING:
+            raise ConfigError("policy_configuration", f"{self.policy_configuration.name} needs several agents; "
+                              f"{why}; allowed: PARAMETER_SHARING")
+        if self.self_play != SelfPlayConfig():
+            raise ConfigError("self_play", f"self-play needs opponents; {why}; allowed: the defaults (omit it)")
+        if self.ctde != CTDEConfig():
+            raise ConfigError("ctde", f"a centralised critic needs several agents; {why}; allowed: the defaults "
+                              "(omit it)")
+        if self.environment.api_type != "PARALLEL":
+            raise ConfigError("environment.api_type", f"{self.environment.api_type} is a PettingZoo API; {why}; "
+                              "allowed: PARALLEL")
+        if self.environment.preprocessing.enabled:
+            raise ConfigError("environment.preprocessing.enabled", f"image preprocessing is for PettingZoo envs "
+                              f"in this version; {why}; allowed: null, false")
 
 
 #: The flat form of the specification's example (worker-examples.rst):

@@ -8,6 +8,9 @@ frame comes from the PettingZoo env itself (built with
 TypeError on this RLlib version. Each frame is tagged with the episode, the
 step and the step's per-agent rewards and episode returns.
 
+A single-agent (Gymnasium) env is wrapped the same way by :class:`FastLaneGymEnv`, a
+``gymnasium.Wrapper``; its one agent is ``agent_0`` in the frames' rewards and returns.
+
 Streams are named ``runner-<worker_index>`` (0 is the driver's local env
 runner). An env runner with several vectorised sub-envs publishes from the
 first one it builds: the claim is per process and passes on when that env
@@ -20,6 +23,7 @@ import os
 import threading
 from typing import Any
 
+import gymnasium as gym
 from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv, PettingZooEnv
 
 from mosaic.fastlane.config import FastLaneTarget
@@ -135,3 +139,44 @@ def wrap(pz_env: Any, api_type: str, target: FastLaneTarget, env_context: Any = 
                       "no frames will be published", stacklevel=2)
         return (PettingZooEnv if api_type == "AEC" else ParallelPettingZooEnv)(pz_env)
     return cls(pz_env, target, env_context, env_id)
+
+
+class FastLaneGymEnv(gym.Wrapper):
+    """A single-agent env that offers a frame after each ``reset``/``step`` (RLlib's single-agent path)."""
+
+    def __init__(self, env: gym.Env, target: FastLaneTarget, env_context: Any = None, env_id: str = "") -> None:
+        super().__init__(env)
+        self._stream = stream_name(env_context)
+        self._tap = _FrameTap(env, target, self._stream, env_id) if _claim(self._stream, self) else None
+
+    def reset(self, **kwargs: Any) -> Any:
+        result = self.env.reset(**kwargs)
+        if self._tap is not None:
+            self._tap.on_reset()
+        return result
+
+    def step(self, action: Any) -> Any:
+        result = self.env.step(action)
+        if self._tap is not None:
+            from ray_worker.environment import SINGLE_AGENT
+
+            self._tap.on_step({SINGLE_AGENT: float(result[1])})
+        return result
+
+    def close(self) -> None:
+        if self._tap is not None:
+            self._tap.close()
+            self._tap = None
+            _release(self._stream, self)
+        super().close()
+
+
+def wrap_single(env: gym.Env, target: FastLaneTarget, env_context: Any = None, env_id: str = "") -> gym.Env:
+    """The single-agent env for RLlib, publishing frames if it can render them."""
+    if getattr(env, "render_mode", None) != "rgb_array":
+        import warnings
+
+        warnings.warn(f"FastLane: {env_id or env} was not built with render_mode='rgb_array'; "
+                      "no frames will be published", stacklevel=2)
+        return env
+    return FastLaneGymEnv(env, target, env_context, env_id)

@@ -36,6 +36,9 @@ class RayPlayer:
         options = dict(options or {})
         info = read_checkpoint(target)
         env = dict(info.environment or {})
+        if env.get("family") == "gymnasium":
+            raise UserError(f"--player: {info.path} was trained on a single-agent Gymnasium env ({env.get('env_id')}): "
+                            "a match seats players in a PettingZoo env; evaluate it with `mosaic eval RUN`")
         if (env.get("preprocessing") or {}).get("enabled"):
             raise UserError(f"--player: {info.path} trained on preprocessed images (frame stacks); not served yet")
         agents = sorted(info.state.agent_to_module)

@@ -16,6 +16,8 @@ from ray_worker.config import PolicyConfiguration, RayWorkerConfig, SelfPlayConf
 from ray_worker.environment import EnvInfo, EnvironmentFactory
 
 SHARED = "shared"
+#: The module of a single-agent run: RLlib's own id for it (ray.rllib.core.DEFAULT_MODULE_ID).
+SINGLE_AGENT_MODULE = "default_policy"
 
 
 @dataclass(frozen=True)
@@ -132,8 +134,17 @@ def self_play_layout(env: EnvInfo, config: SelfPlayConfig | None) -> PolicyLayou
     return PolicyLayout(modules, mapping, tuple(l.module_id for l in learners), sides, tuple(baselines))
 
 
+def single_agent_layout(env: EnvInfo) -> PolicyLayout:
+    """A single-agent env: its one agent, trained by RLlib's one module ``default_policy``."""
+    (agent,) = env.agents
+    module = ModuleInfo(env.observation_spaces[agent], env.action_spaces[agent], (agent,))
+    return PolicyLayout({SINGLE_AGENT_MODULE: module}, {agent: SINGLE_AGENT_MODULE}, (SINGLE_AGENT_MODULE,))
+
+
 def layout_for(policy: PolicyConfiguration, env: EnvInfo, ctde_actors: str = "per_agent",
                self_play: SelfPlayConfig | None = None) -> PolicyLayout:
+    if env.single_agent:
+        return single_agent_layout(env)
     if policy is PolicyConfiguration.SHARED_VALUE_FUNCTION:
         from ray_worker.ctde_ids import CRITIC_ID
 

@@ -1,5 +1,7 @@
 """``run_evaluation``: play a Ray checkpoint's policies for N episodes, without Ray.
 
+A single-agent (Gymnasium) run's module plays its env alone (``play_single_agent``).
+
 Loading the checkpoint and building its env is Ray-worker glue; playing,
 scoring and saving are MOSAIC's (``mosaic.workerkit.evaluation``).
 """
@@ -54,6 +56,8 @@ def run_evaluation(config: EvaluationConfig) -> EvaluationResults:
     ref = _reference_actor(controller)
     info = ref.info
     env_cfg = environment_config(info)
+    if env_cfg.single_agent:
+        return _run_single_agent(config, controller, env_cfg)
     ctde = info.state.policy_configuration == PolicyConfiguration.SHARED_VALUE_FUNCTION.name
     factory = EnvironmentFactory(env_cfg, global_state=ctde,
                                  critic_actions=bool((info.state.ctde or {}).get("critic_actions")))
@@ -80,4 +84,43 @@ def run_evaluation(config: EvaluationConfig) -> EvaluationResults:
     results = EvaluationResults(episodes, configkit.to_dict(env_cfg), str(info.path))
     if config.save:
         save_results(results, info.path, config.output_dir, videos)
+    return results
+
+
+def _run_single_agent(config: EvaluationConfig, controller: RayPolicyController, env_cfg) -> EvaluationResults:
+    """A single-agent (Gymnasium) run: its one agent's module plays the env, MOSAIC scores the episodes."""
+    from mosaic import configkit
+    from mosaic.workerkit.evaluation import play_single_agent
+    from ray_worker.environment import SINGLE_AGENT, EnvironmentFactory
+
+    actor = controller.actor_for(SINGLE_AGENT)
+    if actor is None:
+        raise UserError(f"the controller has no policy for {SINGLE_AGENT!r}, the one agent of {env_cfg.env_id}")
+    rendering = bool(config.video_episodes or config.fastlane)
+    env = EnvironmentFactory(env_cfg).make_gymnasium(render_mode="rgb_array" if rendering else None)
+    actor.check_space(SINGLE_AGENT, env.observation_space, env.action_space)
+    lane = eval_lane(actor.info.path, config.fastlane_fps) if config.fastlane else None
+
+    def play(seed: int, frames) -> tuple[float, int]:
+        obs, _ = env.reset(seed=seed)
+        total, length = 0.0, 0
+        while True:
+            if frames is not None:
+                frames.append(env.render, length, {SINGLE_AGENT: total})
+            obs, reward, terminated, truncated, _ = env.step(actor.compute_action(obs))
+            total += float(reward)
+            length += 1
+            if terminated or truncated or (config.max_steps is not None and length >= config.max_steps):
+                return total, length
+
+    try:
+        episodes, videos = play_single_agent(play, config.num_episodes, config.seed, SINGLE_AGENT,
+                                             actor.module_id, config.video_episodes, lane)
+    finally:
+        env.close()
+        if lane is not None:
+            lane.close()
+    results = EvaluationResults(episodes, configkit.to_dict(env_cfg), str(actor.info.path))
+    if config.save:
+        save_results(results, actor.info.path, config.output_dir, videos)
     return results
