@@ -119,7 +119,6 @@ REFUSED = [
     ("checkpoint.keep", {"checkpoint": {"keep": 2}}),
     ("checkpoint.restore_from", {"checkpoint": {"restore_from": "/tmp"}}),
     ("reporting.every_timesteps", {"reporting": {"every_timesteps": 1000}}),
-    ("resources.gpus", {"resources": {"gpus": 1}}),
 ]
 
 

@@ -65,7 +65,6 @@ REFUSED = [
     ("environment.env_kwargs", {"environment": {"env_kwargs": {"sutton_barto_reward": True}}}),
     ("episodes", {"episodes": 5}),
     ("checkpoint.keep", {"checkpoint": {"keep": 2}}),
-    ("resources.gpus", {"resources": {"gpus": 1}}),
 ]
 
 

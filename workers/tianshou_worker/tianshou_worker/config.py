@@ -135,7 +135,9 @@ DEFAULT_REPORT_EVERY = 1000
 
 FIELDS = FieldMap(
     honoured={
-        "algorithm": "the Tianshou algorithm class (dqn: DQN, ppo: PPO, sac: SAC, discrete_cql: DiscreteCQL)",
+        "algorithm": "the Tianshou algorithm class (dqn: DQN, c51: C51, rainbow: RainbowDQN, iqn: IQN, ppo: PPO, "
+                     "a2c: A2C, trpo: TRPO, sac: SAC, ddpg: DDPG, td3: TD3, redq: REDQ, discrete_cql: DiscreteCQL, "
+                     "discrete_bcq: DiscreteBCQ, gail: GAIL)",
         "environment.family": "gymnasium (gymnasium.make), or classic: a PettingZoo classic game through "
                               "Tianshou's PettingZooEnv",
         "environment.env_id": "the Gymnasium id or the classic game (empty: CartPole-v1 discrete, Pendulum-v1 "
@@ -177,7 +179,8 @@ class TianshouConfig(RunConfig):
 
     FIELDS: ClassVar[FieldMap] = FIELDS
 
-    algorithm: str = option("dqn", help="Tianshou algorithm: dqn, ppo, sac, discrete_cql (traits: "
+    algorithm: str = option("dqn", help="Tianshou algorithm: dqn, c51, rainbow, iqn, ppo, a2c, trpo, sac, ddpg, "
+                                        "td3, redq, discrete_cql, discrete_bcq, gail (traits: "
                                         "tianshou_worker/algorithms.py); any case is accepted")
     environment: Environment = option(default_factory=lambda: Environment(family="gymnasium"),
                                       help="family: gymnasium (single agent), or classic: a PettingZoo "
@@ -202,7 +205,8 @@ class TianshouConfig(RunConfig):
     repeat_per_collect: int = option(10, min=1, help="on-policy: passes over each rollout")
     learning_starts: int | None = option(None, min=0, help="off-policy: env steps collected with uniform random "
                                                            "actions before training; default: batch_size")
-    offline_data: OfflineData = option(default_factory=OfflineData, help="offline algorithms: the data set")
+    offline_data: OfflineData = option(default_factory=OfflineData, help="offline algorithms: the data set; "
+                                                                         "gail: the expert's data set")
     eps_schedule: EpsilonSchedule | None = option(None, help="dqn: epsilon of exploration decayed over env "
                                                              "steps (replaces algo_params.eps_training); "
                                                              "null = Tianshou's constant eps_training")
@@ -265,6 +269,7 @@ class TianshouConfig(RunConfig):
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "TianshouConfig":
         config = configkit.from_dict(cls, data)
+        algorithms.check_refused(config.algorithm)  # before the shared check's plain "is not one of"
         config.check_shared()
         family = config.environment.family or "gymnasium"
         if family not in FAMILIES:
@@ -314,12 +319,12 @@ def check_params(config: TianshouConfig) -> dict[str, Any]:
     checked = {}
     for name, value in config.algo_params.items():
         field = f"algo_params.{name}"
-        if name in BUILT:
-            raise ConfigError(field, "is built by the worker (networks, spaces and optimisers: hidden_sizes, "
-                                     "learning_rate and the env set them)")
         reason = next((why for fixed, _, why in config.algo.fixed if fixed == name), None)
         if reason:
             raise ConfigError(field, f"is set by the worker for {config.algorithm}: {reason}")
+        if name in BUILT:
+            raise ConfigError(field, "is built by the worker (networks, spaces, optimisers and data sets: "
+                                     "hidden_sizes, learning_rate, offline_data and the env set them)")
         if name not in params:
             close = difflib.get_close_matches(name, list(params), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -355,6 +360,10 @@ def check_schedule(config: TianshouConfig) -> None:
                                               "use mosaic eval --fastlane on a checkpoint")
     if config.learner_seat is not None and not config.classic:
         raise ConfigError("learner_seat", "is for classic games (environment.family: classic)")
+    if config.algo.expert_data and config.offline_data.policy == "random":
+        raise ConfigError("offline_data.policy", f"{config.algorithm} imitates an expert: give a checkpoint (or run "
+                                                 f"folder) of a trained tianshou run on the same env, whose policy "
+                                                 f"records the expert data; allowed: a checkpoint, not 'random'")
     if config.stop_at_return is not None and not config.test_every_timesteps:
         raise ConfigError("stop_at_return", "needs tests to stop on: set test_every_timesteps (env steps "
                                             "between tests) too")

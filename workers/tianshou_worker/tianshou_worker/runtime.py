@@ -71,11 +71,13 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def build_algorithm(config: TianshouConfig, spaces: algorithms.Spaces) -> Any:
-    """The Tianshou algorithm; for a classic game, Tianshou's multi-agent one with it in the learner's seat."""
+def build_algorithm(config: TianshouConfig, spaces: algorithms.Spaces, expert_buffer: Any = None) -> Any:
+    """The Tianshou algorithm; for a classic game, Tianshou's multi-agent one with it in the learner's seat.
+    ``expert_buffer``: an imitation algorithm's expert data (gail; None when only its policy is needed)."""
     policy_kw, algo_kw = config.split_params()
+    extra = {"expert_buffer": expert_buffer} if config.algo.expert_data else {}
     algo = algorithms.BUILDERS[config.algorithm](spaces, list(config.hidden_sizes), config.learning_rate,
-                                                 policy_kw, algo_kw)
+                                                 policy_kw, algo_kw, **extra)
     if config.classic:
         from tianshou_worker import classic
 
@@ -149,7 +151,7 @@ def check_restore(config: TianshouConfig) -> tuple[Path, TianshouCheckpointState
 def check_offline_source(config: TianshouConfig) -> None:
     """``offline_data.policy``: 'random', or a checkpoint of a tianshou run on the same env."""
     source = config.offline_data.policy
-    if config.algo.online or source == "random":
+    if not config.algo.uses_data or source == "random":
         return
     state = TianshouCheckpointState.read(resolve(source, "offline_data.policy", "the tianshou worker"),
                                          "offline_data.policy", "the tianshou worker")
@@ -227,7 +229,10 @@ class TianshouRuntime:
                     if cfg.fastlane.enabled else None)
         envs = make_vector_env(cfg.resolved_env_id, cfg.num_envs, cfg.seed, fastlane, cfg.env_family)
         try:
-            self.algo = build_algorithm(cfg, spaces)
+            # imitation (gail): the expert's data set first, since the algorithm is built around it; its log
+            # event follows run_started (every run's first event)
+            expert, noted = self.collect_data(envs, None) if cfg.algo.expert_data else (None, None)
+            self.algo = build_algorithm(cfg, spaces, expert)
             self.reporter = rep = Reporter(emit, total_timesteps=cfg.total_timesteps,
                                            report_every=cfg.report_every_timesteps, modules=seats(cfg, spaces))
             restored = None
@@ -248,6 +253,8 @@ class TianshouRuntime:
                      "env_kwargs": dict(cfg.environment.env_kwargs)},
                 policy_configuration="INDEPENDENT", seed=cfg.seed, total_timesteps=cfg.total_timesteps,
                 agents=list(rep.modules), modules=rep.modules, restored_from=cfg.restore_from)
+            if noted is not None:
+                emit.log(noted)
             if restored is not None:  # after run_started: it is every run's first event
                 emit.log(f"restored from {cfg.restore_from} at {restored.timesteps_total} "
                          f"{'gradient' if not cfg.algo.online else 'env'} steps")
@@ -329,9 +336,15 @@ class TianshouRuntime:
         cfg, rep = self.config, self.reporter
         assert rep is not None
         on_policy = cfg.algo.kind == "on_policy"
-        size = cfg.resolved_collect_steps if on_policy else cfg.buffer_size
-        collector = Collector(self.algo, envs, VectorReplayBuffer(max(size, cfg.num_envs), cfg.num_envs),
-                              exploration_noise=not on_policy)
+        size = max(cfg.resolved_collect_steps if on_policy else cfg.buffer_size, cfg.num_envs)
+        if cfg.algo.prioritized_replay:  # rainbow: Tianshou's prioritized buffer, alpha and beta of its examples
+            from tianshou.data import PrioritizedVectorReplayBuffer
+
+            buffer = PrioritizedVectorReplayBuffer(size, cfg.num_envs, alpha=algorithms.PRIORITY_ALPHA,
+                                                   beta=algorithms.PRIORITY_BETA)
+        else:
+            buffer = VectorReplayBuffer(size, cfg.num_envs)
+        collector = Collector(self.algo, envs, buffer, exploration_noise=not on_policy)
         collector.reset()
         observe_collector(collector, rep)
         if cfg.classic:
@@ -368,26 +381,35 @@ class TianshouRuntime:
         with policy_within_training_step(self.algo.policy):
             collector.collect(n_step=cfg.resolved_learning_starts)
 
-    def train_offline(self, envs: Any, tests: Any) -> Any:
+    def collect_data(self, envs: Any, algo: Any) -> tuple[Any, str]:
+        """``offline_data``: (a replay buffer of ``transitions`` env steps played now by uniform random actions
+        (through ``algo``, Tianshou's ``collect(random=True)``) or by an earlier run's policy in evaluation mode, and
+        the ``log`` message that says what went in)."""
         from tianshou.data import Collector, VectorReplayBuffer
-        from tianshou.trainer import OfflineTrainerParams
 
-        cfg, rep = self.config, self.reporter
-        assert rep is not None
+        cfg = self.config
         data = cfg.offline_data
         buffer = VectorReplayBuffer(data.transitions, cfg.num_envs)
         random = data.policy == "random"
         if random:
-            behaviour = self.algo
+            behaviour = algo
         else:
             check_offline_source(cfg)
             behaviour = load_checkpoint(data.policy, "offline_data.policy")[3]
         behaviour.eval()
         stats = Collector(behaviour, envs, buffer).collect(n_step=data.transitions, random=random, reset_before_collect=True)
         returns = [float(r) for r in stats.returns]
-        self.ctx.emitter.log(f"offline data set: {len(buffer)} transitions from the "
-                             f"{'random' if random else 'checkpoint'} policy, {len(returns)} episodes, mean return "
-                             f"{sum(returns) / max(len(returns), 1):.2f}")
+        what = "expert data set" if cfg.algo.expert_data else "offline data set"
+        return buffer, (f"{what}: {len(buffer)} transitions from the {'random' if random else 'checkpoint'} policy, "
+                        f"{len(returns)} episodes, mean return {sum(returns) / max(len(returns), 1):.2f}")
+
+    def train_offline(self, envs: Any, tests: Any) -> Any:
+        from tianshou.trainer import OfflineTrainerParams
+
+        cfg, rep = self.config, self.reporter
+        assert rep is not None
+        buffer, noted = self.collect_data(envs, self.algo)
+        self.ctx.emitter.log(noted)
         rep.start_clock()
         remaining = cfg.total_timesteps - rep.timesteps
         if remaining <= 0:
