@@ -132,12 +132,13 @@ class Standings:
 
 
 def compute_standings(games: list[dict[str, Any]], reps: int = LIVE_REPS, confidence: float = 0.95,
-                      seed: int = 0) -> Standings:
-    """The report's rated games of ``games`` (journal lines), their crosstable and a seeded bootstrap fit."""
+                      seed: int = 0, spec: Any = None) -> Standings:
+    """The report's rated games of ``games`` (journal lines of a tournament with ``spec``: a team tournament's
+    games are rated in pairs), their crosstable and a seeded bootstrap fit."""
     from mosaic.arena.report import rated_games
     from mosaic.ratings import crosstable, rating_bootstrap
 
-    rated = rated_games(SimpleNamespace(games=lambda: games))
+    rated = rated_games(SimpleNamespace(games=lambda: games, spec=spec or SimpleNamespace(sides=None)))
     out = Standings(len(rated), reps=reps, confidence=confidence)
     if not rated:
         out.why = "no game finished yet"
@@ -672,7 +673,8 @@ class ArenaView(QWidget):
             return
         self._busy, self._stale = True, False
         games, (reps, confidence, seed) = self.games(), self._live_settings()
-        in_background(self._relay, self._token, lambda: compute_standings(games, reps, confidence, seed))
+        spec = self.tournament.spec if self.tournament is not None else None
+        in_background(self._relay, self._token, lambda: compute_standings(games, reps, confidence, seed, spec))
 
     def _computed(self, token: Any, result: Any) -> None:
         self._busy = False
