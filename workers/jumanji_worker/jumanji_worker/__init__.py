@@ -1,11 +1,12 @@
-"""MOSAIC worker for Jumanji: the A2C agent of ``jumanji.training``, driven in-process.
+"""MOSAIC worker for Jumanji: the A2C agent of ``jumanji.training``, and PPO on its networks, driven in-process.
 
 Jumanji ships its own training code (``jumanji.training``: an A2C agent, an
 actor-critic network and a hydra config per environment, and ``train.py``'s
 loop). The worker composes that hydra config with the MOSAIC config's overrides
 (``config.py``), runs ``train.py``'s own ``train`` function, and watches it
 through a subclass of Jumanji's logger (``telemetry.py``), which is also the
-safe point for pause, cancel and checkpoints (``runtime.py``).
+safe point for pause, cancel and checkpoints (``runtime.py``). Jumanji has no PPO:
+``ppo.py`` adds one, a subclass of its A2C agent with a PPO learner step.
 
 This module imports nothing but MOSAIC: describing the worker must stay cheap
 and work from MOSAIC's own environment, where JAX is not installed.
@@ -18,15 +19,16 @@ from mosaic.workerkit.contract import ResourceEstimate, WorkerCapabilities, Work
 
 __version__ = "0.1.0"
 
-#: jumanji.training's agents: A2C learns; 'random' is its uniform-random agent over the legal actions.
-ALGORITHMS = ("a2c", "random")
+#: jumanji.training's agents: A2C learns; 'random' is its uniform-random agent over the legal actions;
+#: 'ppo' is MOSAIC's PPO on the same networks and rollout as A2C (ppo.py).
+ALGORITHMS = ("a2c", "ppo", "random")
 
 
 def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
     meta = WorkerMetadata(
         name="Jumanji", version=__version__,
-        description="Jumanji's A2C (jumanji.training) on its combinatorial, packing and routing envs "
-                    "(TSP, BinPack, ...), on JAX in-process, in its own environment.",
+        description="Jumanji's A2C (jumanji.training), and PPO on the same networks, on its logic, packing, "
+                    "routing and swarm envs (TSP, BinPack, ...), on JAX in-process, in its own environment.",
         upstream_library="jumanji", upstream_version=installed_version("jumanji"), license="Apache-2.0")
     caps = WorkerCapabilities(
         worker_type="jumanji", paradigms=("single_agent",), policy_configurations=("INDEPENDENT",),

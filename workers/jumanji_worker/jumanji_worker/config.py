@@ -8,7 +8,9 @@ seed, budget, num_envs, learning_rate, gamma), plus Jumanji's own epoch shape
 (n_steps, learner steps per epoch, evaluation episodes); ``network`` and
 ``algo_params`` are the env yaml's ``network`` and ``a2c`` sections, by their
 yaml names, checked against the installed yaml (errors name the field and the
-allowed keys). The run's config is then composed by hydra itself from Jumanji's
+allowed keys). PPO (``ppo.py``; Jumanji has none) reads a ``ppo`` section added to the
+env's config by the overrides (``+env.ppo.<key>=...``): the yaml's ``a2c`` keys with
+PPO's own (:data:`PPO_DEFAULTS`) over them. The run's config is then composed by hydra itself from Jumanji's
 files with these values as overrides (:func:`compose`), exactly as
 ``python -m jumanji.training.train env=tsp agent=a2c ...`` would.
 
@@ -62,8 +64,26 @@ def env_yaml(name: str) -> dict[str, Any]:
     return OmegaConf.to_container(OmegaConf.load(configs_folder() / "env" / f"{name}.yaml"), resolve=True)
 
 
-#: What each env yaml section is called in the MOSAIC config.
-SECTIONS = {"network": "network", "algo_params": "a2c"}
+#: PPO's own hyperparameters, and its defaults over the env yaml's a2c section (the keys both read: discount_factor,
+#: bootstrapping_factor as GAE's lambda, l_pg, l_td, l_en, learning_rate). normalize_advantage: per minibatch.
+PPO_DEFAULTS: dict[str, Any] = {"clip_epsilon": 0.2, "update_epochs": 4, "num_minibatches": 2,
+                                "max_grad_norm": 0.5, "normalize_advantage": True}
+#: PPO's keys that must be positive (max_grad_norm may be 0: no clipping).
+PPO_POSITIVE = ("clip_epsilon", "update_epochs", "num_minibatches", "learning_rate")
+
+
+def algo_defaults(algorithm: str, yaml: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``algo_params`` an algorithm reads, with their defaults, for one env yaml."""
+    if algorithm == "a2c":
+        return dict(yaml.get("a2c", {}))
+    if algorithm == "ppo":
+        return {**yaml.get("a2c", {}), **PPO_DEFAULTS}
+    return {}
+
+
+def hyperparameter_section(algorithm: str) -> str:
+    """The env config's section an algorithm's hyperparameters go to (``env.a2c``, ``env.ppo``)."""
+    return "ppo" if algorithm == "ppo" else "a2c"
 
 
 def _same_kind(value: Any, default: Any) -> bool:
@@ -110,16 +130,24 @@ def _yaml_schema(defaults: Mapping[str, Any], what: str) -> dict[str, Any]:
 
 
 def params_schema(algorithm: str) -> dict[str, Any]:
-    """JSON Schema of ``algo_params`` (the env yaml's ``a2c`` section; TSP's defaults shown)."""
-    defaults = env_yaml("tsp")["a2c"] if algorithm == "a2c" and "tsp" in environments() else {}
+    """JSON Schema of ``algo_params`` (a2c: the env yaml's ``a2c`` section; ppo: those keys and PPO's own;
+    TSP's defaults shown)."""
+    defaults = algo_defaults(algorithm, env_yaml("tsp")) if "tsp" in environments() else {}
+    what = {"a2c": "the env yaml's `a2c` section",
+            "ppo": "the env yaml's `a2c` keys (bootstrapping_factor: GAE's lambda) and PPO's own (clip_epsilon, "
+                   "update_epochs, num_minibatches, max_grad_norm), as the run's `env.ppo` section"}.get(algorithm, "")
+    schema = _yaml_schema(defaults, f"key of {what}" if what else "")
+    for key in PPO_POSITIVE if algorithm == "ppo" else ():
+        schema["properties"][key]["exclusiveMinimum"] = 0
+    if algorithm == "ppo":
+        schema["properties"]["max_grad_norm"]["minimum"] = 0
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "title": f"algo_params of jumanji {algorithm}: the env yaml's `a2c` section "
-                     "(defaults differ by environment; `--dry-run` shows a run's)",
-            **_yaml_schema(defaults, "key of the env yaml's a2c section")}
+            "title": f"algo_params of jumanji {algorithm}: {what or 'none'} "
+                     "(defaults differ by environment; `--dry-run` shows a run's)", **schema}
 
 
 DEFAULT_ENV = "tsp"
-NOT_LEARNING = "the random agent learns nothing: a2c only"
+NOT_LEARNING = "the random agent learns nothing: a2c or ppo only"
 
 
 def default_environment() -> Environment:
@@ -132,15 +160,16 @@ class JumanjiConfig(RunConfig):
 
     FIELDS: ClassVar[FieldMap] = FieldMap(
         honoured={
-            "algorithm": "jumanji.training's agent (agent=a2c, agent=random)",
+            "algorithm": "jumanji.training's agent (agent=a2c, agent=random), or agent=ppo: MOSAIC's PPO on "
+                         "Jumanji's A2C networks and rollout (ppo.py)",
             "environment.family": "always 'jumanji'",
             "environment.env_id": "a jumanji.training env config (env=<name>: configs/env/<name>.yaml, e.g. tsp, "
                                   "whose env is TSP-v1)",
             "seed": "jumanji.training's seed (network init, env resets, acting keys)",
             "total_timesteps": "env steps, rounded up to whole epochs (training.num_epochs)",
             "num_envs": "the env yaml's training.total_batch_size (envs stepped together)",
-            "learning_rate": "the env yaml's a2c.learning_rate",
-            "gamma": "the env yaml's a2c.discount_factor",
+            "learning_rate": "the env yaml's a2c.learning_rate (ppo: env.ppo.learning_rate)",
+            "gamma": "the env yaml's a2c.discount_factor (ppo: env.ppo.discount_factor)",
             "checkpoint.every_timesteps": "a checkpoint at the first epoch end at or past each multiple",
             "checkpoint.at_end": "a checkpoint when the run ends (completed or cancelled)",
             "checkpoint.keep": "the newest K periodic checkpoints are kept, older ones deleted",
@@ -153,7 +182,8 @@ class JumanjiConfig(RunConfig):
             "resources.gpus": "JAX's platform: 0 = the CPU (JAX_PLATFORMS=cpu); up to 1 = JAX's GPU backend "
                               "(jax[cuda12]) on one GPU; a whole N > 1 = Jumanji's pmap over N GPUs, num_envs "
                               "split across them; refused where the environment's JAX sees no GPU",
-            "algo_params": "keys of the env yaml's a2c section (discount_factor, l_en, ...)",
+            "algo_params": "keys of the env yaml's a2c section (discount_factor, l_en, ...); ppo: those and "
+                           "clip_epsilon, update_epochs, num_minibatches, max_grad_norm",
         },
         refused={
             "environment.env_ids": "one env per run",
@@ -167,7 +197,7 @@ class JumanjiConfig(RunConfig):
         })
 
     algorithm: str = option("a2c", help="jumanji.training's agent: a2c (learns), random (uniform over legal "
-                                        "actions)")
+                                        "actions); ppo: PPO on the same networks (learns)")
     environment: Environment = option(default_factory=default_environment,
                                       help="family 'jumanji'; env_id: a jumanji.training env config: tsp, bin_pack, "
                                            "cvrp, knapsack, ... (`mosaic workers show jumanji` lists them)")
@@ -234,10 +264,14 @@ class JumanjiConfig(RunConfig):
         evaluation = {"eval_total_batch_size": self.eval_episodes,
                       "greedy_eval_total_batch_size": self.greedy_eval_episodes}
         out += [f"env.evaluation.{k}={v}" for k, v in evaluation.items() if v is not None]
-        a2c = dict(self.algo_params)
-        a2c.update({name: value for name, (_, value) in self.shared_options().items()})
-        for section, values in (("network", self.network), ("a2c", a2c)):
-            out += [f"env.{section}.{k}={_hydra_value(v)}" for k, v in values.items()]
+        params = dict(self.algo_params)
+        params.update({name: value for name, (_, value) in self.shared_options().items()})
+        if self.algorithm == "ppo":  # a section of its own, every key given (Jumanji's yaml has none)
+            params = self.ppo_params()
+        out += [f"env.network.{k}={_hydra_value(v)}" for k, v in self.network.items()]
+        section = hyperparameter_section(self.algorithm)
+        new = "+" if section == "ppo" else ""
+        out += [f"{new}env.{section}.{k}={_hydra_value(v)}" for k, v in params.items()]
         return out
 
     def shared_options(self) -> dict[str, tuple[str, Any]]:
@@ -271,14 +305,40 @@ class JumanjiConfig(RunConfig):
             for name in ("algo_params", "learning_rate", "gamma"):
                 if getattr(config, name) not in ({}, None):
                     raise ConfigError(name, f"{NOT_LEARNING}; allowed: {'{}' if name == 'algo_params' else 'null'}")
-        for field, section in SECTIONS.items():
-            setattr(config, field, check_section(field, getattr(config, field), config.yaml.get(section, {})))
+        config.network = check_section("network", config.network, config.yaml.get("network", {}))
+        config.algo_params = check_section("algo_params", config.algo_params,
+                                           algo_defaults(config.algorithm, config.yaml))
+        section = hyperparameter_section(config.algorithm)
         for name, (by, _) in config.shared_options().items():
             if name in config.algo_params:
-                raise ConfigError(by, f"and algo_params.{name} both set Jumanji's a2c.{name}; allowed: one of them "
-                                      f"(the shared {by}, or Jumanji's own algo_params.{name})")
+                raise ConfigError(by, f"and algo_params.{name} both set Jumanji's {section}.{name}; allowed: one of "
+                                      f"them (the shared {by}, or Jumanji's own algo_params.{name})")
         config.check_devices()
+        if config.algorithm == "ppo":
+            config.check_ppo()
         return config
+
+    def ppo_params(self) -> dict[str, Any]:
+        """The ``env.ppo`` section a PPO run reads: defaults, ``algo_params`` and the shared fields over them."""
+        return {**algo_defaults("ppo", self.yaml), **self.algo_params,
+                **{name: value for name, (_, value) in self.shared_options().items()}}
+
+    def check_ppo(self) -> None:
+        """PPO's values: positive where they must be; the minibatches split each device's rollout evenly."""
+        params = self.ppo_params()
+        for key in PPO_POSITIVE:
+            if not params[key] > 0:
+                by = next((f for name, (f, _) in self.shared_options().items() if name == key), f"algo_params.{key}")
+                raise ConfigError(by, f"{params[key]!r} is not allowed; allowed: a number > 0")
+        if params["max_grad_norm"] < 0:
+            raise ConfigError("algo_params.max_grad_norm", f"{params['max_grad_norm']!r} is not allowed; allowed: "
+                                                           "a number >= 0 (0: gradients not clipped)")
+        n_steps = self.training()["n_steps"]
+        if n_steps % params["num_minibatches"]:
+            divisors = [d for d in range(1, n_steps + 1) if n_steps % d == 0]
+            raise ConfigError("algo_params.num_minibatches",
+                              f"{params['num_minibatches']} does not divide n_steps {n_steps} (a minibatch is whole "
+                              f"time steps of the env batch); allowed: one of {', '.join(map(str, divisors))}")
 
     def check_devices(self) -> None:
         """``resources.gpus`` against the GPUs this environment's JAX sees, and the batch split across them."""

@@ -1,10 +1,10 @@
 """``mosaic eval`` of a Jumanji checkpoint: episodes played by Jumanji's own evaluator, one by one.
 
 The agent is rebuilt as ``train.py`` builds it (``setup_env`` and ``setup_agent``
-from the run's composed config) and Jumanji's ``Evaluator`` plays: greedy for an
-A2C checkpoint (``stochastic=False``: the most likely legal action), the uniform
-legal-random policy for a checkpoint of the ``random`` agent. ``train.py``
-averages its evaluation batch; here the evaluator's one-episode function is
+from the run's composed config; ``ppo.setup_agent`` adds PPO) and Jumanji's
+``Evaluator`` plays: greedy for an A2C or PPO checkpoint (``stochastic=False``:
+the most likely legal action), the uniform legal-random policy for a checkpoint
+of the ``random`` agent. ``train.py`` averages its evaluation batch; here the evaluator's one-episode function is
 vmapped over the episodes' keys instead, so each episode's return, length and
 the env's own measures (``extras``; TSP's tour length) are kept. Episode *i* is
 reset from ``jax.random.PRNGKey(seed + i)``: the same instances for every
@@ -26,9 +26,10 @@ from jumanji_worker.telemetry import AGENT, MODULE, env_measures
 
 def build(config: Any) -> tuple[Any, Any, Any]:
     """(hydra config, agent, raw env) as ``train.py`` builds them."""
-    from jumanji.training.setup_train import _make_raw_env, setup_agent, setup_env
+    from jumanji.training.setup_train import _make_raw_env, setup_env
 
     from jumanji_worker.config import compose
+    from jumanji_worker.ppo import setup_agent
 
     cfg = compose(config)
     agent = setup_agent(cfg, setup_env(cfg))
@@ -96,7 +97,7 @@ def evaluate(request: Any) -> int:
     start = time.perf_counter()
     played = play_all(evaluator, params, seeds)
     each = (time.perf_counter() - start) / len(seeds)
-    player = MODULE if config.algorithm == "a2c" else "random"
+    player = "random" if stochastic else MODULE
     episodes = []
     for i, seed in enumerate(seeds):
         values = {k: float(v[i]) for k, v in played.items()}

@@ -10,7 +10,9 @@ replaces two of the helpers ``train.py`` looks up in its own module:
    the ``metrics`` event, the progress tick, a FastLane frame, periodic
    checkpoints, pause and cancel;
 2. ``setup_training_state`` (restored runs only): returns the checkpoint's
-   ``TrainingState`` instead of a fresh one.
+   ``TrainingState`` instead of a fresh one;
+3. ``setup_agent`` (``agent=ppo`` only, which Jumanji does not have): builds
+   ``ppo.PPOAgent`` on the env's A2C networks; other agents are Jumanji's.
 
 Checkpoints are Jumanji's own format, a pickle of the ``TrainingState`` (its
 ``Logger`` saves one the same way), with arrays moved to host memory, plus
@@ -191,6 +193,13 @@ def check_restore(config: JumanjiConfig) -> tuple[Path, JumanjiCheckpointState]:
         if getattr(saved, key) != getattr(config, key):
             raise ConfigError(key, f"{getattr(config, key)!r} differs from the checkpoint's {getattr(saved, key)!r}: "
                                    "its networks and env batch would not fit")
+    if config.algorithm == "ppo":  # the optimiser's state has a clipping stage or not (ppo.make_optimizer)
+        now, then = config.ppo_params()["max_grad_norm"], saved.ppo_params()["max_grad_norm"]
+        if (now > 0) != (then > 0):
+            raise ConfigError("algo_params.max_grad_norm", f"{now!r}: the checkpoint's optimiser "
+                                                           f"{'clips' if then > 0 else 'does not clip'} gradients "
+                                                           f"(max_grad_norm {then!r}); allowed: "
+                                                           f"{'a number > 0' if then > 0 else '0'}")
     if state.iteration >= config.num_epochs:
         raise ConfigError("total_timesteps", f"the checkpoint has {state.timesteps_total} env steps already; "
                                              "ask for more to go on training")
@@ -281,10 +290,14 @@ class JumanjiRuntime:
                      f"({restored.timesteps_total} env steps)")
 
         logger = make_logger(rep, self.after_epoch)
-        saved_helpers = (jumanji_train.setup_logger, jumanji_train.setup_training_state)
+        saved_helpers = (jumanji_train.setup_logger, jumanji_train.setup_training_state, jumanji_train.setup_agent)
         jumanji_train.setup_logger = lambda _cfg: logger
         if restored_state is not None:
             jumanji_train.setup_training_state = lambda env, agent, key: restored_state
+        if cfg.algorithm == "ppo":
+            from jumanji_worker.ppo import setup_agent
+
+            jumanji_train.setup_agent = setup_agent
         # The first epoch compiles the evaluation and the training step: minutes on a busy machine.
         self.ctx.progress.start(cfg.epoch_timeout_s, "epoch_timeout_s")
         t0 = time.perf_counter()
@@ -295,7 +308,7 @@ class JumanjiRuntime:
                 self.save_checkpoint()
             raise
         finally:
-            jumanji_train.setup_logger, jumanji_train.setup_training_state = saved_helpers
+            jumanji_train.setup_logger, jumanji_train.setup_training_state, jumanji_train.setup_agent = saved_helpers
             if self.frames is not None:
                 self.frames.close()
         if cfg.checkpoint.at_end and self.state is not None and self.last_saved != rep.timesteps:

@@ -22,7 +22,7 @@ TSP = {"family": "jumanji", "env_id": "tsp"}
      "1.5 is not of the kind of Jumanji's default 2"),
     ({"algorithm": "random", "learning_rate": 0.1}, "learning_rate", "the random agent learns nothing"),
     ({"algorithm": "random", "gamma": 0.9}, "gamma", "the random agent learns nothing"),
-    ({"algorithm": "ppo"}, "algorithm", "'ppo' is not one of a2c, random"),
+    ({"algorithm": "dqn"}, "algorithm", "'dqn' is not one of a2c, ppo, random"),
 ])
 def test_bad_configs_are_one_line_errors_naming_the_field(home, fields, field, words):
     home.check_refused(fields, field, words)
