@@ -86,16 +86,27 @@ class _FrameTap:
         self.publisher.close()
 
 
-class _FastLaneMixin:
-    """reset/step/close hooks around an RLlib PettingZoo wrapper."""
+class _TapOwner:
+    """An env wrapper that holds its stream's frame tap (if it claimed the stream) and releases it on close."""
 
     _tap: _FrameTap | None = None
     _stream: str = ""
 
-    def _attach_tap(self, pz_env: Any, target: FastLaneTarget, env_context: Any, env_id: str) -> None:
+    def _attach_tap(self, env: Any, target: FastLaneTarget, env_context: Any, env_id: str) -> None:
         self._stream = stream_name(env_context)
         if _claim(self._stream, self):
-            self._tap = _FrameTap(pz_env, target, self._stream, env_id)
+            self._tap = _FrameTap(env, target, self._stream, env_id)
+
+    def close(self) -> None:
+        if self._tap is not None:
+            self._tap.close()
+            self._tap = None
+            _release(self._stream, self)
+        super().close()
+
+
+class _FastLaneMixin(_TapOwner):
+    """reset/step hooks around an RLlib PettingZoo wrapper."""
 
     def reset(self, *args: Any, **kwargs: Any) -> Any:
         result = super().reset(*args, **kwargs)
@@ -108,13 +119,6 @@ class _FastLaneMixin:
         if self._tap is not None:
             self._tap.on_step(result[1])
         return result
-
-    def close(self) -> None:
-        if self._tap is not None:
-            self._tap.close()
-            self._tap = None
-            _release(self._stream, self)
-        super().close()
 
 
 class FastLaneParallelEnv(_FastLaneMixin, ParallelPettingZooEnv):
@@ -141,13 +145,12 @@ def wrap(pz_env: Any, api_type: str, target: FastLaneTarget, env_context: Any = 
     return cls(pz_env, target, env_context, env_id)
 
 
-class FastLaneGymEnv(gym.Wrapper):
+class FastLaneGymEnv(_TapOwner, gym.Wrapper):
     """A single-agent env that offers a frame after each ``reset``/``step`` (RLlib's single-agent path)."""
 
     def __init__(self, env: gym.Env, target: FastLaneTarget, env_context: Any = None, env_id: str = "") -> None:
         super().__init__(env)
-        self._stream = stream_name(env_context)
-        self._tap = _FrameTap(env, target, self._stream, env_id) if _claim(self._stream, self) else None
+        self._attach_tap(env, target, env_context, env_id)
 
     def reset(self, **kwargs: Any) -> Any:
         result = self.env.reset(**kwargs)
@@ -162,13 +165,6 @@ class FastLaneGymEnv(gym.Wrapper):
 
             self._tap.on_step({SINGLE_AGENT: float(result[1])})
         return result
-
-    def close(self) -> None:
-        if self._tap is not None:
-            self._tap.close()
-            self._tap = None
-            _release(self._stream, self)
-        super().close()
 
 
 def wrap_single(env: gym.Env, target: FastLaneTarget, env_context: Any = None, env_id: str = "") -> gym.Env:
