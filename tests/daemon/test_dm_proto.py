@@ -21,5 +21,5 @@ def test_service_has_every_call_of_the_api():
     from mosaic.host.daemon.proto import mosaic_daemon_pb2 as pb
 
     methods = set(pb.DESCRIPTOR.services_by_name["TrainerDaemon"].methods_by_name)
-    assert methods == {"SubmitRun", "CancelRun", "PauseRun", "ResumeRun", "ListRuns", "GetRun", "WatchRuns",
-                       "StreamTelemetry", "ListWorkers", "DescribeWorker", "ValidateConfig", "GetHealth"}
+    assert methods == {"SubmitRun", "SubmitRuns", "CancelRun", "PauseRun", "ResumeRun", "ListRuns", "GetRun",
+                       "WatchRuns", "StreamTelemetry", "ListWorkers", "DescribeWorker", "ValidateConfig", "GetHealth"}

@@ -157,6 +157,37 @@ def test_malformed_configs_are_rejected_with_field_errors_and_create_nothing(sha
     assert (set(os.listdir(runs_dir)) if runs_dir.exists() else set()) == folders
 
 
+def test_submit_many_queues_the_good_configs_and_answers_each_bad_one_by_field(shared_daemon):
+    """SubmitRuns: one answer per run, in order; a bad config (the daemon's own checks or the worker's)
+    is refused naming its field and creates nothing, and does not keep the others from running."""
+    d = shared_daemon
+    runs_dir = d.home / "trainer" / "runs"
+    folders = set(os.listdir(runs_dir)) if runs_dir.exists() else set()
+    batch = [
+        ("many-ok-1", {**SHORT_CONFIG, "seed": 1}),
+        ("many-bad-budget", random_config(total_timesteps=0)),
+        ("many-ok-2", {**SHORT_CONFIG, "seed": 2}),
+        ("many-bad-env", random_config(environment={"family": "mpe", "env_id": "nope_v1", "api_type": "PARALLEL"})),
+        ("many-ok-1", {**SHORT_CONFIG, "seed": 3}),  # the same run id twice in one call
+        ("many-no-worker", {**random_config(), "worker": "no_such_worker"}),
+    ]
+    answers = d.client.submit_many(batch)
+    assert len(answers) == len(batch)
+    ok = {run_id for (run_id, _), a in zip(batch, answers) if not isinstance(a, DaemonError)}
+    assert ok == {"many-ok-1", "many-ok-2"}
+    assert [a.run_id for a in answers if not isinstance(a, DaemonError)] == ["many-ok-1", "many-ok-2"]
+    refused = {i: a for i, a in enumerate(answers) if isinstance(a, DaemonError)}
+    for i, field in ((1, "total_timesteps"), (3, "environment.env_id"), (4, "run_id"), (5, "worker")):
+        assert refused[i].code.name == "INVALID_ARGUMENT"
+        assert field in {e["field"] for e in refused[i].field_errors}, (field, refused[i].field_errors)
+    for run_id in ok:
+        assert d.wait_state(run_id, "COMPLETED").exit_code == 0
+    assert set(os.listdir(runs_dir)) - folders == ok
+    reply = d.client.stub.SubmitRuns(pb.SubmitRunsRequest(runs=[pb.SubmitRunRequest(config_json="[1, 2")]),
+                                     metadata=d.client._metadata)
+    assert "not valid JSON" in reply.results[0].error and not reply.results[0].HasField("run")
+
+
 def test_control_calls_on_unknown_or_finished_runs_are_clear_errors(shared_daemon):
     d = shared_daemon
     for call in (d.client.cancel, d.client.pause, d.client.get):

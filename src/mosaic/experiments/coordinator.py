@@ -14,7 +14,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from mosaic.errors import UserError
 from mosaic.experiments.backends import Backend, BackendUnavailable
 from mosaic.experiments.store import (EXPERIMENT_CANCELLED, CellState, Experiment, refresh_attempts,
                                       run_id_for)
@@ -85,6 +84,7 @@ def run(exp: Experiment, backend: Backend, *, report: Callable[[Progress], None]
                     _cancel_in_flight(exp, backend, cells)
                     return EXIT_CANCELLED
                 states = cell_states(exp, cells, revive)
+                batch: list[tuple[str, str, dict]] = []  # (cell, run id, config): submitted in one call
                 for cell in exp.plan.cells:
                     if states[cell.cell_id] != "pending":
                         continue
@@ -95,15 +95,14 @@ def run(exp: Experiment, backend: Backend, *, report: Callable[[Progress], None]
                         events.append(f"{cell.cell_id}: retrying (attempt {attempt}, "
                                       f"{state.failures} of {exp.plan.retries} retries used)")
                     exp.log("submitted", cell=cell.cell_id, run_id=run_id, attempt=attempt)
-                    try:
-                        backend.submit(run_id, {**cell.config, "run_id": run_id})
-                    except BackendUnavailable:
-                        raise
-                    except UserError as exc:
-                        exp.log("ended", cell=cell.cell_id, run_id=run_id, state="failed",
-                                cause=f"refused by the backend: {exc}")
-                        events.append(f"{cell.cell_id}: refused by the backend: {exc}")
+                    batch.append((cell.cell_id, run_id, {**cell.config, "run_id": run_id}))
                     states[cell.cell_id] = "queued"
+                refusals = backend.submit_many([(run_id, config) for _, run_id, config in batch]) if batch else []
+                for (cell_id, run_id, _), exc in zip(batch, refusals):
+                    if exc is not None:
+                        exp.log("ended", cell=cell_id, run_id=run_id, state="failed",
+                                cause=f"refused by the backend: {exc}")
+                        events.append(f"{cell_id}: refused by the backend: {exc}")
                 unreachable_since = None
             except BackendUnavailable as exc:
                 now = time.monotonic()

@@ -225,14 +225,16 @@ def _status_rows(exp: Any, refresh: bool = True) -> list[dict[str, Any]]:
         rows.append({"cell": cell.cell_id, "configuration": cell.configuration, "env": cell.env, "seed": cell.seed,
                      "state": states[cell.cell_id], "attempts": len(state.attempts),
                      "run_id": last.run_id if last else None,
-                     "causes": [a.cause for a in state.attempts if a.cause]})
+                     "causes": [a.cause for a in state.attempts if a.cause],
+                     "last_cause": next((f"attempt {a.number}: {a.cause}" for a in reversed(state.attempts)
+                                         if a.cause), "")})
     return rows
 
 
 def _status_table(exp: Any, refresh: bool = True) -> str:
     rows = _status_rows(exp, refresh)
     table = _table([[r["cell"], r["configuration"], r["env"], str(r["seed"]), r["state"], str(r["attempts"]),
-                     r["run_id"] or "-", (r["causes"][-1][:60] if r["causes"] else "")] for r in rows],
+                     r["run_id"] or "-", r["last_cause"][:70]] for r in rows],
                    ["CELL", "CONFIGURATION", "ENV", "SEED", "STATE", "ATTEMPTS", "RUN", "LAST CAUSE"])
     counts: dict[str, int] = {}
     for r in rows:

@@ -42,6 +42,21 @@ class Backend(ABC):
         """Queue one run; :class:`UserError` if refused, :class:`BackendUnavailable` if unreachable.
         Submitting a run id the backend already has is not an error (the run is already there)."""
 
+    def submit_many(self, runs: list[tuple[str, dict[str, Any]]]) -> list[UserError | None]:
+        """Queue ``(run_id, config)`` pairs, in order: for each, None or the :class:`UserError` that refused
+        it (:class:`BackendUnavailable` is raised, not returned). A backend that can check many configs
+        at once overrides this; the default submits them one by one."""
+        answers: list[UserError | None] = []
+        for run_id, config in runs:
+            try:
+                self.submit(run_id, config)
+                answers.append(None)
+            except BackendUnavailable:
+                raise
+            except UserError as exc:
+                answers.append(exc)
+        return answers
+
     @abstractmethod
     def status(self, run_ids: list[str]) -> dict[str, RunStatus | None]:
         """How each run stands now."""

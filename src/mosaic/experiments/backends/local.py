@@ -90,18 +90,32 @@ class LocalDaemon(Backend):
             raise
 
     def submit(self, run_id: str, config: dict[str, Any]) -> None:
+        error = self.submit_many([(run_id, config)])[0]
+        if error is not None:
+            raise error
+
+    def submit_many(self, runs: list[tuple[str, dict[str, Any]]]) -> list[UserError | None]:
+        """One call to the daemon, in which each worker checks all of its configs in one process."""
+        import grpc
+
         from mosaic.host.daemon.client import DaemonError
 
+        if not runs:
+            return []
         try:
-            self._call(lambda: self.client.submit(config, run_id=run_id))
-        except BackendUnavailable:
-            raise
+            answers = self._call(lambda: self.client.submit_many(runs))
         except DaemonError as exc:
-            if any(f.get("field") == "run_id" and "already exists" in f.get("message", "")
-                   for f in exc.field_errors) or "already exists" in str(exc):
-                return  # submitted before (by a coordinator that died before journaling it)
-            fields = "; ".join(f"{f.get('field')}: {f.get('message')}" for f in exc.field_errors)
-            raise UserError(fields or str(exc)) from None
+            if exc.code != grpc.StatusCode.UNIMPLEMENTED:
+                return [_refusal(exc)] * len(runs)
+            answers = []  # a daemon from before SubmitRuns: one call a run
+            for run_id, config in runs:
+                try:
+                    answers.append(self._call(lambda: self.client.submit(config, run_id=run_id)))
+                except BackendUnavailable:
+                    raise
+                except DaemonError as one:
+                    answers.append(one)
+        return [None if not isinstance(answer, UserError) else _refusal(answer) for answer in answers]
 
     def status(self, run_ids: list[str]) -> dict[str, RunStatus | None]:
         from mosaic.host.daemon.client import state_name
@@ -135,3 +149,13 @@ class LocalDaemon(Backend):
         if self.client is not None:
             self.client.close()
             self.client = None
+
+
+def _refusal(exc: Any) -> UserError | None:
+    """The daemon's refusal of one run as the coordinator's :class:`UserError`; None for a run id the daemon
+    already has (submitted before, by a coordinator that died before journaling it)."""
+    if any(f.get("field") == "run_id" and "already exists" in f.get("message", "")
+           for f in exc.field_errors) or "already exists" in str(exc):
+        return None
+    fields = "; ".join(f"{f.get('field')}: {f.get('message')}" for f in exc.field_errors)
+    return UserError(fields or str(exc))

@@ -94,6 +94,17 @@ class DaemonClient:
                                       heartbeat_timeout_s=heartbeat_timeout_s, cpus=cpus)
         return self._call("SubmitRun", request, timeout=max(self.timeout_s, 180))
 
+    def submit_many(self, runs: list[tuple[str, dict[str, Any]]]) -> list[pb.RunInfo | DaemonError]:
+        """Queue ``(run_id, config)`` pairs in one call (each worker checks its configs in one process);
+        for each, in order, the queued run or the :class:`DaemonError` (INVALID_ARGUMENT, with field
+        errors) that kept that run from being created."""
+        request = pb.SubmitRunsRequest(runs=[pb.SubmitRunRequest(config_json=json.dumps(config), run_id=run_id)
+                                             for run_id, config in runs])
+        reply = self._call("SubmitRuns", request, timeout=max(self.timeout_s, 180 + 5 * len(runs)))
+        return [r.run if r.HasField("run") else
+                DaemonError(r.error, grpc.StatusCode.INVALID_ARGUMENT, json.loads(r.field_errors_json or "[]"))
+                for r in reply.results]
+
     def cancel(self, run: str, reason: str = "", wait_s: float = 0.0) -> pb.RunInfo:
         """Ask the run to stop; with ``wait_s``, wait that long for it to end."""
         return self._call("CancelRun", pb.RunControlRequest(run=run, reason=reason, wait_s=wait_s),

@@ -20,7 +20,7 @@ from mosaic.host.daemon.proto import mosaic_daemon_pb2_grpc as pb_grpc
 from mosaic.host.daemon.registry import RunRecord
 from mosaic.host.daemon.states import RunState
 from mosaic.host.daemon.streaming import stream_run
-from mosaic.host.daemon.supervisor import Supervisor
+from mosaic.host.daemon.supervisor import SubmitRequest, Supervisor
 from mosaic.errors import UserError
 from mosaic.runs import RunDir, RunStore
 
@@ -85,6 +85,31 @@ class DaemonService(pb_grpc.TrainerDaemonServicer):
         record = await self.sup.submit(config, request.worker, request.run_id,
                                        request.heartbeat_timeout_s, request.cpus)
         return self.run_info(record)
+
+    @user_errors
+    async def SubmitRuns(self, request: pb.SubmitRunsRequest, context: Any) -> pb.SubmitRunsReply:
+        parsed: list[SubmitRequest | ConfigRejected] = []
+        for item in request.runs:
+            try:
+                config = json.loads(item.config_json or "{}")
+            except ValueError as exc:
+                parsed.append(ConfigRejected([("config", f"not valid JSON ({exc})")]))
+                continue
+            if not isinstance(config, dict):
+                parsed.append(ConfigRejected([("config", f"must be a JSON object, got {type(config).__name__}")]))
+                continue
+            parsed.append(SubmitRequest(config, item.worker, item.run_id, item.heartbeat_timeout_s, item.cpus))
+        answers = iter(await self.sup.submit_many([p for p in parsed if isinstance(p, SubmitRequest)]))
+        results = []
+        for p in parsed:
+            answer = next(answers) if isinstance(p, SubmitRequest) else p
+            if isinstance(answer, UserError):
+                fields = answer.errors if isinstance(answer, ConfigRejected) else []
+                results.append(pb.SubmitRunResult(error=str(answer), field_errors_json=json.dumps(
+                    [{"field": f, "message": m} for f, m in fields])))
+            else:
+                results.append(pb.SubmitRunResult(run=self.run_info(answer)))
+        return pb.SubmitRunsReply(results=results)
 
     @user_errors
     async def CancelRun(self, request: pb.RunControlRequest, context: Any) -> pb.RunInfo:

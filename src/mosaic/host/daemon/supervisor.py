@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import time
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from mosaic import __version__
@@ -41,7 +42,7 @@ from mosaic.host.daemon.stalls import STALLED_GRACE_S, stall_in
 from mosaic.host.daemon.states import TERMINAL_EVENT_STATE, RunState
 from mosaic.errors import UserError
 from mosaic.pids import is_running, start_ticks
-from mosaic.host.launcher import _stderr_tail, create_run, run_launch, validate_config
+from mosaic.host.launcher import _stderr_tail, create_run, run_launch, validate_config, validate_configs
 from mosaic.provenance import config_digest
 from mosaic.host.recorder import RunRecorder, signal_name
 from mosaic.runs import RunDir, RunStore, new_run_id, validate_run_id
@@ -52,6 +53,17 @@ POLL_MIN_S = 0.002  # spool polling while output flows …
 POLL_MAX_S = 0.02   # … backing off to this when a worker is quiet
 WATCHDOG_PERIOD_S = 0.2
 SATURATED_PAUSE_S = 0.001  # between passes while output piles up
+
+
+@dataclass(frozen=True)
+class SubmitRequest:
+    """One run of :meth:`Supervisor.submit_many`, with :meth:`Supervisor.submit`'s arguments."""
+
+    config: Mapping[str, Any]
+    worker: str = ""
+    run_id: str = ""
+    heartbeat_timeout_s: float = 0.0
+    cpus: float = 0.0
 
 
 def _reserved_cpus(config: Mapping[str, Any]) -> float | None:
@@ -143,13 +155,10 @@ class Supervisor:
         return sum(a.cpus for a in self.active.values())
 
     # ------------------------------------------------------------------ submit
-    async def validate(self, config: dict[str, Any], worker_name: str = "", run_id: str = "",
-                       heartbeat_timeout_s: float = 0.0, cpus: float = 0.0
-                       ) -> tuple[DiscoveredWorker, str, dict[str, Any], str]:
-        """Everything :meth:`submit` checks, creating nothing: ``(worker, run id, normalised config, python)``.
-
-        The worker checks the config itself (``--validate``), in its own interpreter.
-        """
+    def _precheck(self, config: Mapping[str, Any], worker_name: str = "", run_id: str = "",
+                  heartbeat_timeout_s: float = 0.0, cpus: float = 0.0,
+                  taken: frozenset[str] = frozenset()) -> tuple[DiscoveredWorker, str]:
+        """What the daemon checks itself before asking the worker: ``(worker, run id)``."""
         errors: list[tuple[str, str]] = []
         name = worker_name or config.get("worker") or ""
         worker = None
@@ -164,7 +173,7 @@ class Supervisor:
         rid = run_id or config.get("run_id") or new_run_id()
         try:
             validate_run_id(rid)
-            if self.registry.get(rid) is not None or self.store.exists(rid):
+            if rid in taken or self.registry.get(rid) is not None or self.store.exists(rid):
                 errors.append(("run_id", f"a run named {rid!r} already exists"))
         except UserError as exc:
             errors.append(split_field(str(exc), "run_id"))
@@ -174,6 +183,16 @@ class Supervisor:
             errors.append(("cpus", f"must be >= 0, got {cpus}"))
         if errors or worker is None:
             raise ConfigRejected(errors)
+        return worker, rid
+
+    async def validate(self, config: dict[str, Any], worker_name: str = "", run_id: str = "",
+                       heartbeat_timeout_s: float = 0.0, cpus: float = 0.0
+                       ) -> tuple[DiscoveredWorker, str, dict[str, Any], str]:
+        """Everything :meth:`submit` checks, creating nothing: ``(worker, run id, normalised config, python)``.
+
+        The worker checks the config itself (``--validate``), in its own interpreter.
+        """
+        worker, rid = self._precheck(config, worker_name, run_id, heartbeat_timeout_s, cpus)
         python = self.catalog.python_for(worker.name)
         try:
             normalised = await asyncio.to_thread(
@@ -191,6 +210,50 @@ class Supervisor:
             raise Conflict("the daemon is shutting down")
         worker, rid, normalised, python = await self.validate(config, worker_name, run_id,
                                                               heartbeat_timeout_s, cpus)
+        return self._queue(worker, rid, normalised, python, heartbeat_timeout_s, cpus)
+
+    async def submit_many(self, requests: list[SubmitRequest]) -> list[RunRecord | UserError]:
+        """Validate and queue many runs, in order: each worker checks all of its configs in one process
+        (``--validate-many``). Each answer is the queued run or the :class:`UserError` that kept that one
+        run from being created; one bad config does not stop the others."""
+        if self._stopping:
+            raise Conflict("the daemon is shutting down")
+        answers: list[RunRecord | UserError | None] = [None] * len(requests)
+        by_worker: dict[str, list[tuple[int, DiscoveredWorker, str]]] = {}
+        taken: set[str] = set()
+        for i, req in enumerate(requests):
+            try:
+                worker, rid = self._precheck(req.config, req.worker, req.run_id, req.heartbeat_timeout_s,
+                                             req.cpus, frozenset(taken))
+            except UserError as exc:
+                answers[i] = exc
+                continue
+            taken.add(rid)
+            by_worker.setdefault(worker.name, []).append((i, worker, rid))
+        for name, items in by_worker.items():
+            worker, python = items[0][1], self.catalog.python_for(name)
+            configs = [{**requests[i].config, "worker": name, "run_id": rid} for i, _, rid in items]
+            try:
+                checked = await asyncio.to_thread(validate_configs, worker, configs, python)
+            except UserError as exc:  # the worker could not check them at all
+                checked = [ConfigRejected([split_field(str(exc))])] * len(items)
+            except OSError as exc:
+                checked = [Conflict(f"worker {name!r} cannot be started with {python}: {exc}")] * len(items)
+            for (i, _, rid), normalised in zip(items, checked):
+                if isinstance(normalised, UserError):
+                    answers[i] = (normalised if isinstance(normalised, (ConfigRejected, Conflict))
+                                  else ConfigRejected([split_field(str(normalised))]))
+                    continue
+                req = requests[i]
+                try:
+                    answers[i] = self._queue(worker, rid, normalised, python, req.heartbeat_timeout_s, req.cpus)
+                except UserError as exc:
+                    answers[i] = exc
+        return [a for a in answers if a is not None]
+
+    def _queue(self, worker: DiscoveredWorker, rid: str, normalised: dict[str, Any], python: str,
+               heartbeat_timeout_s: float, cpus: float) -> RunRecord:
+        """Create a checked run's folder and put it in the queue."""
         now = time.time()
         try:
             run = create_run(self.store, worker, normalised, status=RunState.QUEUED.manifest, python=python,

@@ -84,6 +84,28 @@ class SubmitRunRequest(_message.Message):
     cpus: float
     def __init__(self, config_json: _Optional[str] = ..., worker: _Optional[str] = ..., run_id: _Optional[str] = ..., heartbeat_timeout_s: _Optional[float] = ..., cpus: _Optional[float] = ...) -> None: ...
 
+class SubmitRunsRequest(_message.Message):
+    __slots__ = ("runs",)
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    runs: _containers.RepeatedCompositeFieldContainer[SubmitRunRequest]
+    def __init__(self, runs: _Optional[_Iterable[_Union[SubmitRunRequest, _Mapping]]] = ...) -> None: ...
+
+class SubmitRunResult(_message.Message):
+    __slots__ = ("run", "error", "field_errors_json")
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    FIELD_ERRORS_JSON_FIELD_NUMBER: _ClassVar[int]
+    run: RunInfo
+    error: str
+    field_errors_json: str
+    def __init__(self, run: _Optional[_Union[RunInfo, _Mapping]] = ..., error: _Optional[str] = ..., field_errors_json: _Optional[str] = ...) -> None: ...
+
+class SubmitRunsReply(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[SubmitRunResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[SubmitRunResult, _Mapping]]] = ...) -> None: ...
+
 class RunControlRequest(_message.Message):
     __slots__ = ("run", "reason", "wait_s")
     RUN_FIELD_NUMBER: _ClassVar[int]

@@ -39,6 +39,11 @@ class TrainerDaemonStub:
                 request_serializer=mosaic_dot_host_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.SubmitRunRequest.SerializeToString,
                 response_deserializer=mosaic_dot_host_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.RunInfo.FromString,
                 _registered_method=True)
+        self.SubmitRuns = channel.unary_unary(
+                '/mosaic.daemon.v1.TrainerDaemon/SubmitRuns',
+                request_serializer=mosaic_dot_host_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.SubmitRunsRequest.SerializeToString,
+                response_deserializer=mosaic_dot_host_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.SubmitRunsReply.FromString,
+                _registered_method=True)
         self.CancelRun = channel.unary_unary(
                 '/mosaic.daemon.v1.TrainerDaemon/CancelRun',
                 request_serializer=mosaic_dot_host_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.RunControlRequest.SerializeToString,
@@ -103,6 +108,16 @@ class TrainerDaemonServicer:
         """Validate a config with its worker and queue it; returns the new run.
         A bad config fails with INVALID_ARGUMENT, field errors in the trailing
         metadata key "mosaic-field-errors" (a JSON list of {field, message}).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SubmitRuns(self, request, context):
+        """Many runs at once, each checked and queued as SubmitRun would, in order:
+        configs of one worker are checked by one worker process, not one each.
+        A bad config is an answer for its run (nothing created for it), not an
+        RPC error; the others are queued.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -190,6 +205,11 @@ def add_TrainerDaemonServicer_to_server(servicer, server):
                     request_deserializer=mosaic_dot_host_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.SubmitRunRequest.FromString,
                     response_serializer=mosaic_dot_host_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.RunInfo.SerializeToString,
             ),
+            'SubmitRuns': grpc.unary_unary_rpc_method_handler(
+                    servicer.SubmitRuns,
+                    request_deserializer=mosaic_dot_host_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.SubmitRunsRequest.FromString,
+                    response_serializer=mosaic_dot_host_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.SubmitRunsReply.SerializeToString,
+            ),
             'CancelRun': grpc.unary_unary_rpc_method_handler(
                     servicer.CancelRun,
                     request_deserializer=mosaic_dot_host_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.RunControlRequest.FromString,
@@ -273,6 +293,33 @@ class TrainerDaemon:
             '/mosaic.daemon.v1.TrainerDaemon/SubmitRun',
             mosaic_dot_host_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.SubmitRunRequest.SerializeToString,
             mosaic_dot_host_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.RunInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubmitRuns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mosaic.daemon.v1.TrainerDaemon/SubmitRuns',
+            mosaic_dot_host_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.SubmitRunsRequest.SerializeToString,
+            mosaic_dot_host_dot_daemon_dot_proto_dot_mosaic__daemon__pb2.SubmitRunsReply.FromString,
             options,
             channel_credentials,
             insecure,
