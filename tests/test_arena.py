@@ -86,10 +86,22 @@ def test_an_interrupted_tournament_resumes_without_replaying_a_game(tmp_path):
     assert {(g["pairing"], g["game"]): g["returns"] for g in after} == again
 
 
+def stop_daemon(home) -> None:
+    """Stop the daemon a tournament started for ``home`` (by its pid, as the experiments' tests do)."""
+    from mosaic.host.daemon.endpoint import find_daemon
+
+    endpoint = find_daemon(home)
+    if endpoint is not None:
+        os.kill(endpoint.pid, signal.SIGTERM)
+        wait_until(lambda: find_daemon(home) is None, 60, "the tournament's daemon to stop")
+
+
 def test_games_in_parallel_are_the_games_played_one_after_another(tmp_path):
-    """--parallel 2: two pairs of player processes at once (a rendezvous player proves they overlap), and the
-    journal holds exactly the games, with the results, of the same tournament played sequentially."""
+    """--parallel 2: shards as runs of the daemon (started for the home, as the local experiment backend does),
+    two at once (a rendezvous player proves they overlap); the journal holds exactly the games, with the
+    results, of the same tournament played sequentially in-process, and each shard is a run in the store."""
     from cli_support import REPO
+    from mosaic.runs import RunStore
 
     players = {**FIELD, "meet": "scripted:heuristics:rendezvous"}
     spec = tmp_path / "par.json"
@@ -102,18 +114,28 @@ def test_games_in_parallel_are_the_games_played_one_after_another(tmp_path):
     results = {}
     for parallel in ("2", "1"):
         home = tmp_path / f"home{parallel}"
-        proc = run_cli("arena", "run", str(spec), "--parallel", parallel, home=home, timeout=600, env=env)
+        try:
+            proc = run_cli("arena", "run", str(spec), "--parallel", parallel, home=home, timeout=600, env=env)
+        finally:
+            stop_daemon(home)
         assert proc.returncode == 0, proc.stderr[-2000:]
         games = [json.loads(x) for x in (home / "arena" / "par" / "games.jsonl").read_text().splitlines()]
         results[parallel] = {(g["pairing"], g["game"]): (g["first"], g["returns"], g["length"]) for g in games}
         assert len(games) == len(results[parallel]) == 6 * 4
         if parallel == "2":
+            assert "started one for MOSAIC_HOME" in proc.stderr  # no daemon ran: one was started, and said so
             assert len(list(meet.iterdir())) >= 2  # two rendezvous players met: their games overlapped
+            store = RunStore(home)
+            runs = {g["run_id"] for g in games}  # each game names the shard run that played it
+            assert len(runs) >= 6 and all(store.get(r).read_manifest()["status"] == "completed" for r in runs)
+            assert all(store.get(r).read_manifest()["worker"] == "arena" for r in runs)
             for marker in meet.iterdir():
                 marker.unlink()
             meet.rmdir()  # sequential play must not need a partner: any rendezvous now fails loudly
             meet.mkdir()
             (meet / "partner").touch()
+        else:
+            assert not (home / "trainer").exists()  # in-process: no daemon, no runs
     assert results["2"] == results["1"]
 
 

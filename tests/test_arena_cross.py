@@ -51,6 +51,20 @@ def field(tmp_path_factory):
                "llm": llm, "server": server}
 
 
+def stop_daemon(home) -> None:
+    """Stop the daemon the tournament started for ``home`` (by its pid)."""
+    import os
+    import signal
+
+    from mosaic.host.daemon.endpoint import find_daemon
+    from mosaic.testing.waiting import wait_until
+
+    endpoint = find_daemon(home)
+    if endpoint is not None:
+        os.kill(endpoint.pid, signal.SIGTERM)
+        wait_until(lambda: find_daemon(home) is None, 60, "the tournament's daemon to stop")
+
+
 def test_four_libraries_meet_in_one_tournament(field, tmp_path):
     home = field["home"]
     spec = write_config(tmp_path / "cross.json", {
@@ -58,7 +72,10 @@ def test_four_libraries_meet_in_one_tournament(field, tmp_path):
         "players": {"ray-ppo": str(field["ray"]), "tianshou-dqn": str(field["tianshou"]), "random": "random",
                     "llm": str(field["llm"])}})
     requests = len(field["server"].requests)
-    done = run_cli("arena", "run", str(spec), "--parallel", "2", home=home, timeout=900, env=ENV)
+    try:  # two shards at once, each a run of the daemon started for the home
+        done = run_cli("arena", "run", str(spec), "--parallel", "2", home=home, timeout=900, env=ENV)
+    finally:
+        stop_daemon(home)
     assert done.returncode == 0, done.stderr[-3000:]
     games = [json.loads(x) for x in (home / "arena" / "cross" / "games.jsonl").read_text().splitlines()]
     assert len(games) == 6 * 2

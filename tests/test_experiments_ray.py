@@ -345,8 +345,9 @@ def test_an_rllib_cell_trains_inside_its_reservation_and_evaluates_here(cluster,
 
 
 def test_a_tournament_on_the_cluster_plays_the_games_a_local_one_plays(cluster, tmp_path):
-    """`mosaic arena run --backend ray`: shards of games as tasks on both nodes, journaled by the driver; the
-    same games, with the same results, as the tournament played on this machine."""
+    """`mosaic arena run --backend ray`: shards of games as runs of the ray backend (launcher actors) on both
+    nodes, journaled by the driver game by game from their telemetry; the same games, with the same results, as
+    the tournament played on this machine; each shard is a run in the driver's store."""
     spec = _write(tmp_path / "t.json", {
         "name": "cluster-c4", "environment": {"family": "classic", "env_id": "connect_four_v3"},
         "players": {"random": "random", "lowest": "scripted:mosaic.arena.heuristics:first_legal",
@@ -360,6 +361,9 @@ def test_a_tournament_on_the_cluster_plays_the_games_a_local_one_plays(cluster, 
         journals[where] = [json.loads(x) for x in (home / "arena" / "cluster-c4" / "games.jsonl").read_text().splitlines()]
     assert len(journals["cluster"]) == 3 * 8
     assert {g["node"] for g in journals["cluster"]} == {cluster.node_id(cluster.head), cluster.node_id(cluster.node)}
+    runs = {g["run_id"] for g in journals["cluster"]}
+    assert len(runs) >= 2 and all(_manifest(tmp_path / "cluster", r)["status"] == "completed" for r in runs)
+    assert all(_manifest(tmp_path / "cluster", r)["worker"] == "arena" for r in runs)
     same = {(g["pairing"], g["game"]): (g["first"], g["returns"], g["length"]) for g in journals["local"]}
     assert {(g["pairing"], g["game"]): (g["first"], g["returns"], g["length"]) for g in journals["cluster"]} == same
 

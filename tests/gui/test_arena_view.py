@@ -232,3 +232,25 @@ def test_a_game_replays_move_by_move_to_its_journaled_returns(qtbot, home):
     assert warned.mismatch and "differ from the journal's" in warned.mismatch
     assert warned.slider.maximum() == len(moves) - 1
     view.close_view()
+
+
+def test_the_games_of_a_several_game_tournament_are_listed_as_separate_entries(qtbot, home):
+    """A spec with `games`: each game is its own entry (NAME/GAME), with its own standings from its own games."""
+    from mosaic.arena.tournament import open_tournaments, parse_specs
+
+    specs = parse_specs({"name": "lg", "players": PLAYERS, "games_per_pairing": 2, "seed": 1,
+                         "games": {"connect_four": {"environment": CONNECT_FOUR, "players": ["random", "lowest"]},
+                                   "tictactoe": {"environment": {"family": "classic", "env_id": "tictactoe_v3"},
+                                                 "players": ["random", "lowest"], "games_per_pairing": 4}}})
+    for tournament in open_tournaments(specs, home):
+        run(tournament, home=home)
+    view = open_view(qtbot, home)
+    assert [view.list.item(i).text() for i in range(view.list.count())] == ["c4", "lg/connect_four", "lg/tictactoe"]
+    view.select("lg/tictactoe")
+    qtbot.waitUntil(lambda: view.standings is not None and view.standings.games == 4, timeout=WAIT_MS)
+    assert view.header.text().startswith("lg/tictactoe: classic/tictactoe_v3") and view.progress.maximum() == 4
+    assert set(view.standings.boot.fit.ratings) == {"random", "lowest"}
+    view.select("lg/connect_four")
+    qtbot.waitUntil(lambda: view.standings is not None and view.standings.games == 2, timeout=WAIT_MS)
+    assert view.tournament.name == "lg/connect_four" and view.games_table.rowCount() == 2
+    view.close_view()

@@ -2,7 +2,9 @@
 
 ``mosaic arena report NAME`` writes ``report.md``, ``ratings.csv``, ``ratings.json``, ``games.csv`` and
 ``ratings.png`` (ratings with interval bars beside the crosstable's scores) into the tournament's
-``report/`` folder (written to a temporary folder first, then moved into place).
+``report/`` folder (written to a temporary folder first, then moved into place). A several-game tournament's
+``report/`` has ``report.md`` with one section per game and one sub-folder per game with that game's five
+files: each game is rated on its own (no rating is pooled across games).
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import io
 import json
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from mosaic.arena.tournament import Tournament
 from mosaic.errors import UserError
@@ -58,6 +61,54 @@ def _paired_side_games(games: list[dict]) -> list[Game]:
     return out
 
 
+def write_reports(tournaments: list[Tournament], out: Path | None = None, whole: bool = True) -> Path:
+    """The report of a tournament's games (:func:`mosaic.arena.tournament.get_tournaments`): one game's as
+    :func:`write_report`; several games': ``report.md`` with a section per game, and ``GAME/`` with each game's
+    own report (a game with no finished game yet gets a line saying so). ``whole`` false: one game of several
+    asked for alone (``NAME/GAME``): that game's :func:`write_report`, in its own folder."""
+    if len(tournaments) == 1 and (tournaments[0].spec.game is None or not whole):
+        return write_report(tournaments[0], out)
+    name = tournaments[0].spec.name
+    if not any(rated_games(t) for t in tournaments):
+        raise UserError(f"tournament: {name!r} has no finished game yet; run it first")
+    out = Path(out or tournaments[0].root.parent / "report")
+    with _staged(out) as staging:
+        sections = [f"# Tournament: {name}", "",
+                    f"{len(tournaments)} games, each a tournament of its own: its own ratings, crosstable and first "
+                    "mover, from its own games only. Ratings are not pooled across games (a player's skill in one "
+                    "game says nothing about another), so Elo values of two games do not compare.", ""]
+        for tournament in tournaments:
+            game = tournament.spec.game
+            sections += [f"## Game: {game}", ""]
+            if not rated_games(tournament):
+                sections += [f"No finished game yet ({tournament.root}).", ""]
+                continue
+            text = write_report(tournament, staging / game).read_text(encoding="utf-8")
+            body = text.strip().splitlines()[1:]  # its own title: the section's heading says it
+            while body and not body[0].strip():
+                body.pop(0)
+            sections += ["#" + line if line.startswith("#") else line for line in body]
+            sections += ["", f"Files: `{game}/` (ratings.csv, ratings.json, games.csv, ratings.png).", ""]
+        (staging / "report.md").write_text("\n".join(sections).rstrip("\n") + "\n", encoding="utf-8")
+    return out / "report.md"
+
+
+@contextmanager
+def _staged(out: Path) -> Iterator[Path]:
+    """A folder to write ``out``'s files into, put in ``out``'s place only when all of them are written (a
+    failed report leaves the previous one whole)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        yield staging
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
 def write_report(tournament: Tournament, out: Path | None = None) -> Path:
     games = rated_games(tournament)
     if not games:
@@ -69,9 +120,7 @@ def write_report(tournament: Tournament, out: Path | None = None) -> Path:
                             first_move_advantage=not tournament.spec.sides)
     table = crosstable(games, confidence)
     out = Path(out or tournament.root / "report")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    try:
+    with _staged(out) as staging:
         (staging / "report.md").write_text(_markdown(tournament, games, boot, table, reps, confidence, seed))
         (staging / "ratings.csv").write_text(_ratings_csv(boot, table))
         (staging / "games.csv").write_text(_games_csv(tournament))
@@ -82,12 +131,6 @@ def write_report(tournament: Tournament, out: Path | None = None) -> Path:
             "first_move_advantage_elo": None if boot.advantage is None else boot.advantage.as_dict(),
             "notes": list(boot.notes)}, indent=2) + "\n")
         _plot(boot, table, staging / "ratings.png")
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return out / "report.md"
 
 

@@ -15,6 +15,11 @@ A spec (YAML or JSON)::
     seed: 0                         # game g of a pairing is seeded seed + g
     report: {reps: 1000, confidence: 0.95, seed: 0}
 
+Several games: ``games: {GAME: {environment, players: [labels], games_per_pairing, opening_moves, sides,
+max_steps}}`` instead of ``environment`` (:func:`parse_specs`), one tournament per game under one name, each
+rated on its own; ``MOSAIC_HOME/arena/NAME/spec.json`` keeps the whole spec and ``NAME/GAME/`` each game's
+folder, as a one-game tournament's.
+
 ``MOSAIC_HOME/arena/NAME/`` keeps the spec and ``games.jsonl``: one line per finished game (pairing, game
 number, seed, seats, returns). Running the tournament again (or after a crash) plays only the games not in
 it, so an interrupted tournament resumes without replaying a finished game; the games are seeded, so the
@@ -38,6 +43,13 @@ from mosaic.runs import mosaic_home, write_json_atomic
 FORMATS = ("round_robin", "gauntlet")
 SPEC_KEYS = ("name", "description", "environment", "players", "format", "candidate", "games_per_pairing",
              "seed", "max_steps", "opening_moves", "sides", "report")
+#: a several-game spec: ``games`` instead of ``environment``
+LEAGUE_KEYS = tuple(k for k in SPEC_KEYS if k != "environment") + ("games",)
+#: what a game of a several-game spec may set (the rest is the tournament's: format, candidate, seed, report)
+GAME_KEYS = ("environment", "players", "games_per_pairing", "opening_moves", "sides", "max_steps")
+#: names a game may not take (a sub-folder of the tournament's folder has that name)
+RESERVED_GAMES = ("report", "shards")
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
 
 @dataclass(frozen=True)
@@ -64,6 +76,15 @@ class TournamentSpec:
     opening_moves: int = 0
     #: a team game: two sides, each a list of agents, one player per side (None: a two-agent game, one seat each)
     sides: dict[str, list[str]] | None = None
+    #: the game's key in a several-game spec (``games``); None: a one-environment spec
+    game: str | None = None
+    #: a several-game spec's whole source (what ``MOSAIC_HOME/arena/NAME/spec.json`` keeps); None: one game
+    league: dict[str, Any] | None = None
+
+    @property
+    def title(self) -> str:
+        """``NAME``, or ``NAME/GAME`` for a game of a several-game spec (``mosaic arena report NAME/GAME``)."""
+        return f"{self.name}/{self.game}" if self.game else self.name
 
     def pairings(self) -> list[tuple[str, str]]:
         labels = [p.label for p in self.players]
@@ -81,13 +102,20 @@ class TournamentSpec:
 
 
 def parse_spec(data: Mapping[str, Any]) -> TournamentSpec:
+    """A one-environment spec (also each game's spec of a several-game one, which carries ``game``, its key:
+    :func:`parse_specs` reads a spec of either kind)."""
     import re
 
+    game_key = data.get("game")
     for key in data:
-        if key not in SPEC_KEYS:
-            raise UserError(f"{key}: unknown field; allowed: {', '.join(SPEC_KEYS)}")
+        if key not in SPEC_KEYS and not (key == "game" and isinstance(game_key, str)):
+            if key == "games":
+                raise UserError("games: a spec lists its games or names one environment; allowed: games or "
+                                "environment, not both")
+            raise UserError(f"{key}: unknown field; allowed: {', '.join(SPEC_KEYS)}, or games instead of "
+                            "environment")
     name = data.get("name")
-    if not isinstance(name, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", name):
+    if not isinstance(name, str) or not re.match(NAME_PATTERN, name):
         raise UserError(f"name: {name!r} is not a valid tournament name; allowed: letters, digits, '.', '_', '-'")
     env = data.get("environment")
     if not isinstance(env, dict) or not env.get("family") or not env.get("env_id"):
@@ -143,29 +171,120 @@ def parse_spec(data: Mapping[str, Any]) -> TournamentSpec:
             raise UserError(f"games_per_pairing: {games} with sides; allowed: an even number (games come in pairs, "
                             "sides swapped)")
     return TournamentSpec(name, dict(env), players, fmt, candidate, games, seed, max_steps, dict(report), dict(data),
-                          opening, {str(k): list(v) for k, v in sides.items()} if sides else None)
+                          opening, {str(k): list(v) for k, v in sides.items()} if sides else None,
+                          game_key if isinstance(game_key, str) else None)
+
+
+def parse_specs(data: Mapping[str, Any]) -> list[TournamentSpec]:
+    """A spec of either kind as one :class:`TournamentSpec` per game: one for a spec naming an
+    ``environment``; one per entry of ``games`` (each a tournament of its own under the spec's name, with the
+    spec's fields and the game's own ``environment``, ``players`` (labels, default all) and overrides of
+    ``games_per_pairing``, ``opening_moves``, ``sides`` and ``max_steps``). Every error names its field
+    (``games.GAME.FIELD`` for a game's)."""
+    import re
+
+    if not isinstance(data, Mapping):
+        raise UserError("spec: expected an object (name, players, environment or games, ...)")
+    if "games" not in data:
+        if "game" in data:
+            raise UserError("game: MOSAIC writes it into each game's spec of a several-game spec; allowed: "
+                            "games: {GAME: {environment, ...}} to list games")
+        return [parse_spec(data)]
+    if "environment" in data:
+        raise UserError("environment: a spec names one environment or lists games, each with its own; allowed: "
+                        "environment or games, not both")
+    for key in data:
+        if key not in LEAGUE_KEYS:
+            raise UserError(f"{key}: unknown field; allowed: {', '.join(LEAGUE_KEYS)}")
+    games = data["games"]
+    if not isinstance(games, Mapping) or not games:
+        raise UserError("games: expected an object of at least one game (GAME -> {environment, players, ...})")
+    base = {k: v for k, v in data.items() if k != "games"}
+    # the tournament's own fields, once, errors naming them (a placeholder env: each game's is checked below)
+    parse_spec({**base, "environment": {"family": "-", "env_id": "-"}})
+    everyone = list(data["players"])
+    specs = []
+    for key, game in games.items():
+        where = f"games.{key}"
+        if not isinstance(key, str) or not re.match(NAME_PATTERN, key):
+            raise UserError(f"{where}: {key!r} is not a valid game name; allowed: letters, digits, '.', '_', '-'")
+        if key in RESERVED_GAMES:
+            raise UserError(f"{where}: {key!r} is reserved (a folder of the tournament's); allowed: another name")
+        if not isinstance(game, Mapping):
+            raise UserError(f"{where}: expected an object {{environment, players, ...}}")
+        for field_name in game:
+            if field_name not in GAME_KEYS:
+                raise UserError(f"{where}.{field_name}: unknown field for a game; allowed: {', '.join(GAME_KEYS)} "
+                                "(format, candidate, seed and report are the tournament's)")
+        labels = game.get("players", everyone)
+        if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
+            raise UserError(f"{where}.players: expected a list of player labels; allowed: {', '.join(everyone)}")
+        for label in labels:
+            if label not in data["players"]:
+                raise UserError(f"{where}.players: {label!r} is not a player; allowed: {', '.join(everyone)}")
+        if len(set(labels)) != len(labels) or len(labels) < 2:
+            raise UserError(f"{where}.players: expected at least two different players; allowed: "
+                            f"{', '.join(everyone)}")
+        if data.get("format") == "gauntlet" and data.get("candidate") not in labels:
+            raise UserError(f"{where}.players: the gauntlet's candidate {data.get('candidate')!r} plays every game; "
+                            f"allowed: a list that includes it")
+        source = {**base, **{k: v for k, v in game.items() if k != "players"},
+                  "players": {label: data["players"][label] for label in labels}, "game": key}
+        try:
+            spec = parse_spec(source)
+        except UserError as exc:
+            raise UserError(f"{where}.{exc}") from None
+        spec.league = json.loads(json.dumps(dict(data)))
+        specs.append(spec)
+    return specs
+
+
+def read_specs(path: str | Path) -> list[TournamentSpec]:
+    """The spec file's games (:func:`parse_specs`)."""
+    return parse_specs(read_document(path, "spec"))
 
 
 def read_spec(path: str | Path) -> TournamentSpec:
-    return parse_spec(read_document(path, "spec"))
+    """A one-environment spec file (a several-game one is refused: :func:`read_specs` reads both)."""
+    specs = read_specs(path)
+    if specs[0].game is not None:
+        raise UserError(f"games: {path} lists several games; allowed here: one environment")
+    return specs[0]
+
+
+def check_seating(specs: list[TournamentSpec]) -> None:
+    """Every game's seats (:func:`seat_groups`), before anything is written; a game's error names it."""
+    for spec in specs:
+        try:
+            seat_groups(spec)
+        except UserError as exc:
+            if spec.game is None:
+                raise
+            raise UserError(f"games.{spec.game}.{exc}") from None
 
 
 # -- the folder ------------------------------------------------------------------------------------------
 class Tournament:
+    """One game's tournament: ``MOSAIC_HOME/arena/NAME/`` for a one-environment spec; for a several-game spec,
+    ``MOSAIC_HOME/arena/NAME/GAME/`` under the folder keeping the whole spec (:func:`open_tournaments`)."""
+
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.name = root.name
         self.spec = parse_spec(json.loads((root / "spec.json").read_text(encoding="utf-8")))
+        self.name = self.spec.title
 
     @classmethod
     def open(cls, spec: TournamentSpec, home: Path | str | None = None) -> "Tournament":
-        """The tournament's folder: made for a new spec; the same spec again resumes it; another is refused."""
+        """The tournament's folder: made for a new spec; the same spec again resumes it; another is refused.
+        (A game of a several-game spec: open them all with :func:`open_tournaments`.)"""
         root = Path(home or mosaic_home()) / "arena" / spec.name
+        if spec.game is not None:
+            root = root / spec.game
         if (root / "spec.json").is_file():
             existing = json.loads((root / "spec.json").read_text(encoding="utf-8"))
             if existing != json.loads(json.dumps(spec.source)):
-                raise UserError(f"name: a tournament named {spec.name!r} exists with another spec; allowed: another "
-                                "name, or the same spec to resume it")
+                raise UserError(f"name: a tournament named {spec.title!r} exists with another spec; allowed: "
+                                "another name, or the same spec to resume it")
         else:
             root.mkdir(parents=True, exist_ok=True)
             write_json_atomic(root / "spec.json", spec.source)
@@ -173,9 +292,15 @@ class Tournament:
 
     @classmethod
     def get(cls, name: str, home: Path | str | None = None) -> "Tournament":
-        root = Path(home or mosaic_home()) / "arena" / name
-        if not (root / "spec.json").is_file():
-            raise UserError(f"tournament: no tournament named {name!r} in {root.parent}")
+        """A one-environment tournament ``NAME``, or a game of a several-game one, ``NAME/GAME``."""
+        arena = Path(home or mosaic_home()) / "arena"
+        root = arena / name
+        if not (root / "spec.json").is_file() or ".." in Path(name).parts:
+            raise UserError(f"tournament: no tournament named {name!r} in {arena}")
+        league = _league_games(root)
+        if league is not None:
+            raise UserError(f"tournament: {name!r} has several games; allowed: "
+                            + ", ".join(f"{name}/{game}" for game in league))
         return cls(root)
 
     @property
@@ -206,6 +331,66 @@ class Tournament:
             os.close(fd)
 
 
+
+
+def _league_games(root: Path) -> list[str] | None:
+    """The game keys of the several-game spec kept in ``root`` (None: a one-environment tournament)."""
+    try:
+        source = json.loads((root / "spec.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    games = source.get("games") if isinstance(source, dict) else None
+    return list(games) if isinstance(games, dict) else None
+
+
+def open_tournaments(specs: list[TournamentSpec], home: Path | str | None = None) -> list[Tournament]:
+    """Every game's tournament of a spec (:func:`parse_specs`), made or resumed. A several-game spec keeps its
+    whole source in ``arena/NAME/spec.json`` and each game in ``arena/NAME/GAME/``; another spec under the
+    name is refused (before any game's folder is touched)."""
+    if specs[0].game is None:
+        return [Tournament.open(specs[0], home)]
+    root = Path(home or mosaic_home()) / "arena" / specs[0].name
+    league = specs[0].league
+    if (root / "spec.json").is_file():
+        if json.loads((root / "spec.json").read_text(encoding="utf-8")) != league:
+            raise UserError(f"name: a tournament named {specs[0].name!r} exists with another spec; allowed: "
+                            "another name, or the same spec to resume it")
+    else:
+        root.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(root / "spec.json", league)
+    return [Tournament.open(spec, home) for spec in specs]
+
+
+def get_tournaments(name: str, home: Path | str | None = None) -> list[Tournament]:
+    """A tournament's games by name: one for a one-environment tournament (or ``NAME/GAME``), every game's
+    for a several-game one."""
+    arena = Path(home or mosaic_home()) / "arena"
+    root = arena / name
+    games = _league_games(root) if "/" not in name else None
+    if games is None:
+        return [Tournament.get(name, home)]
+    missing = [game for game in games if not (root / game / "spec.json").is_file()]
+    if missing:  # the spec was kept, the games' folders not yet (killed between the two)
+        raise UserError(f"tournament: {name!r} has not started its game(s) {', '.join(missing)} yet; run it "
+                        "first (mosaic arena run SPEC)")
+    return [Tournament(root / game) for game in games]
+
+
+def listed_names(home: Path | str | None = None) -> list[str]:
+    """Every tournament in the home by name, a several-game one's games as ``NAME/GAME`` (what the GUI lists)."""
+    arena = Path(home or mosaic_home()) / "arena"
+    names = []
+    try:
+        folders = sorted(p for p in arena.iterdir() if not p.name.startswith(".") and (p / "spec.json").is_file())
+    except OSError:
+        return []
+    for folder in folders:
+        games = _league_games(folder)
+        if games is None:
+            names.append(folder.name)
+        else:
+            names += [f"{folder.name}/{game}" for game in games if (folder / game / "spec.json").is_file()]
+    return names
 
 
 @dataclass(frozen=True)
@@ -360,76 +545,19 @@ def journal_to(tournament: Tournament, report: Callable[[str], None] | None = No
     return journal
 
 
-def run(tournament: Tournament, report: Callable[[str], None] | None = None, home: Path | str | None = None,
-        parallel: int = 1) -> int:
-    """Play every game not yet journaled, ``parallel`` shards at a time on threads of this process (each with
-    its own player processes); returns how many games were played now. (On a Ray cluster:
-    :func:`mosaic.arena.cluster.run`.)"""
-    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
-        raise UserError(f"--parallel: {parallel!r}; allowed: an integer >= 1")
+def run(tournament: Tournament, report: Callable[[str], None] | None = None, home: Path | str | None = None) -> int:
+    """Play every game not yet journaled, one after another in this process (one pair of player processes
+    per seating, kept for its games); returns how many games were played now. (Shards as runs on the
+    daemon or a cluster, several at once: :func:`mosaic.arena.driver.run`.)"""
     todo = pending(tournament)
     if not todo:
         return 0
     seat_groups(tournament.spec)  # a game the arena cannot seat is refused before any player starts
-    size = max(1, -(-len(todo) // parallel)) if parallel > 1 else len(todo)
-    return _run_local(tournament.spec, shards(todo, min(size, tournament.spec.games_per_pairing)),
-                      journal_to(tournament, report), parallel, home)
-
-
-def _run_local(spec: TournamentSpec, work: list[Shard], journal: Callable[[dict[str, Any]], None], parallel: int,
-               home: Path | str | None) -> int:
-    """Shards on ``parallel`` threads; each thread keeps the players it opened for its next shards (the
-    schedule groups a pairing's seatings, so a thread mostly reuses them) and closes them at the end. The
-    first failure stops the others after their current game and is raised."""
-    import queue
-    import threading
-
-    jobs: "queue.Queue[Shard]" = queue.Queue()
-    for shard in work:
-        jobs.put(shard)
-    stop = threading.Event()
-    errors: list[BaseException] = []
-    played = [0]
-    lock = threading.Lock()
-
-    def counted(line: dict[str, Any]) -> None:
-        with lock:
-            journal(line)
-            played[0] += 1
-
-    def worker() -> None:
-        players: dict[str, Any] = {}
-        try:
-            while not stop.is_set():
-                try:
-                    shard = jobs.get_nowait()
-                except queue.Empty:
-                    return
-                for label in [k for k in players if k not in (shard.first, shard.second)]:
-                    players.pop(label).close()  # at most one pairing's players open per thread
-                play_shard(spec, shard, home, counted, players, stop)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller
-            errors.append(exc)
-            stop.set()
-        finally:
-            for player in players.values():
-                player.close()
-
-    threads = [threading.Thread(target=worker, name=f"arena-shard-{i}", daemon=True)
-               for i in range(min(parallel, len(work)))]
-    for thread in threads:
-        thread.start()
-    try:
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.2)
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join()
-    if errors:
-        raise errors[0]
-    return played[0]
+    journal = journal_to(tournament, report)
+    played = 0
+    for shard in shards(todo, tournament.spec.games_per_pairing):
+        played += len(play_shard(tournament.spec, shard, home, journal))
+    return played
 
 
 def seat_groups(spec: TournamentSpec) -> tuple[list[str], list[str]]:

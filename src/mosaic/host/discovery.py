@@ -43,6 +43,23 @@ class DiscoveredWorker:
         return f"{package}.cli"
 
 
+#: MOSAIC's own jobs that run as runs (``name -> module``, run as ``python -m module`` in MOSAIC's
+#: environment): not library shims, so no entry point; found by name only (``discover_workers(only=NAME)``,
+#: :func:`internal_worker`), never listed with the workers.
+INTERNAL_WORKERS = {"arena": "mosaic.arena.shard_worker"}
+
+
+def internal_worker(name: str) -> DiscoveredWorker | None:
+    """The internal worker ``name`` (:data:`INTERNAL_WORKERS`), or None."""
+    module = INTERNAL_WORKERS.get(name)
+    if module is None:
+        return None
+    import importlib
+
+    meta, caps = importlib.import_module(module).get_worker_metadata()
+    return _checked(name, f"{module}:get_worker_metadata", meta, caps, description={"cli_module": module})
+
+
 @dataclass(frozen=True)
 class BrokenWorker:
     name: str
@@ -120,8 +137,11 @@ def discover_workers(group: str = ENTRY_POINT_GROUP, *, environments: bool = Tru
 
     ``only``: just the worker of that name (nothing else is described or checked: what a command
     that runs one worker needs); the result is empty when there is none, so callers look again
-    without ``only`` to name the installed ones in their error.
+    without ``only`` to name the installed ones in their error. An internal worker
+    (:data:`INTERNAL_WORKERS`) is found this way only.
     """
+    if only is not None and only in INTERNAL_WORKERS and group == ENTRY_POINT_GROUP:
+        return Discovery((internal_worker(only),))
     workers: list[DiscoveredWorker] = []
     broken: list[BrokenWorker] = []
     seen: set[str] = set()

@@ -11,49 +11,67 @@ from mosaic.errors import UserError
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from mosaic.arena.tournament import Tournament, read_spec, run, seat_groups
+    from mosaic.arena.tournament import check_seating, open_tournaments, read_specs, run
 
-    spec = read_spec(args.spec)
-    seat_groups(spec)  # a game the arena cannot seat is refused before anything is written
-    tournament = Tournament.open(spec)
-    done = len(tournament.games())
-    total = sum(1 for _ in spec.schedule())
-    print(f"tournament {spec.name}: {tournament.root}; {done} of {total} games already played", file=sys.stderr)
+    specs = read_specs(args.spec)
+    check_seating(specs)  # a game the arena cannot seat is refused before anything is written
+    if args.address and args.backend != "ray":
+        raise UserError("--address: only with --backend ray (the cluster's head); allowed: --backend ray")
+    tournaments = open_tournaments(specs)
     report = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
-    if args.backend == "ray":
-        from mosaic.arena import cluster
+    for tournament in tournaments:
+        spec = tournament.spec
+        done = len(tournament.games())
+        total = sum(1 for _ in spec.schedule())
+        print(f"tournament {tournament.name}: {tournament.root}; {done} of {total} games already played",
+              file=sys.stderr)
+        if args.backend == "ray" or (args.parallel or 1) > 1:
+            from mosaic.arena import driver
 
-        played = cluster.run(tournament, report, address=args.address)
-    else:
-        if args.address:
-            raise UserError("--address: only with --backend ray (the cluster's head); allowed: --backend ray")
-        played = run(tournament, report, parallel=args.parallel)
-    print(f"tournament {spec.name}: played {played} game(s); {len(tournament.games())} of {total} done; "
-          f"next: mosaic arena report {spec.name}", file=sys.stderr)
+            played = driver.run(tournament, args.backend, report, parallel=args.parallel, address=args.address,
+                                announce=lambda line: print(line, file=sys.stderr))
+        else:  # one game after another in this process: no daemon needed
+            played = run(tournament, report)
+        print(f"tournament {tournament.name}: played {played} game(s); {len(tournament.games())} of {total} done",
+              file=sys.stderr)
+    print(f"next: mosaic arena report {specs[0].name}", file=sys.stderr)
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from mosaic.arena.tournament import Tournament
+    from mosaic.arena.tournament import get_tournaments
 
-    tournament = Tournament.get(args.name)
-    counts: dict[str, int] = {}
-    for game in tournament.games():
-        counts[game["pairing"]] = counts.get(game["pairing"], 0) + 1
-    rows = [[f"{a} vs {b}", str(counts.get(f"{a}~{b}", 0)), str(tournament.spec.games_per_pairing)]
-            for a, b in tournament.spec.pairings()]
-    print(_table(rows, ["PAIRING", "PLAYED", "GAMES"]))
+    tournaments = get_tournaments(args.name)
+    several = len(tournaments) > 1 or tournaments[0].spec.game is not None
+    rows = []
+    for tournament in tournaments:
+        counts: dict[str, int] = {}
+        for game in tournament.games():
+            counts[game["pairing"]] = counts.get(game["pairing"], 0) + 1
+        rows += [[*([tournament.spec.game] if several else []), f"{a} vs {b}", str(counts.get(f"{a}~{b}", 0)),
+                  str(tournament.spec.games_per_pairing)] for a, b in tournament.spec.pairings()]
+    print(_table(rows, [*(["GAME"] if several else []), "PAIRING", "PLAYED", "GAMES"]))
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from mosaic.arena.report import write_report
-    from mosaic.arena.tournament import Tournament
+    from mosaic.arena.report import write_reports
+    from mosaic.arena.tournament import get_tournaments
 
-    print(write_report(Tournament.get(args.name), Path(args.out) if args.out else None))
+    print(write_reports(get_tournaments(args.name), Path(args.out) if args.out else None, whole="/" not in args.name))
     return 0
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UserError(f"--parallel: {text!r}; allowed: an integer >= 1")
+    return value
 
 
 def add_parsers(sub: Any) -> None:
@@ -63,16 +81,19 @@ def add_parsers(sub: Any) -> None:
     q = asub.add_parser("run", help="play every game of a tournament spec not played yet (resumes)")
     q.add_argument("spec")
     q.add_argument("--verbose", "-v", action="store_true", help="a line per game")
-    q.add_argument("--parallel", type=int, default=1, metavar="N",
-                   help="games played at once (local: N pairs of player processes on this machine)")
+    q.add_argument("--parallel", type=_positive, default=None, metavar="N",
+                   help="shards played at once, each a run on the backend (local: the daemon, whose CPU limits "
+                        "still apply; started if none runs); default: one game after another in this process, "
+                        "or every shard at once on a cluster")
     q.add_argument("--backend", default="local", choices=("local", "ray"),
-                   help="where games are played: this machine, or an existing Ray cluster (--address)")
+                   help="where shards run: this machine (its daemon with --parallel), or an existing Ray cluster "
+                        "(--address)")
     q.add_argument("--address", help="--backend ray: the cluster's head, HOST:PORT")
     q.set_defaults(func=cmd_run)
-    q = asub.add_parser("status", help="games played per pairing")
-    q.add_argument("name")
+    q = asub.add_parser("status", help="games played per pairing (per game of a several-game spec)")
+    q.add_argument("name", help="the spec's name (NAME/GAME: one game of a several-game spec)")
     q.set_defaults(func=cmd_status)
-    q = asub.add_parser("report", help="ratings with intervals, crosstable, plots")
-    q.add_argument("name")
+    q = asub.add_parser("report", help="ratings with intervals, crosstable, plots (each game rated on its own)")
+    q.add_argument("name", help="the spec's name (NAME/GAME: one game of a several-game spec)")
     q.add_argument("--out")
     q.set_defaults(func=cmd_report)

@@ -1,7 +1,8 @@
 """The tournaments in the home, live: standings with rating intervals, the crosstable, the games, a game's replay.
 
 A tournament is a folder under ``MOSAIC_HOME/arena`` (``mosaic.arena.tournament``): its ``spec.json`` and
-``games.jsonl``, one line per finished game. The view reads the journal every two seconds, and only when its
+``games.jsonl``, one line per finished game (each game of a several-game spec is a folder of its own, listed
+as ``NAME/GAME``). The view reads the journal every two seconds, and only when its
 size or modification time changed; it takes the whole lines appended since the last read (a line still being
 written waits for the next read), and a game journaled twice counts once, as ``Tournament.games`` does.
 
@@ -36,7 +37,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDialog, QHBoxLayou
                                QProgressBar, QPushButton, QSizePolicy, QSlider, QSplitter, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
-from mosaic.arena.tournament import Tournament
+from mosaic.arena.tournament import Tournament, listed_names
 from mosaic.clients.gui.lists import refill_names
 from mosaic.clients.gui.frames import to_qimage
 
@@ -569,11 +570,8 @@ class ArenaView(QWidget):
         self.refresh()
 
     def names(self) -> list[str]:
-        try:
-            return sorted(p.name for p in self.root.iterdir()
-                          if not p.name.startswith(".") and (p / "spec.json").is_file())
-        except OSError:
-            return []
+        """The tournaments in the home; a several-game one's games as separate entries, ``NAME/GAME``."""
+        return sorted(listed_names(self.root.parent))
 
     def refresh(self) -> None:
         """The tournaments in the home, then the selected one's journal (if it changed)."""
@@ -641,11 +639,11 @@ class ArenaView(QWidget):
         report_reps = int(spec.report.get("reps", 1000))
         fmt = spec.format + (f" (candidate {spec.candidate})" if spec.candidate else "")
         self.header.setText(
-            f"{spec.name}: {env['family']}/{env['env_id']}, {fmt}, {len(spec.players)} players, "
+            f"{self.tournament.name}: {env['family']}/{env['env_id']}, {fmt}, {len(spec.players)} players, "
             f"{spec.games_per_pairing} games per pairing (seats alternating, game g seeded {spec.seed} + g). "
             f"Ratings: Bradley–Terry on the Elo scale (mean 1000), {round(confidence * 100)}% intervals from "
             f"{reps} bootstrap resamples (seed {seed}) in this live view"
-            + (f"; `mosaic arena report {spec.name}` uses {report_reps}" if report_reps != reps else "")
+            + (f"; `mosaic arena report {self.tournament.name}` uses {report_reps}" if report_reps != reps else "")
             + f". · {self.tournament.root}")
         self.header.setToolTip("\n".join(f"{p.label} = {p.target}" for p in spec.players))
 

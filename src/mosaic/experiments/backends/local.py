@@ -75,7 +75,7 @@ class LocalDaemon(Backend):
             time.sleep(0.1)
         self.started_pid = proc.pid
         self.announce(f"no daemon was running: started one for MOSAIC_HOME={self.home} (pid {proc.pid}, "
-                      f"log {log_path}); it keeps running after the experiment (`mosaic daemon stop`)")
+                      f"log {log_path}); it keeps running afterwards (`mosaic daemon stop`)")
 
     def _call(self, fn: Callable[[], Any]) -> Any:
         import grpc

@@ -31,7 +31,14 @@ class WorkerCatalog:
         self._descriptions.clear()
 
     def get(self, name: str) -> DiscoveredWorker:
-        """The worker named ``name``; :class:`~mosaic.errors.UserError` if unknown or broken."""
+        """The worker named ``name`` (or MOSAIC's internal one of that name, which discovery does not list:
+        :data:`mosaic.host.discovery.INTERNAL_WORKERS`); :class:`~mosaic.errors.UserError` if unknown or broken."""
+        from mosaic.host.discovery import internal_worker
+
+        if name not in self.discovery.names():
+            internal = internal_worker(name)
+            if internal is not None:
+                return internal
         return self.discovery.get(name)
 
     def python_for(self, name: str) -> str:

@@ -1,0 +1,157 @@
+"""A tournament's shards as runs of the local daemon (`mosaic arena run --parallel N`): a shard whose player
+crashes is retried with only its unplayed games, its cause kept; a killed driver is resumed, following the
+shard runs it had submitted, without replaying a finished game."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli_support import REPO, run_cli
+from mosaic.testing.waiting import wait_until
+
+pytestmark = pytest.mark.xdist_group("arena")
+
+CONNECT_FOUR = {"family": "classic", "env_id": "connect_four_v3"}
+CRASH_VAR = "MOSAIC_TEST_CRASH_MARKER"
+CALLS = {"n": 0}
+
+
+def crash_once(agent, observation):
+    """The lowest legal move; on its 12th move (a few games into its shard) it crashes, once per marker."""
+    from mosaic.arena.heuristics import first_legal
+
+    CALLS["n"] += 1
+    marker = Path(os.environ[CRASH_VAR])
+    if CALLS["n"] == 12 and not marker.exists():
+        marker.write_text(str(os.getpid()))
+        raise RuntimeError("crashed on purpose")
+    return first_legal(agent, observation)
+
+
+def stop_daemon(home) -> None:
+    from mosaic.host.daemon.endpoint import find_daemon
+
+    endpoint = find_daemon(home)
+    if endpoint is not None:
+        os.kill(endpoint.pid, signal.SIGTERM)
+        wait_until(lambda: find_daemon(home) is None, 60, "the tournament's daemon to stop")
+
+
+def journal(home, name):
+    path = home / "arena" / name / "games.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+
+
+def shard_log(home, name):
+    return [json.loads(x) for x in (home / "arena" / name / "shards.jsonl").read_text().splitlines()]
+
+
+def played_in_process(tmp_path, spec, name, env=None):
+    home = tmp_path / "sequential"
+    proc = run_cli("arena", "run", str(spec), home=home, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return {(g["pairing"], g["game"]): g["returns"] for g in journal(home, name)}
+
+
+def test_a_shard_whose_player_crashes_is_retried_with_its_unplayed_games(tmp_path):
+    spec = tmp_path / "crash.json"
+    spec.write_text(json.dumps({"name": "crash", "environment": CONNECT_FOUR, "games_per_pairing": 8, "seed": 3,
+                                "players": {"random": "random", "crashy": "scripted:test_arena_shards:crash_once"}}))
+    home = tmp_path / "home"
+    env = {CRASH_VAR: str(tmp_path / "crashed"),
+           "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")])}
+    try:
+        proc = run_cli("arena", "run", str(spec), "--parallel", "2", home=home, timeout=600, env=env)
+    finally:
+        stop_daemon(home)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "crashed").exists()  # it did crash
+    log = shard_log(home, "crash")
+    (failed,) = [e for e in log if e.get("state") == "failed"]
+    assert "crashed on purpose" in failed["cause"] and failed["unplayed"] >= 1  # the cause is kept
+    assert "crashed on purpose" in proc.stderr and "retry 1 of 2" in proc.stderr
+    submitted = {e["run_id"]: e for e in log if e.get("state") == "submitted"}
+    first = submitted[failed["run_id"]]
+    (retry,) = [e for e in submitted.values() if e["attempt"] == 1]
+    games = journal(home, "crash")
+    done_by_failed = {(g["pairing"], g["game"]) for g in games if g["run_id"] == failed["run_id"]}
+    assert done_by_failed, "the crash came a few games into its shard"
+    # the retry plays only what the failed run had not finished: a finished game is never played again
+    assert {(p, g) for p, g, _ in retry["config"]["shard"]["games"]} == \
+        {(p, g) for p, g, _ in first["config"]["shard"]["games"]} - done_by_failed
+    keys = [(g["pairing"], g["game"]) for g in games]
+    assert len(keys) == len(set(keys)) == 8
+    from mosaic.runs import RunStore
+
+    assert RunStore(home).get(failed["run_id"]).read_manifest()["status"] == "failed"
+    # the same games as a tournament played in-process, without any crash
+    assert {(g["pairing"], g["game"]): g["returns"] for g in games} == played_in_process(tmp_path, spec, "crash", env)
+
+
+def _driver(spec, home):
+    return subprocess.Popen([sys.executable, "-m", "mosaic", "arena", "run", str(spec), "--parallel", "2"],
+                            env={**os.environ, "MOSAIC_HOME": str(home)}, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def test_an_interrupted_then_killed_driver_resumes_without_replaying_a_game(tmp_path):
+    """Ctrl-C cancels the shards in flight; a SIGKILL leaves them playing, and the next driver follows them."""
+    from mosaic.experiments.backends import status_from_run_store
+
+    spec = tmp_path / "kill.json"
+    spec.write_text(json.dumps({"name": "kill", "environment": CONNECT_FOUR, "games_per_pairing": 16, "seed": 6,
+                                "players": {"random": "random",
+                                            "lowest": "scripted:mosaic.arena.heuristics:first_legal",
+                                            "heuristic": "scripted:mosaic.arena.heuristics:connect_four"}}))
+    home = tmp_path / "home"
+    try:
+        proc = _driver(spec, home)
+        wait_until(lambda: len(journal(home, "kill")) >= 3, 300, "three games", proc=proc)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(120) == 130
+        cancelled = [e for e in shard_log(home, "kill") if e.get("state") == "cancelled"]
+        assert cancelled and all("KeyboardInterrupt" in e["cause"] for e in cancelled)
+        # nothing plays on for a driver that stopped: each shard run it cancelled has ended
+        wait_until(lambda: all(status_from_run_store(home, e["run_id"]) is not None for e in cancelled), 60,
+                   "the cancelled shard runs to end")
+        logged = len(shard_log(home, "kill"))
+        proc = _driver(spec, home)
+
+        def by_second_driver() -> int:
+            runs = {e["run_id"] for e in shard_log(home, "kill")[logged:] if e.get("state") == "submitted"}
+            return sum(1 for g in journal(home, "kill") if g["run_id"] in runs)
+
+        wait_until(lambda: by_second_driver() >= 2, 300, "two games of the second driver's shards", proc=proc)
+        proc.send_signal(signal.SIGKILL)  # no chance to cancel its shards: they play on in the daemon
+        proc.wait(30)
+        before, killed_log = journal(home, "kill"), shard_log(home, "kill")
+        assert len(before) < 48, "the tournament finished before it could be interrupted"
+        resumed = run_cli("arena", "run", str(spec), "--parallel", "2", home=home, timeout=600)
+    finally:
+        stop_daemon(home)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    games = journal(home, "kill")
+    # the killed driver's shard runs played on: their games after the kill were journaled from their telemetry
+    # (followed to their end, or found ended), and no shard the resumed driver submitted plays one of them
+    orphans = {e["run_id"] for e in killed_log[logged:] if e.get("state") == "submitted"}
+    assert orphans and not any(e.get("state") == "cancelled" for e in killed_log[logged:])
+    by_orphans = {(g["pairing"], g["game"]) for g in games if g["run_id"] in orphans}
+    theirs = {(p, g) for e in killed_log[logged:] if e["run_id"] in orphans and e.get("state") == "submitted"
+              for p, g, _ in e["config"]["shard"]["games"]}
+    assert by_orphans == theirs  # every game of theirs, played by them
+    assert len(by_orphans) > sum(1 for g in before if g["run_id"] in orphans) or "submitted before" in resumed.stderr
+    resubmitted = {(p, g) for e in shard_log(home, "kill")[len(killed_log):] if e.get("state") == "submitted"
+                   for p, g, _ in e["config"]["shard"]["games"]}
+    assert not by_orphans & resubmitted
+    keys = [(g["pairing"], g["game"]) for g in games]
+    assert len(keys) == len(set(keys)) == 48  # every game once: none replayed
+    runs = {e["run_id"] for e in shard_log(home, "kill") if e.get("state") == "submitted"}
+    assert {g["run_id"] for g in games} <= runs
+    assert {(g["pairing"], g["game"]): g["returns"] for g in games} == played_in_process(tmp_path, spec, "kill")
