@@ -19,7 +19,9 @@ from mosaic.workerkit.contract import ResourceEstimate, WorkerCapabilities, Work
 __version__ = "0.1.0"
 
 #: The scripts this worker runs, by MOSAIC algorithm name (traits: ``algorithms.py``).
-ALGORITHMS = ("ppo", "dqn", "c51", "sac", "td3", "ddpg")
+ALGORITHMS = ("ppo", "dqn", "c51", "sac", "td3", "ddpg", "dqn_atari", "ppo_continuous_action")
+#: Env families (``algorithms.ENVS``): classic control, ALE Atari, MuJoCo, all made by Gymnasium ids.
+ENV_FAMILIES = ("gymnasium", "atari", "mujoco")
 
 
 
@@ -27,12 +29,13 @@ def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
     meta = WorkerMetadata(
         name="CleanRL", version=__version__,
         description="CleanRL's single-file PPO, DQN, C51, SAC, TD3 and DDPG scripts, run unmodified "
-                    "on Gym/Gymnasium classic-control tasks; telemetry, checkpoints and FastLane frames "
-                    "observed from outside the script.",
+                    "on Gym/Gymnasium classic-control tasks, dqn_atari on ALE Atari games and "
+                    "ppo_continuous_action and ddpg on MuJoCo tasks; telemetry, checkpoints and FastLane "
+                    "frames observed from outside the script.",
         upstream_library="cleanrl", upstream_version=installed_version("cleanrl"), license="MIT")
     caps = WorkerCapabilities(
         worker_type="cleanrl", paradigms=("single_agent",), policy_configurations=("INDEPENDENT",),
-        env_families=("gymnasium",), algorithms=ALGORITHMS, action_spaces=("discrete", "box"),
+        env_families=ENV_FAMILIES, algorithms=ALGORITHMS, action_spaces=("discrete", "box"),
         observation_spaces=("box",), max_agents=1, supports_checkpointing=True, supports_pause_resume=True,
         resources=ResourceEstimate(cpus=1.0, memory_mb=1500))
     return meta, caps

@@ -27,6 +27,12 @@ class Algorithm:
     default_env: str
     #: Metric names of the script (without ``losses/``) -> the names MOSAIC's metrics use.
     losses: tuple[tuple[str, str], ...] = ()
+    #: The env families (``ENVS``) whose tasks the script trains on.
+    families: tuple[str, ...] = ("gymnasium",)
+    #: The script asserts ``num_envs == 1`` (dqn.py, dqn_atari.py).
+    single_env: bool = False
+    #: The script's ``make_env`` parameters, in order (ppo_continuous_action.py has no seed and takes gamma).
+    make_env_args: tuple[str, ...] = ("env_id", "seed", "idx", "capture_video", "run_name")
 
     @property
     def script(self) -> str:
@@ -41,24 +47,72 @@ _CONTINUOUS = (("qf_loss", "qf_loss"), ("actor_loss", "policy_loss"), ("alpha", 
 
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
     Algorithm("ppo", "cleanrl.ppo", "gym", "discrete", True, "agent", "Agent", "CartPole-v1", _ACTOR_CRITIC),
-    Algorithm("dqn", "cleanrl.dqn", "gymnasium", "discrete", False, "q_network", "QNetwork", "CartPole-v1", _Q),
+    Algorithm("dqn", "cleanrl.dqn", "gymnasium", "discrete", False, "q_network", "QNetwork", "CartPole-v1", _Q,
+              single_env=True),
     Algorithm("c51", "cleanrl.c51", "gym", "discrete", False, "q_network", "QNetwork", "CartPole-v1", _Q),
     Algorithm("sac", "cleanrl.sac_continuous_action", "gym", "box", False, "actor", "Actor", "Pendulum-v1",
               _CONTINUOUS),
     Algorithm("td3", "cleanrl.td3_continuous_action", "gym", "box", False, "actor", "Actor", "Pendulum-v1",
               _CONTINUOUS),
     Algorithm("ddpg", "cleanrl.ddpg_continuous_action", "gymnasium", "box", False, "actor", "Actor",
-              "Pendulum-v1", _CONTINUOUS),
+              "Pendulum-v1", _CONTINUOUS, families=("gymnasium", "mujoco")),
+    # The Atari scripts: dqn_atari.py imports gymnasium and SB3 2.x's Atari wrappers (gymnasium's API), so it
+    # runs as it is. ppo_atari.py and c51_atari.py import gym 0.23.1 yet wrap its envs with the same SB3
+    # wrappers (written for SB3 1.2.0's gym API): they cannot run in this environment (docs/cleanrl-worker.md).
+    Algorithm("dqn_atari", "cleanrl.dqn_atari", "gymnasium", "discrete", False, "q_network", "QNetwork",
+              "BreakoutNoFrameskip-v4", _Q, families=("atari",), single_env=True),
+    Algorithm("ppo_continuous_action", "cleanrl.ppo_continuous_action", "gymnasium", "box", True, "agent", "Agent",
+              "HalfCheetah-v4", _ACTOR_CRITIC, families=("gymnasium", "mujoco"),
+              make_env_args=("env_id", "idx", "capture_video", "run_name", "gamma")),
 )}
 
-#: The classic-control tasks, by the action space they have (the same ids in gym 0.23.1 and gymnasium 0.29.1).
-ENV_IDS = {
-    "discrete": ("CartPole-v1", "Acrobot-v1", "MountainCar-v0"),
-    "box": ("Pendulum-v1", "MountainCarContinuous-v0"),
+#: The tasks of each env family, by action space: Gymnasium ids (gym 0.23.1 has the classic-control ones
+#: too). ``atari``: ALE's ``NoFrameskip-v4`` ids (the Atari wrappers skip frames themselves), from
+#: ale-py's wheel, ROMs included. ``mujoco``: Gymnasium 0.29.1's MuJoCo v4 tasks (the ``mujoco`` bindings;
+#: gym 0.23.1 has only the mujoco-py v2/v3 ones, so the gym scripts sac and td3 do not train on them).
+ENVS: dict[str, dict[str, tuple[str, ...]]] = {
+    "gymnasium": {"discrete": ("CartPole-v1", "Acrobot-v1", "MountainCar-v0"),
+                  "box": ("Pendulum-v1", "MountainCarContinuous-v0")},
+    "atari": {"discrete": ("BreakoutNoFrameskip-v4", "PongNoFrameskip-v4", "BeamRiderNoFrameskip-v4",
+                           "QbertNoFrameskip-v4", "SeaquestNoFrameskip-v4", "SpaceInvadersNoFrameskip-v4")},
+    "mujoco": {"box": ("HalfCheetah-v4", "Hopper-v4", "Walker2d-v4", "Ant-v4", "Humanoid-v4",
+                       "HumanoidStandup-v4", "Swimmer-v4", "InvertedPendulum-v4", "InvertedDoublePendulum-v4",
+                       "Reacher-v4", "Pusher-v4")},
 }
-#: The env family of a CleanRL run's config (``environment.family``): Gym/Gymnasium ids.
+#: What each family needs installed (a module), to be listed as offered.
+FAMILY_MODULES = {"gymnasium": "gymnasium", "atari": "ale_py", "mujoco": "mujoco"}
+#: The classic-control tasks, by the action space they have (the same ids in gym 0.23.1 and gymnasium 0.29.1).
+ENV_IDS = ENVS["gymnasium"]
+#: The family a config without one gets (``environment.family``).
 FAMILY = "gymnasium"
 ENV_FAMILY = FAMILY
+FAMILIES = tuple(ENVS)
+#: How messages name each family's tasks.
+TASK_KINDS = {"gymnasium": "classic-control", "atari": "Atari", "mujoco": "MuJoCo"}
+
+
+def family_of(env_id: str) -> str | None:
+    """The env family listing ``env_id`` (None: none does)."""
+    return next((family for family, by_space in ENVS.items() for ids in by_space.values() if env_id in ids), None)
+
+
+def register_atari() -> None:
+    """Register ALE's ids with gymnasium 0.29.1, as ``import ale_py`` does under gymnasium >= 1.1.
+
+    ale-py 0.12 registers its envs from its ``__init__`` only when its vector env imports, which needs
+    gymnasium 1.x (``AutoresetMode``); under 0.29.1 that import fails, quietly, and nothing is registered.
+    Its single-env ``AtariEnv`` works with 0.29.1's API, so the same registration functions are called here
+    (in the script's process from the import hook on ``gymnasium``; in the worker's own process before an
+    env is made). Ids already registered are left as they are.
+    """
+    import gymnasium
+
+    if "PongNoFrameskip-v4" in gymnasium.registry:
+        return
+    from ale_py import registration
+
+    registration.register_v0_v4_envs()
+    registration.register_v5_envs()
 
 
 def env_steps(algorithm: Algorithm, params: dict) -> int:
@@ -96,18 +150,36 @@ def get(name: str, field: str = "algorithm") -> Algorithm:
 
 
 def env_ids_for(algorithm: Algorithm) -> tuple[str, ...]:
-    return ENV_IDS[algorithm.action_space]
+    """The env ids the script trains on: those of its families with its action space."""
+    return tuple(e for f in algorithm.families for e in ENVS[f].get(algorithm.action_space, ()))
 
 
 def check_env(algorithm: Algorithm, env_id: str, field: str = "env_id") -> None:
-    """An env id the algorithm's script can train on: its action space must be the one the script asserts."""
+    """An env id the algorithm's script can train on: a task of its families with the action space it asserts."""
     allowed = env_ids_for(algorithm)
     if env_id not in allowed:
         other = [a for a in ALGORITHMS.values() if env_id in env_ids_for(a)]
-        hint = (f"; {env_id} has a {other[0].action_space} action space: "
-                f"use {', '.join(a.name for a in other)}") if other else ""
-        raise ConfigError(field, f"{one_of(env_id, list(allowed))} (the {algorithm.action_space}-action "
-                                 f"classic-control tasks {algorithm.name} trains on){hint}")
+        kind = TASK_KINDS[family_of(env_id) or FAMILY]
+        hint = (f"; {env_id} is {'an' if kind[0] in 'AEIOU' else 'a'} {kind} task with a "
+                f"{other[0].action_space} action space: use {', '.join(a.name for a in other)}") if other else ""
+        kinds = " and ".join(TASK_KINDS[f] for f in algorithm.families)
+        raise ConfigError(field, f"{env_id!r} is not a task {algorithm.name} trains on (it trains on the "
+                                 f"{algorithm.action_space}-action {kinds} tasks){hint}; allowed: "
+                                 f"{', '.join(allowed)}")
+
+
+def prepare_family(family: str) -> None:
+    """In the worker's own process, before a task of ``family`` is made: ALE's ids registered, its banner off,
+    MuJoCo's renderer headless (EGL, unless ``MUJOCO_GL`` says otherwise)."""
+    if family == "atari":
+        register_atari()
+        import ale_py
+
+        ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
+    elif family == "mujoco":
+        import os
+
+        os.environ.setdefault("MUJOCO_GL", "egl")
 
 
 def silence_gym_notice() -> None:

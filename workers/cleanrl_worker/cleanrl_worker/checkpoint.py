@@ -2,7 +2,9 @@
 
 ``modules.pt`` holds the ``state_dict`` of every ``torch.nn.Module`` global of
 the script's ``__main__`` (ppo's ``agent``, td3's ``actor``, ``qf1``, ...);
-``mosaic_state.json`` (written last: a folder without it is not a checkpoint)
+``obs_normalization.json``, where the script normalises observations in an env wrapper
+(ppo_continuous_action), the statistics its policy acts on; ``mosaic_state.json`` (written
+last: a folder without it is not a checkpoint)
 says which script, task and options made them and which one is the policy.
 """
 
@@ -14,6 +16,9 @@ from typing import Any, ClassVar
 from mosaic.workerkit.checkpoints import CheckpointState
 
 MODULES_FILE = "modules.pt"
+#: The observation statistics the policy acts on, where the script normalises observations in its env
+#: wrappers (ppo_continuous_action): ``{"mean", "var", "count", "epsilon"}`` of env 0.
+OBS_NORM_FILE = "obs_normalization.json"
 
 
 @dataclass

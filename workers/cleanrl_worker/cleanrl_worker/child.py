@@ -13,7 +13,13 @@ patches has been imported by the script:
   ``$MOSAIC_CLEANRL_CHECKPOINT_AT_END`` is 0); the closing record carries the
   env steps the script ran (``$MOSAIC_CLEANRL_ENV_STEPS``).
 - ``gym`` / ``gymnasium``: with ``$MOSAIC_CLEANRL_FASTLANE``, the first env the
-  script makes publishes rendered frames to FastLane from its ``step``.
+  script makes publishes rendered frames to FastLane from its ``step``; with
+  ``$MOSAIC_CLEANRL_ALE``, ALE's Atari ids are registered with gymnasium
+  (``algorithms.register_atari``: ale-py 0.12 does that itself only under
+  gymnasium >= 1.1) before the script makes its envs.
+- checkpoints: besides the networks, the observation statistics of env 0's
+  ``NormalizeObservation`` wrapper (ppo_continuous_action's), which its policy
+  needs to act.
 - ``stable_baselines3.common.buffers``: SB3 2.x's ``ReplayBuffer`` only takes
   gymnasium spaces; the gym 0.23 spaces of c51, sac and td3 are converted to
   their gymnasium equivalents (same shapes, bounds and dtypes) on the way in.
@@ -194,7 +200,7 @@ def save_checkpoint() -> None:
         return
     import torch
 
-    from cleanrl_worker.checkpoint import MODULES_FILE, CleanRLCheckpointState
+    from cleanrl_worker.checkpoint import MODULES_FILE, OBS_NORM_FILE, CleanRLCheckpointState
     from mosaic.workerkit.checkpoints import checkpoint_folder
 
     main = sys.modules.get("__main__")
@@ -207,6 +213,9 @@ def save_checkpoint() -> None:
     staging = folder.with_name(f".{folder.name}.{os.getpid()}")
     staging.mkdir(parents=True, exist_ok=True)
     torch.save({name: module.state_dict() for name, module in modules.items()}, staging / MODULES_FILE)
+    stats = _obs_normalization(getattr(main, "envs", None))
+    if stats is not None:
+        (staging / OBS_NORM_FILE).write_text(json.dumps(stats))
     CleanRLCheckpointState(iteration=_state["iteration"], timesteps_total=_state["step"],
                            episodes=_state["episodes"], run_id=info.get("run_id", ""),
                            algorithm=info.get("algorithm", ""), env_id=info.get("env_id", ""),
@@ -222,6 +231,23 @@ def save_checkpoint() -> None:
     _state["last_checkpoint_step"] = _state["step"]
     send("checkpoint", path=str(folder), iteration=_state["iteration"], step=_state["step"],
          episodes=_state["episodes"])
+
+
+def _obs_normalization(envs: Any) -> dict[str, Any] | None:
+    """The running mean and variance of env 0's ``NormalizeObservation`` (None: the script has none).
+
+    Each sub-env of the script's vector env normalises with statistics of its own; env 0's are kept.
+    The wrapper chain is walked through ``.env`` (read from each wrapper's own attributes, never through
+    gymnasium's forwarding ``__getattr__``).
+    """
+    env = next(iter(getattr(envs, "envs", None) or []), None)
+    while env is not None:
+        found = vars(env).get("obs_rms")
+        if found is not None:
+            return {"mean": _jsonable(found.mean), "var": _jsonable(found.var), "count": float(found.count),
+                    "epsilon": float(vars(env).get("epsilon", 1e-8)), "wrapper": type(env).__name__}
+        env = vars(env).get("env")
+    return None
 
 
 # -- SB3's replay buffer and gym 0.23 spaces --------------------------------------------
@@ -257,6 +283,14 @@ def _patch_buffers(module: Any) -> None:
 _lane: dict[str, Any] = {}
 
 
+def _patch_gymnasium(module: Any) -> None:
+    if os.environ.get("MOSAIC_CLEANRL_ALE"):
+        from cleanrl_worker.algorithms import register_atari
+
+        register_atari()
+    _patch_make(module)
+
+
 def _patch_make(module: Any) -> None:
     spec = os.environ.get("MOSAIC_CLEANRL_FASTLANE")
     if not spec:
@@ -288,5 +322,5 @@ def install() -> None:
     threading.Thread(target=_flush_loop, name="mosaic-telemetry-flush", daemon=True).start()
     _HOOKS.update({"torch.utils.tensorboard": _patch_tensorboard,
                    "stable_baselines3.common.buffers": _patch_buffers,
-                   "gym": _patch_make, "gymnasium": _patch_make})
+                   "gym": _patch_make, "gymnasium": _patch_gymnasium})
     sys.meta_path.insert(0, _PostImportFinder())

@@ -25,6 +25,7 @@ def deep_validate(config: CleanRLConfig) -> dict[str, Any]:
 
     algorithms.silence_gym_notice()
     api = importlib.import_module(config.algo.env_api)
+    algorithms.prepare_family(config.environment.family)
     env = api.make(config.resolved_env_id)
     try:
         return {"observation_space": repr(env.observation_space), "action_space": repr(env.action_space)}
@@ -47,7 +48,12 @@ def dry_run(config: CleanRLConfig, checked: Any) -> dict[str, Any]:
 
 
 def envs() -> dict[str, list[str]]:
-    return {algorithms.ENV_FAMILY: sorted({e for ids in algorithms.ENV_IDS.values() for e in ids})}
+    """Each family whose library is installed here, with its ids (those of every action space)."""
+    import importlib.util
+
+    return {family: sorted({e for ids in by_space.values() for e in ids})
+            for family, by_space in algorithms.ENVS.items()
+            if importlib.util.find_spec(algorithms.FAMILY_MODULES[family]) is not None}
 
 
 def make_runtime(config: CleanRLConfig, context: Any) -> Any:
@@ -65,7 +71,8 @@ def evaluate(request: Any) -> int:
 PROGRAM = WorkerProgram(name="cleanrl", config_from_dict=CleanRLConfig.from_dict, make_runtime=make_runtime,
                         default_config=default_config, deep_validate=deep_validate,
                         describe=get_worker_metadata, config_class=CleanRLConfig,
-                        packages=("mosaic-cleanrl-worker", "cleanrl", "torch", "gym", "gymnasium", "numpy"),
+                        packages=("mosaic-cleanrl-worker", "cleanrl", "torch", "gym", "gymnasium", "numpy", "ale-py",
+                                  "mujoco"),
                         algo_params_schema=params_schema, envs=envs, dry_run=dry_run, evaluate=evaluate,
                         heartbeat_interval_s=lambda config: config.reporting.heartbeat_interval_s)
 

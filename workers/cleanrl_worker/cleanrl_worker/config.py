@@ -159,23 +159,27 @@ def params_schema(name: str) -> dict[str, Any]:
 
 FIELDS = FieldMap(
     honoured={
-        "algorithm": "which CleanRL script runs (ppo, dqn, c51, sac, td3, ddpg)",
-        "environment.family": "gymnasium (the only family: Gym/Gymnasium classic-control tasks)",
-        "environment.env_id": "the script's --env-id (empty: CartPole-v1 for discrete scripts, Pendulum-v1 "
-                              "for continuous ones)",
+        "algorithm": "which CleanRL script runs (ppo, dqn, c51, sac, td3, ddpg, dqn_atari, "
+                     "ppo_continuous_action)",
+        "environment.family": "gymnasium (classic control), atari (ALE, dqn_atari) or mujoco (ddpg, "
+                              "ppo_continuous_action); empty: the env id's family",
+        "environment.env_id": "the script's --env-id (empty: the script's default task: CartPole-v1, "
+                              "Pendulum-v1, BreakoutNoFrameskip-v4 for dqn_atari, HalfCheetah-v4 for "
+                              "ppo_continuous_action)",
         "seed": "the script's --seed",
         "total_timesteps": "the script's --total-timesteps (ppo runs whole rollouts: the steps that will "
                            "run are said up front)",
-        "num_envs": "the script's --num-envs (ppo, dqn; refused for scripts without that option)",
+        "num_envs": "the script's --num-envs (ppo, ppo_continuous_action; dqn and dqn_atari: 1; refused for "
+                    "scripts without that option)",
         "learning_rate": "the script's --learning-rate (refused for sac: algo_params.policy_lr and q_lr)",
         "gamma": "the script's --gamma",
-        "batch_size": "the script's --batch-size (refused for ppo: its minibatch is num_envs × num_steps / "
-                      "algo_params.num_minibatches)",
+        "batch_size": "the script's --batch-size (refused for ppo and ppo_continuous_action: the minibatch is "
+                      "num_envs × num_steps / algo_params.num_minibatches)",
         "checkpoint.every_timesteps": "the script's networks saved at the first iteration end at or past "
                                       "each multiple",
         "checkpoint.at_end": "the script's networks saved when its TensorBoard writer closes",
         "reporting.heartbeat_interval_s": "MOSAIC's heartbeat while the script runs",
-        "fastlane": "frames of the script's first env",
+        "fastlane": "frames of the script's first env (Atari: the ALE screen, 210x160 RGB, every frame)",
         "resources.threads": "OMP_NUM_THREADS / MKL_NUM_THREADS of the script's process",
         "resources.cpus": "CPUs the daemon reserves for the run",
         "resources.gpus": "the script's --cuda (0: --cuda False, the CPU; up to 1: --cuda True, its one CUDA "
@@ -201,15 +205,16 @@ def _default_environment() -> Environment:
 
 @dataclass
 class CleanRLConfig(RunConfig):
-    """A CleanRL run: one script, one classic-control task, the script's own hyperparameters."""
+    """A CleanRL run: one script, one task (classic control, Atari, MuJoCo), the script's own hyperparameters."""
 
     FIELDS: ClassVar[FieldMap] = FIELDS
 
-    algorithm: str = option("ppo", help="which CleanRL script runs: ppo, dqn, c51, sac, td3, ddpg (traits: "
-                                        "cleanrl_worker/algorithms.py); any case is accepted")
+    algorithm: str = option("ppo", help="which CleanRL script runs: ppo, dqn, c51, sac, td3, ddpg, dqn_atari, "
+                                        "ppo_continuous_action (traits: cleanrl_worker/algorithms.py); any "
+                                        "case is accepted")
     environment: Environment = option(default_factory=_default_environment,
-                                      help="family 'gymnasium'; env_id a classic-control task (empty: "
-                                           "CartPole-v1 discrete, Pendulum-v1 box)")
+                                      help="family 'gymnasium' (classic control), 'atari' or 'mujoco'; env_id "
+                                           "a task of the script's families (empty: the script's default)")
     seed: int = option(1, min=0, help="the script's --seed (CleanRL's default is 1)")
     capture_video: bool = option(False, help="the script records videos of env 0 into videos/ of the run")
 
@@ -229,11 +234,17 @@ class CleanRLConfig(RunConfig):
     def from_dict(cls, data: Mapping[str, Any]) -> "CleanRLConfig":
         config = configkit.from_dict(cls, data)
         config.check_shared()
-        if config.environment.family not in ("", FAMILY):
-            raise ConfigError("environment.family", f"{config.environment.family!r} is not offered by the "
-                                                    f"cleanrl worker; allowed: {FAMILY}")
-        config.environment.family = FAMILY
+        family = config.environment.family
+        if family not in ("", *algorithms.FAMILIES):
+            raise ConfigError("environment.family", f"{family!r} is not offered by the cleanrl worker; allowed: "
+                                                    f"{', '.join(algorithms.FAMILIES)}")
         algorithms.check_env(config.algo, config.resolved_env_id, field="environment.env_id")
+        found = algorithms.family_of(config.resolved_env_id) or FAMILY
+        # No family, or the default one with no env id (the script's default task): the task's own family.
+        if family and family != found and (family != FAMILY or config.environment.env_id):
+            raise ConfigError("environment.family", f"{family!r} does not hold {config.resolved_env_id} (a "
+                                                    f"{found} task); allowed: {found}")
+        config.environment.family = found
         config.environment.env_id = config.resolved_env_id  # the run's config says which env it plays
         config.algo_params = check_params(config)
         check_gpus(config.resources.gpus, "torch", max_gpus=1)  # a script trains on one device
@@ -306,9 +317,9 @@ def check_params(config: CleanRLConfig) -> dict[str, Any]:
         params[name].check(value, shared)
     config.algo_params = checked
     values = config.params()
-    if config.algorithm == "dqn" and values.get("num_envs", 1) != 1:
+    if config.algo.single_env and values.get("num_envs", 1) != 1:
         field = "num_envs" if config.num_envs is not None else "algo_params.num_envs"
-        raise ConfigError(field, f"{values['num_envs']}: CleanRL's dqn.py asserts a single env "
+        raise ConfigError(field, f"{values['num_envs']}: CleanRL's {config.algo.script} asserts a single env "
                                  "(\"vectorized envs are not supported\"); allowed: 1")
     # Budgets the script would accept and then silently not train on.
     total = values["total_timesteps"]

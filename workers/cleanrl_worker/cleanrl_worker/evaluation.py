@@ -3,10 +3,16 @@
 The network is rebuilt from the script module (imported, not run: its training
 sits under ``if __name__ == "__main__"``) with the vector env the script
 would make, so shapes and buffers (``action_scale``) match; then its weights
-are loaded and it plays the task greedily: ppo the most likely action, dqn the
-largest Q-value, c51 the largest expected return, sac the squashed mean, td3
-and ddpg their deterministic actor. Results, confidence intervals, CSV and
-GIF videos are written by :mod:`mosaic.workerkit.evaluation`, as for every worker.
+are loaded and it plays the task greedily: ppo the most likely action, dqn and
+dqn_atari the largest Q-value, c51 the largest expected return, sac the squashed
+mean, td3 and ddpg their deterministic actor, ppo_continuous_action the mean of
+its Gaussian, on observations normalised with the statistics the checkpoint kept
+(env 0's, frozen). Atari games are played through the script's own wrappers
+(frame skip, 84x84 grey frames, a stack of 4), a lost life going on to the next
+until the game is over; the score and length are the script's
+``RecordEpisodeStatistics`` ones (the game's unclipped score, in frames), and
+frames are the ALE screen. Results, confidence intervals, CSV and GIF videos are
+written by :mod:`mosaic.workerkit.evaluation`, as for every worker.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from mosaic.workerkit.evaluation import (EvaluationResults, FrameSink, eval_lane
                                          save_results)
 
 from cleanrl_worker import algorithms
-from cleanrl_worker.checkpoint import MODULES_FILE, CleanRLCheckpointState
+from cleanrl_worker.checkpoint import MODULES_FILE, OBS_NORM_FILE, CleanRLCheckpointState
 from cleanrl_worker.telemetry import AGENT, MODULE
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rendering for videos needs no display
@@ -36,7 +42,11 @@ GREEDY: dict[str, Callable[[Any, Any], Any]] = {
     "sac": lambda net, x: net.get_action(x)[2],
     "td3": lambda net, x: net(x),
     "ddpg": lambda net, x: net(x),
+    "dqn_atari": lambda net, x: net(x).argmax(dim=-1),
+    "ppo_continuous_action": lambda net, x: net.actor_mean(x),
 }
+#: ppo_continuous_action clips its normalised observations to this range (its TransformObservation).
+OBS_CLIP = 10.0
 
 
 class Policy:
@@ -48,13 +58,13 @@ class Policy:
         self.state = state
         self.algo = algorithms.get(state.algorithm, "checkpoint")
         algorithms.silence_gym_notice()
+        self.family = algorithms.family_of(state.env_id) or algorithms.FAMILY
         self.module = importlib.import_module(self.algo.module)
         self.api = importlib.import_module(self.algo.env_api)
+        algorithms.prepare_family(self.family)
         params = state.params
         num_envs = int(params.get("num_envs", 1))
-        envs = self.api.vector.SyncVectorEnv(
-            [self.module.make_env(state.env_id, int(params.get("seed", 0)) + i, i, False, "eval")
-             for i in range(num_envs)])
+        envs = self.api.vector.SyncVectorEnv([self.script_env(i) for i in range(num_envs)])
         cls = getattr(self.module, self.algo.policy_class)
         extra = ({k: params[k] for k in ("n_atoms", "v_min", "v_max")} if state.algorithm == "c51" else {})
         self.net = cls(envs, **extra)
@@ -64,23 +74,71 @@ class Policy:
         self.net.eval()
         self.greedy = GREEDY[state.algorithm]
         self.module_id = MODULE
+        self.obs_norm = None
+        if (folder / OBS_NORM_FILE).is_file():
+            import json
+
+            stats = json.loads((folder / OBS_NORM_FILE).read_text())
+            self.obs_norm = (np.asarray(stats["mean"], dtype=np.float64),
+                             np.sqrt(np.asarray(stats["var"], dtype=np.float64) + float(stats["epsilon"])))
+        elif self.algo.name == "ppo_continuous_action":
+            raise UserError(f"--evaluate: {folder} holds no {OBS_NORM_FILE}: ppo_continuous_action's policy acts "
+                            "on observations normalised by its training envs, and this checkpoint did not keep "
+                            "their statistics; allowed: a checkpoint saved by this worker version")
+
+    def script_env(self, idx: int) -> Any:
+        """The script's own ``make_env`` thunk for sub-env ``idx``, called with the arguments it takes."""
+        params = self.state.params
+        values = {"env_id": self.state.env_id, "seed": int(params.get("seed", 0)) + idx, "idx": idx,
+                  "capture_video": False, "run_name": "eval", "gamma": float(params.get("gamma", 0.99))}
+        return self.module.make_env(*(values[name] for name in self.algo.make_env_args))
 
     def compute_action(self, obs: Any) -> Any:
         import torch
 
+        obs = np.asarray(obs, dtype=np.float32)
+        if self.obs_norm is not None:
+            mean, std = self.obs_norm
+            obs = np.clip((obs - mean) / std, -OBS_CLIP, OBS_CLIP).astype(np.float32)
         with torch.no_grad():
-            action = self.greedy(self.net, torch.as_tensor(np.asarray(obs, dtype=np.float32)).unsqueeze(0))
+            action = self.greedy(self.net, torch.as_tensor(obs).unsqueeze(0))
         action = action.cpu().numpy()[0]
         return int(action) if self.algo.action_space == "discrete" else action
 
 
 def make_env(policy: Policy, render: bool) -> Any:
+    if policy.family == "atari":  # the script's wrappers make the observations its network was trained on
+        return policy.script_env(0)()
     if policy.algo.env_api == "gymnasium":
         return policy.api.make(policy.state.env_id, **({"render_mode": "rgb_array"} if render else {}))
     return policy.api.make(policy.state.env_id)
 
 
+def play_atari(policy: Policy, env: Any, seed: int, frames: FrameSink | None) -> tuple[float, int]:
+    """One game through the script's wrappers: a lost life ends their episode (EpisodicLifeEnv), not the game.
+
+    The game is over when the script's ``RecordEpisodeStatistics`` (right above the ALE env) reports it; its
+    return is the game's score (rewards unclipped) and its length the frames played.
+    """
+    obs, _ = env.reset(seed=seed)
+    screen = env.unwrapped.ale.getScreenRGB
+    clipped, steps = 0.0, 0
+    while True:
+        if frames is not None:
+            frames.append(screen, steps, {AGENT: clipped})
+        obs, reward, terminated, truncated, info = env.step(policy.compute_action(obs))
+        clipped += float(reward)
+        steps += 1
+        if "episode" in info:
+            episode = info["episode"]
+            return (float(np.asarray(episode["r"]).reshape(-1)[0]), int(np.asarray(episode["l"]).reshape(-1)[0]))
+        if terminated or truncated:
+            obs, _ = env.reset()
+
+
 def play(policy: Policy, env: Any, seed: int, frames: FrameSink | None) -> tuple[float, int]:
+    if policy.family == "atari":
+        return play_atari(policy, env, seed, frames)
     gymnasium_api = policy.algo.env_api == "gymnasium"
     obs = env.reset(seed=seed)
     if gymnasium_api:
@@ -120,7 +178,7 @@ def evaluate(request: Any) -> int:
         env.close()
         if lane is not None:
             lane.close()
-    results = EvaluationResults(episodes, {"family": algorithms.ENV_FAMILY, "env_id": state.env_id,
+    results = EvaluationResults(episodes, {"family": policy.family, "env_id": state.env_id,
                                            "algorithm": state.algorithm}, str(folder))
     save_results(results, folder, None, videos)
     print_results(results, request.json)

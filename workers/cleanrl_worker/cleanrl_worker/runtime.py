@@ -9,7 +9,10 @@ SIGTERM, SIGKILL after a short grace) and relays the records
 The child's environment: ``PYTHONPATH`` starts with ``site/`` (the observers'
 ``sitecustomize``), ``SDL_NO_SIGNAL_HANDLERS=1`` (pygame's SDL would otherwise
 swallow SIGTERM while videos are captured) and ``SDL_VIDEODRIVER=dummy`` (no
-display). Its working directory is the run folder.
+display). Atari runs get ``MOSAIC_CLEANRL_ALE=1`` (ALE's ids registered by the
+import hook on gymnasium), MuJoCo runs ``MUJOCO_GL=egl`` unless it is set
+(MuJoCo renders headless through EGL; rendering only). Its working directory is
+the run folder.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from cleanrl_worker.telemetry import AGENT, Translator
 
 SITE_DIR = Path(cleanrl_worker.__file__).parent / "site"
 PACKAGES = ("mosaic-marl", "mosaic-cleanrl-worker", "cleanrl", "torch", "gym", "gymnasium", "numpy",
-            "stable-baselines3", "tensorboard", "moviepy", "pygame")
+            "stable-baselines3", "tensorboard", "moviepy", "pygame", "ale-py", "mujoco", "opencv-python-headless")
 #: Seconds between SIGTERM and SIGKILL when a run is cancelled.
 CANCEL_GRACE_S = 5.0
 
@@ -53,6 +56,10 @@ def child_env(config: CleanRLConfig, run_root: Path) -> dict[str, str]:
            "MOSAIC_CLEANRL_ENV_STEPS": str(config.env_steps()),
            "MOSAIC_CLEANRL_STATE": json.dumps(state)}
     env.update(thread_env(config.resources.threads))
+    if config.environment.family == "atari":
+        env["MOSAIC_CLEANRL_ALE"] = "1"  # ALE's ids registered with gymnasium 0.29.1 (child.py)
+    elif config.environment.family == "mujoco" and "MUJOCO_GL" not in os.environ:
+        env["MUJOCO_GL"] = "egl"  # headless rendering (FastLane, capture_video); dynamics do not change
     if config.fastlane.enabled:
         env["MOSAIC_CLEANRL_FASTLANE"] = json.dumps({"run_id": config.run_id, "run_dir": str(run_root),
                                                      "config": config.fastlane.__dict__})

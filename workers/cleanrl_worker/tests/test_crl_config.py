@@ -9,7 +9,7 @@ import subprocess
 
 from crl_support import TINY
 
-ALGORITHMS = ["ppo", "dqn", "c51", "sac", "td3", "ddpg"]
+ALGORITHMS = ["ppo", "dqn", "c51", "sac", "td3", "ddpg", "dqn_atari", "ppo_continuous_action"]
 
 
 def test_schema_of_each_algorithm_follows_its_script(home):
@@ -71,7 +71,7 @@ print(json.dumps({"params": params, "torch_imported": "torch" in sys.modules}))
 
 
 BAD = [
-    ({"algorithm": "a2c"}, "algorithm", "ppo, dqn, c51, sac, td3, ddpg"),
+    ({"algorithm": "a2c"}, "algorithm", "ppo, dqn, c51, sac, td3, ddpg, dqn_atari, ppo_continuous_action"),
     ({"algorithm": "ppo", "algo_params": {"learnin_rate": 0.1}}, "algo_params.learnin_rate", "learning_rate"),
     ({"algorithm": "ppo", "algo_params": {"num_envs": "four"}}, "algo_params.num_envs", "integer"),
     ({"algorithm": "ppo", "algo_params": {"num_envs": True}}, "algo_params.num_envs", "integer"),
@@ -84,7 +84,8 @@ BAD = [
     ({"algorithm": "dqn", "algo_params": {"upload_model": False}}, "algo_params.upload_model", "Hugging Face"),
     ({"algorithm": "sac", "environment": {"env_id": "CartPole-v1"}}, "environment.env_id", "Pendulum-v1"),
     ({"algorithm": "ppo", "environment": {"env_id": "Pendulum-v1"}}, "environment.env_id", "use sac, td3, ddpg"),
-    ({"algorithm": "ppo", "environment": {"family": "classic"}}, "environment.family", "allowed: gymnasium"),
+    ({"algorithm": "ppo", "environment": {"family": "classic"}}, "environment.family",
+     "allowed: gymnasium, atari, mujoco"),
     ({"algorithm": "ppo", "total_timesteps": 100}, "total_timesteps", "rollout"),
     ({"algorithm": "ppo", "total_timesteps": 1000, "num_envs": 8}, "total_timesteps", "rollout"),
     ({"algorithm": "dqn", "total_timesteps": 500, "algo_params": {"learning_starts": 500}},
@@ -257,7 +258,8 @@ def test_bad_config_through_mosaic_run_creates_no_run(home):
 
 
 def test_every_algorithm_dry_runs_on_every_env_id_it_claims(home):
-    """The claim is the list in algorithms.ENV_IDS: each id is made by each script's env API."""
+    """The claim is the lists in algorithms.ENVS: each id is made by each script's env API (Atari and MuJoCo
+    ids by gymnasium 0.29.1, with ale-py 0.12.1 and mujoco 2.3.7)."""
     check = """
 import json
 from cleanrl_worker import algorithms, cli
@@ -266,6 +268,7 @@ done = []
 for name, algo in algorithms.ALGORITHMS.items():
     for env_id in algorithms.env_ids_for(algo):
         config = CleanRLConfig.from_dict({"run_id": "x", "algorithm": name, "environment": {"env_id": env_id}})
+        assert config.environment.family == algorithms.family_of(env_id)
         shown = cli.dry_run(config, cli.deep_validate(config))
         assert shown["command"][shown["command"].index("--env-id") + 1] == env_id
         assert ("Discrete" in shown["env"]["action_space"]) == (algo.action_space == "discrete")
@@ -275,7 +278,9 @@ print(json.dumps(done))
     proc = subprocess.run([home.python, "-c", check], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     done = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert len(done) == 3 * 3 + 3 * 2
+    # ppo, dqn, c51: 3 classic; sac, td3: 2 classic; ddpg, ppo_continuous_action: 2 classic + 11 MuJoCo;
+    # dqn_atari: 6 Atari games
+    assert len(done) == 3 * 3 + 2 * 2 + 2 * (2 + 11) + 6
 
 
 def test_dry_run_through_mosaic_shows_the_command(home):
@@ -297,3 +302,6 @@ def test_its_environment_has_cleanrl_without_cleanrls_own_pins(cleanrl_env):
     assert packages["cleanrl"] == "1.2.0" and packages["pygame"] == "2.6.1"
     assert packages["gym"] == "0.23.1" and packages["gymnasium"] == "0.29.1"
     assert packages["numpy"] == "1.26.4" and packages["torch"].endswith("+cpu")
+    # Atari and MuJoCo: ROMs inside ale-py's wheel (no AutoROM), MuJoCo's own bindings
+    assert packages["ale-py"] == "0.12.1" and packages["mujoco"] == "2.3.7"
+    assert packages["opencv-python-headless"] == "4.11.0.86" and "autorom" not in packages
