@@ -13,6 +13,7 @@ import pytest
 from cli_support import run_cli
 from mosaic.arena.tournament import parse_spec
 from mosaic.errors import UserError
+from mosaic.host.daemon.endpoint import stop_daemon
 from mosaic.testing.waiting import wait_until
 
 pytestmark = pytest.mark.xdist_group("arena")
@@ -86,14 +87,6 @@ def test_an_interrupted_tournament_resumes_without_replaying_a_game(tmp_path):
     assert {(g["pairing"], g["game"]): g["returns"] for g in after} == again
 
 
-def stop_daemon(home) -> None:
-    """Stop the daemon a tournament started for ``home`` (by its pid, as the experiments' tests do)."""
-    from mosaic.host.daemon.endpoint import find_daemon
-
-    endpoint = find_daemon(home)
-    if endpoint is not None:
-        os.kill(endpoint.pid, signal.SIGTERM)
-        wait_until(lambda: find_daemon(home) is None, 60, "the tournament's daemon to stop")
 
 
 def test_games_in_parallel_are_the_games_played_one_after_another(tmp_path):

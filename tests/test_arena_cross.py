@@ -9,6 +9,7 @@ import json
 import pytest
 
 from cli_support import REPO, run_cli, write_config
+from mosaic.host.daemon.endpoint import stop_daemon
 from mosaic.testing.stub_llm_server import StubServer
 
 pytestmark = pytest.mark.xdist_group("arena")
@@ -51,18 +52,6 @@ def field(tmp_path_factory):
                "llm": llm, "server": server}
 
 
-def stop_daemon(home) -> None:
-    """Stop the daemon the tournament started for ``home`` (by its pid)."""
-    import os
-    import signal
-
-    from mosaic.host.daemon.endpoint import find_daemon
-    from mosaic.testing.waiting import wait_until
-
-    endpoint = find_daemon(home)
-    if endpoint is not None:
-        os.kill(endpoint.pid, signal.SIGTERM)
-        wait_until(lambda: find_daemon(home) is None, 60, "the tournament's daemon to stop")
 
 
 def test_four_libraries_meet_in_one_tournament(field, tmp_path):

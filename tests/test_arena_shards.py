@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cli_support import REPO, run_cli
+from mosaic.host.daemon.endpoint import stop_daemon
 from mosaic.testing.waiting import wait_until
 
 pytestmark = pytest.mark.xdist_group("arena")
@@ -35,13 +36,6 @@ def crash_once(agent, observation):
     return first_legal(agent, observation)
 
 
-def stop_daemon(home) -> None:
-    from mosaic.host.daemon.endpoint import find_daemon
-
-    endpoint = find_daemon(home)
-    if endpoint is not None:
-        os.kill(endpoint.pid, signal.SIGTERM)
-        wait_until(lambda: find_daemon(home) is None, 60, "the tournament's daemon to stop")
 
 
 def journal(home, name):

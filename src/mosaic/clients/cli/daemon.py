@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from typing import Any
 
 from mosaic.clients.cli.common import RUN_COLUMNS, _config_of, _daemon_client, _format_event, _summary_row, _table, apply_overrides, listing_row
@@ -30,12 +29,10 @@ def _parse_pythons(items: list[str]) -> dict[str, str]:
 
 def cmd_daemon(args: argparse.Namespace) -> int:
     import importlib.util
-    import os
-    import signal
 
     if importlib.util.find_spec("grpc") is None:
         raise UserError("the daemon needs the 'daemon' extra: pip install 'mosaic-marl[daemon]'")
-    from mosaic.host.daemon.endpoint import find_daemon, is_locked
+    from mosaic.host.daemon.endpoint import stop_daemon
     from mosaic.host.daemon.settings import DaemonSettings
 
     home = RunStore().home
@@ -49,17 +46,13 @@ def cmd_daemon(args: argparse.Namespace) -> int:
                           or "none"))
         return 0
     if args.action == "stop":
-        endpoint = find_daemon(home)
-        if endpoint is None:
+        try:
+            pid = stop_daemon(home, args.timeout)
+        except TimeoutError as exc:
+            raise UserError(str(exc)) from None
+        if pid is None:
             raise UserError(f"no daemon serves MOSAIC_HOME={home}")
-        os.kill(endpoint.pid, signal.SIGTERM)
-        settings = DaemonSettings(home=home)
-        deadline = time.monotonic() + args.timeout
-        while is_locked(settings.lock_path):
-            if time.monotonic() > deadline:
-                raise UserError(f"daemon pid {endpoint.pid} is still stopping after {args.timeout:g} s")
-            time.sleep(0.1)
-        print(f"daemon pid {endpoint.pid} stopped")
+        print(f"daemon pid {pid} stopped")
         return 0
     from mosaic.host.daemon.server import run_daemon
 

@@ -133,26 +133,8 @@ def share_of_colour(image: QImage, colour: str, tolerance: int = 40) -> float:
 
 
 def stop_daemon(home: Any, timeout: float = 60.0) -> None:
-    """Stop the daemon serving ``home`` (one the window started), waiting for it to let go of the home."""
-    import os
-    import signal
-    import time
+    """Stop the daemon serving ``home`` (one the window started), waiting for it to let go of the home
+    (killed if it has not after ``timeout`` seconds)."""
+    from mosaic.host.daemon.endpoint import stop_daemon as stop
 
-    import psutil
-
-    from mosaic.host.daemon.endpoint import find_daemon
-
-    endpoint = find_daemon(home)
-    if endpoint is None:
-        return
-    try:
-        proc = psutil.Process(endpoint.pid)
-        os.kill(endpoint.pid, signal.SIGTERM)
-        proc.wait(timeout)
-    except (psutil.NoSuchProcess, ProcessLookupError):
-        pass
-    except psutil.TimeoutExpired:
-        os.kill(endpoint.pid, signal.SIGKILL)
-    deadline = time.monotonic() + timeout
-    while find_daemon(home) is not None and time.monotonic() < deadline:
-        time.sleep(0.1)
+    stop(home, timeout, kill_after=True)

@@ -100,3 +100,32 @@ def find_daemon(home: Path) -> Endpoint | None:
     if not is_locked(state / "daemon.lock"):
         return None
     return read_endpoint_file(state / "daemon.json")
+
+
+def stop_daemon(home: Path, timeout: float = 90.0, kill_after: bool = False) -> int | None:
+    """Ask the daemon serving ``home`` to stop (SIGTERM) and wait until it has let go of the home; its pid,
+    or None when none served it. Still there after ``timeout`` seconds: SIGKILL when ``kill_after``, else
+    :class:`TimeoutError`."""
+    import os
+    import signal
+    import time
+
+    endpoint = find_daemon(home)
+    if endpoint is None:
+        return None
+    try:
+        os.kill(endpoint.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return endpoint.pid
+    deadline = time.monotonic() + timeout
+    while find_daemon(home) is not None:
+        if time.monotonic() > deadline:
+            if not kill_after:
+                raise TimeoutError(f"daemon pid {endpoint.pid} is still stopping after {timeout:g} s")
+            try:
+                os.kill(endpoint.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            kill_after, deadline = False, time.monotonic() + timeout
+        time.sleep(0.1)
+    return endpoint.pid
