@@ -16,7 +16,6 @@ def shipped_yaml(home, *parts: str) -> dict:
 
 @pytest.mark.parametrize("fields,field,words", [
     ({"algorithm": "mapo"}, "algorithm", "'mapo' is not one of"),
-    ({"algorithm": "coma"}, "algorithm", "coma is not supported: XuanCe 1.4.4's COMA learner sets huber_delta=None"),
     ({"algo_params": {"clip_rnage": 0.1}}, "algo_params.clip_rnage", "did you mean 'clip_range'?"),
     ({"algo_params": {"clip_range": "wide"}}, "algo_params.clip_range", "'wide' is not a number (XuanCe's default is 0.2)"),
     ({"algo_params": {"parallels": 4}}, "algo_params.parallels", "set the top-level 'num_envs' instead"),
@@ -215,7 +214,7 @@ def test_restore_from_is_checked_before_any_run_folder_exists(home, tmp_path):
         fields = {"algorithm": "iql", "checkpoint": {"restore_from": path}}
         home.check_refused(fields, "checkpoint.restore_from", words)
         dry = home.cli("run", "--dry-run", str(home.config("dry", **fields)))
-        assert dry.returncode == 2 and f"checkpoint.restore_from: " in dry.stderr and words in dry.stderr, dry.stderr
+        assert dry.returncode == 2 and "checkpoint.restore_from: " in dry.stderr and words in dry.stderr, dry.stderr
     assert home.runs() == []
     good = fake_checkpoint(tmp_path / "iql")
     assert validate(home, {"algorithm": "iql", "checkpoint": {"restore_from": good}}).returncode == 0

@@ -19,6 +19,7 @@ TINY: dict[str, dict[str, Any]] = {
     "vdn": {"total_timesteps": 800, "num_envs": 2, "batch_size": 32, "algo_params": _OFF_POLICY},
     "iql": {"total_timesteps": 800, "num_envs": 2, "batch_size": 32, "algo_params": _OFF_POLICY},
     "maddpg": {"total_timesteps": 800, "num_envs": 2, "batch_size": 32, "algo_params": _OFF_POLICY},
+    "coma": {"total_timesteps": 800, "num_envs": 2, "batch_size": 200},
 }
 
 

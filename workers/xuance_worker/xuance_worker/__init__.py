@@ -17,15 +17,15 @@ from mosaic.workerkit.contract import ResourceEstimate, WorkerCapabilities, Work
 
 __version__ = "0.1.0"
 
-#: What a config may name (``coma`` is refused with its reason: algorithms.py).
-ALGORITHMS = ("mappo", "ippo", "qmix", "vdn", "iql", "maddpg")
+#: What a config may name (traits: algorithms.py; COMA through learner_shims.py).
+ALGORITHMS = ("mappo", "ippo", "qmix", "vdn", "iql", "maddpg", "coma")
 
 
 
 def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
     meta = WorkerMetadata(
         name="XuanCe", version=__version__,
-        description="XuanCe's multi-agent algorithms (MAPPO, IPPO, QMIX, VDN, IQL, MADDPG) on PettingZoo "
+        description="XuanCe's multi-agent algorithms (MAPPO, IPPO, QMIX, VDN, IQL, MADDPG, COMA) on PettingZoo "
                     "MPE, SISL, Butterfly and simultaneous classic envs, called in-process in its own "
                     "environment (numpy 1).",
         upstream_library="xuance", upstream_version=installed_version("xuance"), license="MIT")

@@ -44,11 +44,8 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
               "", "independent DQN per agent"),
     Algorithm("maddpg", "MADDPG", False, {"box": "MADDPG_Policy"},
               "critic", "DDPG per agent with centralised critics (all observations and actions)"),
-    Algorithm("coma", "COMA", True, {"discrete": "Categorical_MAAC_Policy"}, "critic",
-              "counterfactual baselines from a centralised critic",
-              refused="XuanCe 1.4.4's COMA learner sets huber_delta=None and its base class then builds "
-                      "torch.nn.HuberLoss(delta=None), which torch 2.13 rejects (TypeError) before training "
-                      "starts; the worker does not edit XuanCe"),
+    Algorithm("coma", "COMA", True, {"discrete": "Categorical_COMA_Policy"}, "critic",
+              "counterfactual baselines from a centralised critic (learner_shims.py)"),
 )}
 
 

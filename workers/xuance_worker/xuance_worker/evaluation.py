@@ -84,6 +84,7 @@ def saved_config(config: dict[str, Any]) -> dict[str, Any]:
 def load_agent(folder: Path, state: Any, scratch: Path) -> tuple[Any, Any, Any]:
     """(XuanCe agent with the checkpoint's weights, its envs, the run's config)."""
     from xuance_worker import envs as env_adapter
+    from xuance_worker import learner_shims
     from xuance_worker.config import XuanCeConfig
     from xuance_worker.runtime import probe_env, quiet_xuance, xuance_arguments
 
@@ -97,6 +98,7 @@ def load_agent(folder: Path, state: Any, scratch: Path) -> tuple[Any, Any, Any]:
     from xuance.torch.agents import REGISTRY_Agents
 
     env_adapter.register()
+    learner_shims.register()
     args = xuance_arguments(config, scratch, probe_env(config))
     envs = make_envs(args)
     agent = REGISTRY_Agents[args.agent](args, envs)

@@ -34,6 +34,7 @@ from mosaic.workerkit.threads import limit_torch_threads
 from mosaic.workerkit.cli import WorkerContext
 
 from xuance_worker import envs as env_adapter
+from xuance_worker import learner_shims
 from xuance_worker.config import MODEL_FILE, XuanCeCheckpointState, XuanCeConfig  # noqa: F401 (re-exported)
 from xuance_worker.telemetry import Reporter, make_callback
 
@@ -302,6 +303,7 @@ class XuanCeRuntime:
         from xuance.torch.agents import REGISTRY_Agents
 
         env_adapter.register()
+        learner_shims.register()
         args = xuance_arguments(cfg, root, probe)
         envs = make_envs(args)
         try:
