@@ -53,6 +53,31 @@ def validate_run_id(run_id: Any, field: str = "run_id") -> str:
     return run_id
 
 
+def append_jsonl(path: Path, entry: Any) -> None:
+    """Append one JSON line to a journal: the whole line in one write, flushed to disk before returning."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (json.dumps(entry, default=str) + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_jsonl(path: Path) -> list[Any]:
+    """A journal's lines (none if it does not exist yet); a torn line from a crash is skipped."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON so readers never see a half-written file."""
     path.parent.mkdir(parents=True, exist_ok=True)

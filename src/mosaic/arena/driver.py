@@ -21,7 +21,6 @@ actors. Either way the run's telemetry arrives in this machine's run store, and 
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
 import time
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mosaic.errors import UserError
+from mosaic.runs import append_jsonl, read_jsonl
 
 SHARDS_FILE = "shards.jsonl"
 #: A failed shard is submitted again (its unplayed games) this many times before the tournament stops.
@@ -93,25 +93,10 @@ class Driver:
 
     # -- the shard log ------------------------------------------------------------------------------------
     def _log(self, entry: dict[str, Any]) -> None:
-        fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, (json.dumps(entry) + "\n").encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_jsonl(self.log_path, entry)
 
     def _entries(self) -> list[dict[str, Any]]:
-        try:
-            lines = self.log_path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            return []
-        out = []
-        for line in lines:
-            try:
-                out.append(json.loads(line))
-            except ValueError:  # a torn last line
-                continue
-        return out
+        return read_jsonl(self.log_path)
 
     def unfinished(self) -> list[dict[str, Any]]:
         """Shards submitted by an earlier driver that never logged their end, with games not journaled yet."""

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +37,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from mosaic.configkit import read_document
 from mosaic.errors import UserError, one_of
-from mosaic.runs import mosaic_home, write_json_atomic
+from mosaic.runs import append_jsonl, mosaic_home, read_jsonl, write_json_atomic
 
 FORMATS = ("round_robin", "gauntlet")
 SPEC_KEYS = ("name", "description", "environment", "players", "format", "candidate", "games_per_pairing",
@@ -310,25 +309,12 @@ class Tournament:
     def games(self) -> list[dict[str, Any]]:
         """Every finished game (a torn last line from a crash is skipped; a game recorded twice counts once)."""
         seen: dict[tuple[str, int], dict[str, Any]] = {}
-        try:
-            lines = self.games_path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            return []
-        for line in lines:
-            try:
-                game = json.loads(line)
-            except ValueError:
-                continue
+        for game in read_jsonl(self.games_path):
             seen.setdefault((game["pairing"], int(game["game"])), game)
         return list(seen.values())
 
     def record(self, game: Mapping[str, Any]) -> None:
-        fd = os.open(self.games_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, (json.dumps(dict(game)) + "\n").encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_jsonl(self.games_path, dict(game))
 
 
 

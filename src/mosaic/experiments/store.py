@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 from mosaic.errors import UserError
 from mosaic.experiments.plan import Plan
 from mosaic.pids import is_running, start_ticks
-from mosaic.runs import mosaic_home, write_json_atomic
+from mosaic.runs import append_jsonl, mosaic_home, read_jsonl, write_json_atomic
 
 #: A cell's states. ``pending``: no attempt yet, or one to retry; ``retrying`` is pending after a failure.
 CELL_STATES = ("pending", "queued", "running", "completed", "failed", "cancelled")
@@ -152,24 +152,10 @@ class Experiment:
 
     def log(self, event: str, **fields: Any) -> None:
         """Append one journal line (a whole line in one write, flushed to disk)."""
-        line = json.dumps({"ts": time.time(), "event": event, **fields}, default=str) + "\n"
-        fd = os.open(self.journal_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line.encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_jsonl(self.journal_path, {"ts": time.time(), "event": event, **fields})
 
     def journal(self) -> Iterator[dict[str, Any]]:
-        try:
-            text = self.journal_path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return
-        for line in text.splitlines():
-            try:
-                yield json.loads(line)
-            except ValueError:
-                continue  # a torn last line from a crash
+        yield from read_jsonl(self.journal_path)  # a torn last line from a crash is skipped
 
     def cells(self) -> dict[str, CellState]:
         """Each cell's attempts as the journal tells them (attempts not yet ended are as last known)."""
