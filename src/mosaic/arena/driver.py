@@ -218,10 +218,9 @@ class Driver:
                 states = backend.status(list(self.flights))
                 for run_id, state in states.items():
                     flight = self.flights[run_id]
-                    self._absorb(flight)
+                    self._absorb(flight)  # the status was read first: an ended run's lines are all there
                     if state is None or state[0] not in TERMINAL:
                         continue
-                    self._absorb(flight)
                     del self.flights[run_id]
                     retry = self._ended(flight, state[0], state[1])
                     if retry is not None:
