@@ -93,7 +93,8 @@ def test_filters(plugin_dir):
     found = discover_workers()
     assert [w.name for w in found.filter(algorithm="FAKE")] == ["fine_plugin"]
     assert "random" in [w.name for w in found.filter(env_family="classic", paradigm="multi_agent")]
-    assert found.filter(env_family="atari") == []
+    assert found.filter(env_family="no_such_family") == []
+    assert "cleanrl" in [w.name for w in found.filter(env_family="atari")]
 
 
 def test_mosaic_workers_cli_lists_broken_ones_with_reasons(plugin_dir, home):
