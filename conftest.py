@@ -8,6 +8,10 @@ test by test, so neither process is left with all of them at the end. The
 files of a folder that reads machine-wide state (FastLane's tests look at every
 segment in ``/dev/shm`` and collect the garbage of any run) form one group and
 run one after another.
+
+The groups hold only if this hook marks the tests before pytest-xdist reads the
+marks (``tryfirst``), and only under pytest 8 (pinned: pytest 9 ignores the
+group tag pytest-xdist 3.8 adds). ``tests/test_suite_scheduling.py`` checks both.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ SPLIT_FILES = {"workers/xuance_worker/tests/test_xc_training.py", "workers/clean
                "workers/llm_worker/tests/test_llm_worker.py"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which tags each test id with its group
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("xdist_group") is not None:
