@@ -53,7 +53,6 @@ PLAIN = textwrap.dedent('''\
     import torch
     from mpe2 import simple_spread_v3
     from ray.rllib.algorithms.ppo import PPOConfig
-    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
     from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
@@ -66,10 +65,13 @@ PLAIN = textwrap.dedent('''\
     algo = (
         PPOConfig().environment("spread")
         .env_runners(num_env_runners=1, num_envs_per_env_runner=1, num_cpus_per_env_runner=1)
-        .training(train_batch_size_per_learner={batch}, minibatch_size=250, num_epochs=4, lr=3e-4)
+        .training(train_batch_size_per_learner={batch}, minibatch_size=250, num_epochs=4, lr=3e-4,
+                  lambda_=0.95)  # MOSAIC's PPO default (RLlib's is 1.0)
         .multi_agent(policies={{"shared"}}, policy_mapping_fn=lambda agent_id, episode, **kw: "shared")
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={{
-            "shared": RLModuleSpec(model_config=DefaultModelConfig(fcnet_hiddens=[64, 64]))}}))
+            # a dict, as MOSAIC passes it: RLlib's PPO then keeps the value network apart from the policy's
+            # (vf_share_layers False); a DefaultModelConfig object would share them, a smaller network
+            "shared": RLModuleSpec(model_config={{"fcnet_hiddens": [64, 64]}})}}))
         .debugging(seed=0)
     ).build_algo()
     steps = 0
