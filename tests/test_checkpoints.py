@@ -8,7 +8,8 @@ from typing import ClassVar
 
 import pytest
 
-from mosaic.workerkit.checkpoints import STATE_FILE, CheckpointState, checkpoint_folder, resolve, run_checkpoints
+from mosaic.workerkit.checkpoints import (STATE_FILE, CheckpointState, PeriodicCheckpoints, checkpoint_folder, resolve,
+                                        run_checkpoints)
 from mosaic.errors import ConfigError
 
 
@@ -72,3 +73,18 @@ def test_paths_that_hold_no_checkpoint(tmp_path):
     (tmp_path / STATE_FILE).write_text("{not json")
     with pytest.raises(ConfigError, match="cannot read"):
         ToyState.read(tmp_path, "restore_from")
+
+
+@pytest.mark.parametrize("keep,left", [(None, [1, 2, 3, 4]), (2, [3, 4]), (1, [4])])
+def test_periodic_checkpoints_keep_the_newest(tmp_path, keep, left):
+    """`checkpoint.keep` K: after each periodic save the newest K stay; a final checkpoint is never counted."""
+    periodic = PeriodicCheckpoints(keep)
+    for iteration in (1, 2, 3, 4):
+        folder = checkpoint_folder(tmp_path, iteration)
+        folder.mkdir(parents=True)
+        (folder / STATE_FILE).write_text("{}")
+        periodic.add(folder)
+    final = checkpoint_folder(tmp_path, 5)
+    final.mkdir()
+    (final / STATE_FILE).write_text("{}")
+    assert run_checkpoints(tmp_path) == [checkpoint_folder(tmp_path, i) for i in [*left, 5]]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,23 @@ def run_checkpoints(run_root: str | Path) -> list[Path]:
     """A run's complete checkpoints, oldest first."""
     folder = Path(run_root) / CHECKPOINTS_DIR
     return sorted(c for c in folder.glob("checkpoint_*") if is_checkpoint(c)) if folder.is_dir() else []
+
+
+class PeriodicCheckpoints:
+    """A run's periodic checkpoints, oldest first: ``checkpoint.keep`` says how many stay.
+
+    Each one saved is :meth:`add`-ed; the oldest beyond the newest ``keep`` are deleted then
+    (``None``: all stay). A final checkpoint (the run's end, a cancel) is not added: it always stays.
+    """
+
+    def __init__(self, keep: int | None) -> None:
+        self.keep = keep
+        self.folders: list[Path] = []
+
+    def add(self, folder: str | Path) -> None:
+        self.folders.append(Path(folder))
+        while self.keep is not None and len(self.folders) > self.keep:
+            shutil.rmtree(self.folders.pop(0), ignore_errors=True)
 
 
 def resolve(path: str | Path, field: str = "checkpoint", worker: str = "this worker") -> Path:

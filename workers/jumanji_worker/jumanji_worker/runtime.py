@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import shutil
 import signal
 import socket
 import threading
@@ -38,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mosaic.workerkit.checkpoints import STATE_FILE as CHECKPOINT_STATE
+from mosaic.workerkit.checkpoints import PeriodicCheckpoints, STATE_FILE as CHECKPOINT_STATE
 from mosaic.workerkit.checkpoints import CheckpointState, checkpoint_folder, is_checkpoint, resolve
 from mosaic.errors import ConfigError
 from mosaic.workerkit.devices import devices_used
@@ -214,7 +213,7 @@ class JumanjiRuntime:
         self.frames: EpochFrames | None = None
         self.state: Any = None  # the TrainingState after the last epoch
         self.last_saved = -1
-        self.periodic: list[Path] = []  # this run's periodic checkpoints, oldest first (checkpoint.keep)
+        self.periodic = PeriodicCheckpoints(config.checkpoint.keep)
 
     # -- checkpoints -------------------------------------------------------------
     def save_checkpoint(self, periodic: bool = False) -> Path:
@@ -231,11 +230,8 @@ class JumanjiRuntime:
                                environment=self.config.env_name, config=self.config.to_dict()).write(folder)
         self.ctx.emitter.checkpoint_saved(path=str(folder), iteration=rep.epoch, timesteps_total=rep.timesteps)
         self.last_saved = rep.timesteps
-        keep = self.config.checkpoint.keep
         if periodic:
-            self.periodic.append(folder)
-            while keep is not None and len(self.periodic) > keep:
-                shutil.rmtree(self.periodic.pop(0), ignore_errors=True)
+            self.periodic.add(folder)
         return folder
 
     # -- the safe point: after every epoch ------------------------------------------

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from mosaic.workerkit.checkpoints import checkpoint_folder
+from mosaic.workerkit.checkpoints import PeriodicCheckpoints, checkpoint_folder
 from mosaic.workerkit.episode_stats import episode_statistics
 from mosaic.errors import ConfigError
 from mosaic.workerkit.lifecycle import RunCancelled
@@ -101,7 +101,7 @@ class RayWorkerRuntime:
         self.config = config
         self.ctx = context
         self.run_dir = Path(config.output_dir) if config.output_dir else context.run_dir.root
-        self.checkpoints: list[Path] = []
+        self.checkpoints = PeriodicCheckpoints(config.checkpoint.keep)
 
     # -- checkpoints ---------------------------------------------------------
     def _save(self, algo: Any, iteration: int, timesteps: int, episodes: int, periodic: bool) -> Path:
@@ -121,10 +121,7 @@ class RayWorkerRuntime:
             self_play=league.state() if league else None).write(path)
         self.ctx.emitter.checkpoint_saved(path=str(path), iteration=iteration, timesteps_total=timesteps)
         if periodic:
-            self.checkpoints.append(path)
-            keep = self.config.checkpoint.keep
-            while keep is not None and len(self.checkpoints) > keep:
-                shutil.rmtree(self.checkpoints.pop(0), ignore_errors=True)
+            self.checkpoints.add(path)
         return path
 
     def _restore(self, algo: Any, path: str) -> "RayCheckpointState":

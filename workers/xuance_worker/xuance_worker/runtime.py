@@ -20,13 +20,12 @@ to stderr (the worker CLI keeps stdout for telemetry), tqdm is switched off.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from argparse import Namespace
 from pathlib import Path
 from typing import Any
 
-from mosaic.workerkit.checkpoints import checkpoint_folder
+from mosaic.workerkit.checkpoints import PeriodicCheckpoints, checkpoint_folder
 from mosaic.errors import ConfigError
 from mosaic.workerkit.lifecycle import RunCancelled
 from mosaic.provenance import config_digest, package_versions
@@ -250,7 +249,7 @@ class XuanCeRuntime:
         self.agent: Any = None
         self.reporter: Reporter | None = None
         self.last_saved = -1
-        self.periodic: list[Path] = []  # this run's periodic checkpoints, oldest first (checkpoint.keep)
+        self.periodic = PeriodicCheckpoints(config.checkpoint.keep)
 
     # -- checkpoints -----------------------------------------------------------
     def save_checkpoint(self, periodic: bool = False) -> Path:
@@ -266,11 +265,8 @@ class XuanCeRuntime:
         self.ctx.emitter.checkpoint_saved(path=str(folder), iteration=rep.iteration,
                                           timesteps_total=rep.timesteps)
         self.last_saved = rep.timesteps
-        keep = self.config.checkpoint.keep
         if periodic:
-            self.periodic.append(folder)
-            while keep is not None and len(self.periodic) > keep:
-                shutil.rmtree(self.periodic.pop(0), ignore_errors=True)
+            self.periodic.add(folder)
         return folder
 
     def restore(self, path: str) -> XuanCeCheckpointState:
