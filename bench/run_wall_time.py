@@ -46,23 +46,10 @@ ENV_KWARGS = {"N": 3, "max_cycles": 25, "continuous_actions": False}
 PARAMS = {"train_batch_size_per_learner": BATCH, "minibatch_size": 250, "num_epochs": 4,
           "fcnet_hiddens": [64, 64], "lr": 3e-4}
 
-PLAIN = textwrap.dedent('''\
-    """The same job as the MOSAIC config, written against RLlib directly."""
-    import math, os, sys
-    import ray
-    import torch
-    from mpe2 import simple_spread_v3
-    from ray.rllib.algorithms.ppo import PPOConfig
-    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
-    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-    from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
-    from ray.tune.registry import register_env
-
-    TOTAL, OUT = int(sys.argv[1]), sys.argv[2]
-    torch.set_num_threads({threads})  # the driver's learner: as MOSAIC's resources.threads
-    ray.init(address="local", num_cpus=max(os.cpu_count() or 1, 2), include_dashboard=False, log_to_driver=True)
-    register_env("spread", lambda _: ParallelPettingZooEnv(simple_spread_v3.parallel_env(**{env_kwargs!r})))
-    algo = (
+#: The plain script's algorithm config, on its own so that a test can build it and check it is MOSAIC's job
+#: (workers/ray_worker/tests/test_bench_same_job.py: the same module, the same training settings).
+PLAIN_CONFIG = textwrap.dedent('''\
+    config = (
         PPOConfig().environment("spread")
         .env_runners(num_env_runners=1, num_envs_per_env_runner=1, num_cpus_per_env_runner=1)
         .training(train_batch_size_per_learner={batch}, minibatch_size=250, num_epochs=4, lr=3e-4,
@@ -73,16 +60,35 @@ PLAIN = textwrap.dedent('''\
             # (vf_share_layers False); a DefaultModelConfig object would share them, a smaller network
             "shared": RLModuleSpec(model_config={{"fcnet_hiddens": [64, 64]}})}}))
         .debugging(seed=0)
-    ).build_algo()
+    )
+    ''').format(batch=BATCH)
+PLAIN_IMPORTS = textwrap.dedent('''\
+    import math, os, sys
+    import ray
+    import torch
+    from mpe2 import simple_spread_v3
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
+    from ray.tune.registry import register_env
+    ''')
+PLAIN = ('"""The same job as the MOSAIC config, written against RLlib directly."""\n' + PLAIN_IMPORTS + textwrap.dedent('''
+    TOTAL, OUT = int(sys.argv[1]), sys.argv[2]
+    torch.set_num_threads({threads})  # the driver's learner: as MOSAIC's resources.threads
+    ray.init(address="local", num_cpus=max(os.cpu_count() or 1, 2), include_dashboard=False, log_to_driver=True)
+    register_env("spread", lambda _: ParallelPettingZooEnv(simple_spread_v3.parallel_env(**{env_kwargs!r})))
+    ''').format(threads=THREADS, env_kwargs=ENV_KWARGS) + PLAIN_CONFIG + textwrap.dedent('''\
+    algo = config.build_algo()
     steps = 0
     while steps < TOTAL:
         result = algo.train()
         steps += int(float(result["env_runners"]["num_env_steps_sampled"]))
-        print(f"{{steps}} env steps, return {{result['env_runners'].get('episode_return_mean')}}", flush=True)
+        print(f"{steps} env steps, return {result['env_runners'].get('episode_return_mean')}", flush=True)
     algo.save_to_path(OUT)
     algo.stop()
     ray.shutdown()
-    ''').format(env_kwargs=ENV_KWARGS, batch=BATCH, threads=THREADS)
+    '''))
 
 
 def mosaic_config(timesteps: int) -> dict:
