@@ -10,6 +10,7 @@ CleanRL, so it is safe in MOSAIC's own environment.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from mosaic.errors import ConfigError, one_of
 
@@ -64,11 +65,17 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
     Algorithm("ppo_continuous_action", "cleanrl.ppo_continuous_action", "gymnasium", "box", True, "agent", "Agent",
               "HalfCheetah-v4", _ACTOR_CRITIC, families=("gymnasium", "mujoco"),
               make_env_args=("env_id", "idx", "capture_video", "run_name", "gamma")),
+    # ppo_atari.py's PPO and Nature-CNN agent with EnvPool doing the Atari preprocessing (frame skip 4, 84x84
+    # grey, a stack of 4, no-op and FIRE resets, a lost life ending an episode, clipped rewards): it imports gym
+    # 0.23.1 only for its spaces and its own RecordEpisodeStatistics, and envpool 0.8.4 makes gym-API envs.
+    Algorithm("ppo_atari_envpool", "cleanrl.ppo_atari_envpool", "gym", "discrete", True, "agent", "Agent",
+              "Pong-v5", _ACTOR_CRITIC, families=("envpool",), make_env_args=()),
 )}
 
 #: The tasks of each env family, by action space: Gymnasium ids (gym 0.23.1 has the classic-control ones
 #: too). ``atari``: ALE's ``NoFrameskip-v4`` ids (the Atari wrappers skip frames themselves), from
-#: ale-py's wheel, ROMs included. ``mujoco``: Gymnasium 0.29.1's MuJoCo v4 tasks (the ``mujoco`` bindings;
+#: ale-py's wheel, ROMs included. ``envpool``: EnvPool 0.8.4's Atari ids (``<Game>-v5``, made by ``envpool.make``,
+#: ROMs in its wheel; its own preprocessing). ``mujoco``: Gymnasium 0.29.1's MuJoCo v4 tasks (the ``mujoco`` bindings;
 #: gym 0.23.1 has only the mujoco-py v2/v3 ones, so the gym scripts sac and td3 do not train on them).
 ENVS: dict[str, dict[str, tuple[str, ...]]] = {
     "gymnasium": {"discrete": ("CartPole-v1", "Acrobot-v1", "MountainCar-v0"),
@@ -78,9 +85,11 @@ ENVS: dict[str, dict[str, tuple[str, ...]]] = {
     "mujoco": {"box": ("HalfCheetah-v4", "Hopper-v4", "Walker2d-v4", "Ant-v4", "Humanoid-v4",
                        "HumanoidStandup-v4", "Swimmer-v4", "InvertedPendulum-v4", "InvertedDoublePendulum-v4",
                        "Reacher-v4", "Pusher-v4")},
+    "envpool": {"discrete": ("Pong-v5", "Breakout-v5", "BeamRider-v5", "Qbert-v5", "Seaquest-v5",
+                             "SpaceInvaders-v5")},
 }
 #: What each family needs installed (a module), to be listed as offered.
-FAMILY_MODULES = {"gymnasium": "gymnasium", "atari": "ale_py", "mujoco": "mujoco"}
+FAMILY_MODULES = {"gymnasium": "gymnasium", "atari": "ale_py", "mujoco": "mujoco", "envpool": "envpool"}
 #: The classic-control tasks, by the action space they have (the same ids in gym 0.23.1 and gymnasium 0.29.1).
 ENV_IDS = ENVS["gymnasium"]
 #: The family a config without one gets (``environment.family``).
@@ -88,7 +97,7 @@ FAMILY = "gymnasium"
 ENV_FAMILY = FAMILY
 FAMILIES = tuple(ENVS)
 #: How messages name each family's tasks.
-TASK_KINDS = {"gymnasium": "classic-control", "atari": "Atari", "mujoco": "MuJoCo"}
+TASK_KINDS = {"gymnasium": "classic-control", "atari": "Atari", "mujoco": "MuJoCo", "envpool": "EnvPool Atari"}
 
 
 def family_of(env_id: str) -> str | None:
@@ -113,6 +122,13 @@ def register_atari() -> None:
 
     registration.register_v0_v4_envs()
     registration.register_v5_envs()
+
+
+def make_envpool(env_id: str, num_envs: int = 1, **kwargs: Any) -> Any:
+    """An EnvPool env of ``env_id`` with the gym API (old 4-tuple step) ppo_atari_envpool.py asks for."""
+    import envpool
+
+    return envpool.make(env_id, env_type="gym", num_envs=num_envs, **kwargs)
 
 
 def env_steps(algorithm: Algorithm, params: dict) -> int:

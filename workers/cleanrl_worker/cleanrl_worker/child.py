@@ -17,6 +17,9 @@ patches has been imported by the script:
   ``$MOSAIC_CLEANRL_ALE``, ALE's Atari ids are registered with gymnasium
   (``algorithms.register_atari``: ale-py 0.12 does that itself only under
   gymnasium >= 1.1) before the script makes its envs.
+- ``envpool``: with ``$MOSAIC_CLEANRL_FASTLANE``, the first env ``envpool.make`` returns
+  (ppo_atari_envpool's) publishes env 0's newest observation frame (84x84 grey, what the agent sees:
+  EnvPool 0.8.4 has no render) from its ``reset`` and ``step``.
 - checkpoints: besides the networks, the observation statistics of env 0's
   ``NormalizeObservation`` wrapper (ppo_continuous_action's), which its policy
   needs to act.
@@ -313,6 +316,26 @@ def _patch_make(module: Any) -> None:
     module.make = make_
 
 
+def _patch_envpool(module: Any) -> None:
+    """ppo_atari_envpool.py's envs come from ``envpool.make``: with FastLane, the first env it makes streams what
+    its agent sees (``fastlane.stream_envpool``); the env the script gets is the one EnvPool made."""
+    spec = os.environ.get("MOSAIC_CLEANRL_FASTLANE")
+    if not spec:
+        return
+    make = module.make
+
+    def make_(*args: Any, **kwargs: Any) -> Any:
+        env = make(*args, **kwargs)
+        if not _lane:
+            _lane["env"] = env
+            from cleanrl_worker.fastlane import stream_envpool
+
+            stream_envpool(env, json.loads(spec), send)
+        return env
+
+    module.make = make_
+
+
 def install() -> None:
     global _out
     import atexit
@@ -322,5 +345,5 @@ def install() -> None:
     threading.Thread(target=_flush_loop, name="mosaic-telemetry-flush", daemon=True).start()
     _HOOKS.update({"torch.utils.tensorboard": _patch_tensorboard,
                    "stable_baselines3.common.buffers": _patch_buffers,
-                   "gym": _patch_make, "gymnasium": _patch_gymnasium})
+                   "gym": _patch_make, "gymnasium": _patch_gymnasium, "envpool": _patch_envpool})
     sys.meta_path.insert(0, _PostImportFinder())

@@ -24,9 +24,12 @@ def deep_validate(config: CleanRLConfig) -> dict[str, Any]:
     import importlib
 
     algorithms.silence_gym_notice()
-    api = importlib.import_module(config.algo.env_api)
-    algorithms.prepare_family(config.environment.family)
-    env = api.make(config.resolved_env_id)
+    if config.environment.family == "envpool":  # made by envpool.make, as ppo_atari_envpool.py makes it
+        env = algorithms.make_envpool(config.resolved_env_id)
+    else:
+        api = importlib.import_module(config.algo.env_api)
+        algorithms.prepare_family(config.environment.family)
+        env = api.make(config.resolved_env_id)
     try:
         return {"observation_space": repr(env.observation_space), "action_space": repr(env.action_space)}
     finally:
@@ -72,7 +75,7 @@ PROGRAM = WorkerProgram(name="cleanrl", config_from_dict=CleanRLConfig.from_dict
                         default_config=default_config, deep_validate=deep_validate,
                         describe=get_worker_metadata, config_class=CleanRLConfig,
                         packages=("mosaic-cleanrl-worker", "cleanrl", "torch", "gym", "gymnasium", "numpy", "ale-py",
-                                  "mujoco"),
+                                  "mujoco", "envpool"),
                         algo_params_schema=params_schema, envs=envs, dry_run=dry_run, evaluate=evaluate,
                         heartbeat_interval_s=lambda config: config.reporting.heartbeat_interval_s)
 

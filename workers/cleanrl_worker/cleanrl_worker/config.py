@@ -160,26 +160,28 @@ def params_schema(name: str) -> dict[str, Any]:
 FIELDS = FieldMap(
     honoured={
         "algorithm": "which CleanRL script runs (ppo, dqn, c51, sac, td3, ddpg, dqn_atari, "
-                     "ppo_continuous_action)",
-        "environment.family": "gymnasium (classic control), atari (ALE, dqn_atari) or mujoco (ddpg, "
-                              "ppo_continuous_action); empty: the env id's family",
+                     "ppo_continuous_action, ppo_atari_envpool)",
+        "environment.family": "gymnasium (classic control), atari (ALE, dqn_atari), mujoco (ddpg, "
+                              "ppo_continuous_action) or envpool (EnvPool's Atari, ppo_atari_envpool); empty: "
+                              "the env id's family",
         "environment.env_id": "the script's --env-id (empty: the script's default task: CartPole-v1, "
                               "Pendulum-v1, BreakoutNoFrameskip-v4 for dqn_atari, HalfCheetah-v4 for "
-                              "ppo_continuous_action)",
+                              "ppo_continuous_action, Pong-v5 for ppo_atari_envpool)",
         "seed": "the script's --seed",
         "total_timesteps": "the script's --total-timesteps (ppo runs whole rollouts: the steps that will "
                            "run are said up front)",
-        "num_envs": "the script's --num-envs (ppo, ppo_continuous_action; dqn and dqn_atari: 1; refused for "
-                    "scripts without that option)",
+        "num_envs": "the script's --num-envs (ppo, ppo_continuous_action, ppo_atari_envpool; dqn and "
+                    "dqn_atari: 1; refused for scripts without that option)",
         "learning_rate": "the script's --learning-rate (refused for sac: algo_params.policy_lr and q_lr)",
         "gamma": "the script's --gamma",
-        "batch_size": "the script's --batch-size (refused for ppo and ppo_continuous_action: the minibatch is "
-                      "num_envs × num_steps / algo_params.num_minibatches)",
+        "batch_size": "the script's --batch-size (refused for ppo, ppo_continuous_action and ppo_atari_envpool: "
+                      "the minibatch is num_envs × num_steps / algo_params.num_minibatches)",
         "checkpoint.every_timesteps": "the script's networks saved at the first iteration end at or past "
                                       "each multiple",
         "checkpoint.at_end": "the script's networks saved when its TensorBoard writer closes",
         "reporting.heartbeat_interval_s": "MOSAIC's heartbeat while the script runs",
-        "fastlane": "frames of the script's first env (Atari: the ALE screen, 210x160 RGB, every frame)",
+        "fastlane": "frames of the script's first env (Atari: the ALE screen, 210x160 RGB, every frame; "
+                    "EnvPool: env 0's newest 84x84 grey observation frame, what the agent sees)",
         "resources.threads": "OMP_NUM_THREADS / MKL_NUM_THREADS of the script's process",
         "resources.cpus": "CPUs the daemon reserves for the run",
         "resources.gpus": "the script's --cuda (0: --cuda False, the CPU; up to 1: --cuda True, its one CUDA "
@@ -210,11 +212,11 @@ class CleanRLConfig(RunConfig):
     FIELDS: ClassVar[FieldMap] = FIELDS
 
     algorithm: str = option("ppo", help="which CleanRL script runs: ppo, dqn, c51, sac, td3, ddpg, dqn_atari, "
-                                        "ppo_continuous_action (traits: cleanrl_worker/algorithms.py); any "
-                                        "case is accepted")
+                                        "ppo_continuous_action, ppo_atari_envpool (traits: "
+                                        "cleanrl_worker/algorithms.py); any case is accepted")
     environment: Environment = option(default_factory=_default_environment,
-                                      help="family 'gymnasium' (classic control), 'atari' or 'mujoco'; env_id "
-                                           "a task of the script's families (empty: the script's default)")
+                                      help="family 'gymnasium' (classic control), 'atari', 'mujoco' or 'envpool'; "
+                                           "env_id a task of the script's families (empty: the script's default)")
     seed: int = option(1, min=0, help="the script's --seed (CleanRL's default is 1)")
     capture_video: bool = option(False, help="the script records videos of env 0 into videos/ of the run")
 

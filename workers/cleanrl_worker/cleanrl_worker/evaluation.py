@@ -11,7 +11,9 @@ its Gaussian, on observations normalised with the statistics the checkpoint kept
 (frame skip, 84x84 grey frames, a stack of 4), a lost life going on to the next
 until the game is over; the score and length are the script's
 ``RecordEpisodeStatistics`` ones (the game's unclipped score, in frames), and
-frames are the ALE screen. Results, confidence intervals, CSV and GIF videos are
+frames are the ALE screen. ppo_atari_envpool plays EnvPool's game the same way (its agent's CNN, the largest
+logit), through the script's ``RecordEpisodeStatistics``; its lengths are agent steps and its frames the
+agent's 84x84 grey view. Results, confidence intervals, CSV and GIF videos are
 written by :mod:`mosaic.workerkit.evaluation`, as for every worker.
 """
 
@@ -44,6 +46,7 @@ GREEDY: dict[str, Callable[[Any, Any], Any]] = {
     "ddpg": lambda net, x: net(x),
     "dqn_atari": lambda net, x: net(x).argmax(dim=-1),
     "ppo_continuous_action": lambda net, x: net.actor_mean(x),
+    "ppo_atari_envpool": lambda net, x: net.actor(net.network(x / 255.0)).argmax(dim=-1),
 }
 #: ppo_continuous_action clips its normalised observations to this range (its TransformObservation).
 OBS_CLIP = 10.0
@@ -63,8 +66,12 @@ class Policy:
         self.api = importlib.import_module(self.algo.env_api)
         algorithms.prepare_family(self.family)
         params = state.params
-        num_envs = int(params.get("num_envs", 1))
-        envs = self.api.vector.SyncVectorEnv([self.script_env(i) for i in range(num_envs)])
+        if self.family == "envpool":  # the env as the script dresses it up for its Agent
+            envs = algorithms.make_envpool(state.env_id)
+            envs.single_action_space, envs.single_observation_space = envs.action_space, envs.observation_space
+        else:
+            num_envs = int(params.get("num_envs", 1))
+            envs = self.api.vector.SyncVectorEnv([self.script_env(i) for i in range(num_envs)])
         cls = getattr(self.module, self.algo.policy_class)
         extra = ({k: params[k] for k in ("n_atoms", "v_min", "v_max")} if state.algorithm == "c51" else {})
         self.net = cls(envs, **extra)
@@ -107,6 +114,8 @@ class Policy:
 
 
 def make_env(policy: Policy, render: bool) -> Any:
+    if policy.family == "envpool":  # one EnvPool env per game, seeded by it (play_envpool)
+        return None
     if policy.family == "atari":  # the script's wrappers make the observations its network was trained on
         return policy.script_env(0)()
     if policy.algo.env_api == "gymnasium":
@@ -136,7 +145,37 @@ def play_atari(policy: Policy, env: Any, seed: int, frames: FrameSink | None) ->
             obs, _ = env.reset()
 
 
+def play_envpool(policy: Policy, seed: int, frames: FrameSink | None) -> tuple[float, int]:
+    """One game of an EnvPool Atari id, made as ppo_atari_envpool.py makes its envs (one of them, seeded
+    ``seed``) and wrapped in the script's own ``RecordEpisodeStatistics``.
+
+    A lost life ends EnvPool's episode (``episodic_life``), not the game: EnvPool goes on with the next life at
+    the following step. The game is over at a ``done`` with no lives left (as the script counts an episode) or
+    when EnvPool truncates it (its ``max_episode_steps``); the return and length are the script's ``info["r"]``
+    and ``info["l"]``: the game's unclipped score and its agent steps (4 emulator frames each). Frames are
+    what the agent sees: the newest 84x84 grey frame of its observation (EnvPool 0.8.4 has no render).
+    """
+    from cleanrl_worker.fastlane import agent_view
+
+    raw = algorithms.make_envpool(policy.state.env_id, episodic_life=True, reward_clip=True, seed=seed)
+    env = policy.module.RecordEpisodeStatistics(raw)
+    try:
+        obs = env.reset()
+        steps = 0
+        while True:
+            if frames is not None:
+                frames.append(lambda obs=obs: agent_view(obs, 0), steps, {AGENT: float(env.episode_returns[0])})
+            obs, _, done, info = env.step(np.array([policy.compute_action(obs[0])]))
+            steps += 1
+            if done[0] and (int(info["lives"][0]) == 0 or bool(info["TimeLimit.truncated"][0])):
+                return float(info["r"][0]), int(info["l"][0])
+    finally:
+        raw.close()
+
+
 def play(policy: Policy, env: Any, seed: int, frames: FrameSink | None) -> tuple[float, int]:
+    if policy.family == "envpool":
+        return play_envpool(policy, seed, frames)
     if policy.family == "atari":
         return play_atari(policy, env, seed, frames)
     gymnasium_api = policy.algo.env_api == "gymnasium"
@@ -175,7 +214,8 @@ def evaluate(request: Any) -> int:
         episodes, videos = play_single_agent(lambda seed, frames: play(policy, env, seed, frames), request.episodes,
                                              request.seed, AGENT, MODULE, request.video, lane)
     finally:
-        env.close()
+        if env is not None:
+            env.close()
         if lane is not None:
             lane.close()
     results = EvaluationResults(episodes, {"family": policy.family, "env_id": state.env_id,

@@ -34,7 +34,7 @@ from cleanrl_worker.telemetry import AGENT, Translator
 
 SITE_DIR = Path(cleanrl_worker.__file__).parent / "site"
 PACKAGES = ("mosaic-marl", "mosaic-cleanrl-worker", "cleanrl", "torch", "gym", "gymnasium", "numpy",
-            "stable-baselines3", "tensorboard", "moviepy", "pygame", "ale-py", "mujoco", "opencv-python-headless")
+            "stable-baselines3", "tensorboard", "moviepy", "pygame", "ale-py", "mujoco", "opencv-python-headless", "envpool")
 #: Seconds between SIGTERM and SIGKILL when a run is cancelled.
 CANCEL_GRACE_S = 5.0
 

@@ -9,7 +9,7 @@ import subprocess
 
 from crl_support import TINY
 
-ALGORITHMS = ["ppo", "dqn", "c51", "sac", "td3", "ddpg", "dqn_atari", "ppo_continuous_action"]
+ALGORITHMS = ["ppo", "dqn", "c51", "sac", "td3", "ddpg", "dqn_atari", "ppo_continuous_action", "ppo_atari_envpool"]
 
 
 def test_schema_of_each_algorithm_follows_its_script(home):
@@ -279,8 +279,8 @@ print(json.dumps(done))
     assert proc.returncode == 0, proc.stderr[-2000:]
     done = json.loads(proc.stdout.strip().splitlines()[-1])
     # ppo, dqn, c51: 3 classic; sac, td3: 2 classic; ddpg, ppo_continuous_action: 2 classic + 11 MuJoCo;
-    # dqn_atari: 6 Atari games
-    assert len(done) == 3 * 3 + 2 * 2 + 2 * (2 + 11) + 6
+    # dqn_atari: 6 Atari games; ppo_atari_envpool: 6 EnvPool Atari games (made by envpool.make)
+    assert len(done) == 3 * 3 + 2 * 2 + 2 * (2 + 11) + 6 + 6
 
 
 def test_dry_run_through_mosaic_shows_the_command(home):
@@ -305,3 +305,5 @@ def test_its_environment_has_cleanrl_without_cleanrls_own_pins(cleanrl_env):
     # Atari and MuJoCo: ROMs inside ale-py's wheel (no AutoROM), MuJoCo's own bindings
     assert packages["ale-py"] == "0.12.1" and packages["mujoco"] == "2.3.7"
     assert packages["opencv-python-headless"] == "4.11.0.86" and "autorom" not in packages
+    # EnvPool 0.8.4: its ROMs in its wheel too (1.x ships none)
+    assert packages["envpool"] == "0.8.4"
