@@ -203,6 +203,11 @@ def play(policy: Policy, env: Any, seed: int, frames: FrameSink | None) -> tuple
 def evaluate(request: Any) -> int:
     if request.opponent:
         raise UserError("--opponent: CleanRL runs are single-agent; there is no other seat")
+    from mosaic.workerkit.threads import limit_torch_threads
+
+    # one env, a batch of one observation: more threads only wait for each other (mosaic.workerkit.threads;
+    # an Atari game took 76 s with torch's own choice on a busy 2-core machine, 6 s with one thread)
+    limit_torch_threads(1)
     state = CleanRLCheckpointState.read(request.target, "--evaluate", "the cleanrl worker")
     from mosaic.workerkit.checkpoints import resolve
 

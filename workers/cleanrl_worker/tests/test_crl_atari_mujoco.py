@@ -44,11 +44,11 @@ def mhome(cleanrl_env, tmp_path_factory) -> Home:
     return Home.create(tmp_path_factory.mktemp("crl-atari-mujoco") / "home", "cleanrl", cleanrl_env)
 
 
-def _train_and_eval(home: Home, name: str, config: dict, *eval_args: str, eval_env: dict | None = None):
+def _train_and_eval(home: Home, name: str, config: dict, *eval_args: str):
     proc = home.cli("run", str(home.config(name, **config)))
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = home.runs()[-1]
-    played = home.cli("eval", run.name, "--json", *eval_args, env=eval_env or {})
+    played = home.cli("eval", run.name, "--json", *eval_args)
     return run, played
 
 
@@ -64,10 +64,9 @@ def hopper(mhome):
 
 @pytest.fixture(scope="module")
 def envpool_pong(mhome):
-    # A game of Pong is about 800 agent steps, each a forward pass of the CNN: one torch thread, as the run had
-    # (torch's default threads took ~100 ms a step on this busy 2-core machine, one ~3 ms)
-    return _train_and_eval(mhome, "envpool-pong", ENVPOOL_PONG, "--episodes", "1", "--fastlane",
-                           eval_env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+    # A game of Pong is about 800 agent steps, each a forward pass of the CNN: `mosaic eval` gives torch one
+    # thread (its default threads took ~100 ms a step on this busy 2-core machine, one ~3 ms)
+    return _train_and_eval(mhome, "envpool-pong", ENVPOOL_PONG, "--episodes", "1", "--fastlane")
 
 
 def _result(played: subprocess.CompletedProcess) -> dict:
