@@ -23,6 +23,9 @@ Units:
   plays several tasks).
 * ``checkpoint.every_timesteps`` and ``reporting.every_timesteps`` are env steps too.
 
+Optional sections a worker adds only when it offers them: :class:`WandbTracking`
+(``wandb``, ``wandb_project``, ``wandb_mode``: Weights & Biases, offline by default).
+
 This module imports nothing beyond the standard library and MOSAIC's config kit:
 everything above the workers (CLI, daemon, GUI) reads configs through it.
 """
@@ -102,6 +105,63 @@ class Resources:
                                                     "run only when they are free); null = the worker's own "
                                                     "estimate (`mosaic workers show NAME`)")
     gpus: float = option(0.0, min=0.0, help="GPUs the run trains on; 0 = CPU only")
+
+
+#: W&B's modes a run may ask for: ``offline`` writes the run under a local folder and needs no network,
+#: account or server; ``online`` streams it to W&B's server (or ``$WANDB_BASE_URL``) with the API key W&B
+#: finds (``$WANDB_API_KEY`` or ``~/.netrc``).
+WANDB_MODES = ("offline", "online")
+
+
+@dataclass
+class WandbTracking:
+    """Weights & Biases tracking: the same three top-level fields for every worker that offers it.
+
+    Not one of the fields every run shares (a worker without W&B has none of them):
+    a worker that logs to W&B adds this section to its config class, before
+    :class:`RunConfig` (``class MyConfig(WandbTracking, RunConfig)``), so the fields
+    keep these names, defaults and meanings everywhere. Each worker's doc says how
+    its library logs and where the files land (an offline run's folder is
+    ``wandb/offline-run-<time>-<id>/``, which ``wandb sync`` uploads later).
+    """
+
+    wandb: bool = option(False, help="log to Weights & Biases")
+    wandb_project: str = option("mosaic", help="W&B project")
+    wandb_mode: str = option("offline", choices=WANDB_MODES, help="W&B mode; offline needs no network")
+
+    def wandb_environment(self, directory: str) -> dict[str, str]:
+        """The environment a W&B run started in another process needs: its mode, its folder
+        (``directory``/wandb/), no console chatter and, offline, no error reports to W&B's servers."""
+        env = {"WANDB_MODE": self.wandb_mode, "WANDB_DIR": str(directory), "WANDB_SILENT": "true"}
+        if self.wandb_mode == "offline":
+            env["WANDB_ERROR_REPORTING"] = "false"
+        return env
+
+    def check_wandb_online(self, environ: Mapping[str, str] | None = None) -> None:
+        """Refuse ``wandb_mode: online`` when W&B would find no API key here (it would fail at its first call).
+
+        A local check only (``$WANDB_API_KEY``, or a ``~/.netrc`` entry for W&B's host): nothing is sent.
+        A key with no route to the server still fails in the run, with W&B's own error.
+        """
+        if not self.wandb or self.wandb_mode != "online":
+            return
+        import netrc
+        import os
+        from urllib.parse import urlparse
+
+        environ = os.environ if environ is None else environ
+        if environ.get("WANDB_API_KEY"):
+            return
+        host = urlparse(environ.get("WANDB_BASE_URL") or "https://api.wandb.ai").hostname or "api.wandb.ai"
+        path = environ.get("NETRC") or os.path.join(os.path.expanduser("~"), ".netrc")
+        try:
+            if netrc.netrc(path).authenticators(host):
+                return
+        except (OSError, netrc.NetrcParseError):
+            pass
+        raise ConfigError("wandb_mode", f"'online' needs a W&B API key, and none is set here ($WANDB_API_KEY, "
+                                        f"or {host} in {path}: `wandb login`); allowed: offline (the run "
+                                        "is kept under the run folder; `wandb sync` uploads it later)")
 
 
 @dataclass(frozen=True)

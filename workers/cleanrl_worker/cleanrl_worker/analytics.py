@@ -5,6 +5,8 @@ relative paths put things where a CleanRL user looks for them, inside the run:
 ``runs/<run_name>/`` (TensorBoard) and ``videos/<run_name>/`` (``capture_video``).
 MOSAIC's ``tensorboard/`` gets a link to the script's folder, so
 ``tensorboard --logdir <run>/tensorboard`` shows it as it shows every worker's.
+With ``wandb``, the script's W&B run is under ``wandb/`` (``offline-run-*`` offline,
+``run-*`` online), listed as the ``wandb`` artefact.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ def videos(run_root: Path) -> list[str]:
     return sorted(str(p.relative_to(run_root)) for p in folder.rglob("*.mp4")) if folder.is_dir() else []
 
 
+def wandb_runs(run_root: Path) -> list[str]:
+    folder = run_root / "wandb"
+    return sorted(str(p.relative_to(run_root)) for p in folder.glob("*run-*") if p.is_dir()) if folder.is_dir() else []
+
+
 def manifest_fields(run_root: Path, log_dir: str | None, script: Mapping[str, Any]) -> dict[str, Any]:
     link = link_tensorboard(run_root, log_dir)
     artefacts: dict[str, Any] = {"videos": videos(run_root)}
@@ -40,4 +47,6 @@ def manifest_fields(run_root: Path, log_dir: str | None, script: Mapping[str, An
         artefacts["tensorboard"] = os.path.relpath(log_dir, run_root)
     if link is not None:
         artefacts["tensorboard_link"] = str(link.relative_to(run_root))
+    if wandb_runs(run_root):
+        artefacts["wandb"] = wandb_runs(run_root)
     return {"artefacts": artefacts, "cleanrl": dict(script)}

@@ -26,20 +26,20 @@ from mosaic import configkit, diskcache
 from mosaic.configkit import option
 from mosaic.errors import ConfigError, UserError
 from mosaic.workerkit.devices import check_gpus
-from mosaic.workerkit.run_fields import Environment, FieldMap, RunConfig
+from mosaic.workerkit.run_fields import Environment, FieldMap, RunConfig, WandbTracking
 
 from cleanrl_worker import algorithms
 from cleanrl_worker.algorithms import FAMILY, Algorithm
 
 #: Script options MOSAIC sets from its own top-level fields (never in ``algo_params``).
 OWNED = {"seed": "seed", "env_id": "environment.env_id", "total_timesteps": "total_timesteps",
-         "capture_video": "capture_video", "cuda": "resources.gpus"}
+         "capture_video": "capture_video", "cuda": "resources.gpus", "track": "wandb",
+         "wandb_project_name": "wandb_project"}
 #: Shared hyperparameters -> the script option each one sets (where the script has it).
 SHARED_OPTIONS = {"num_envs": "num_envs", "learning_rate": "learning_rate", "gamma": "gamma",
                   "batch_size": "batch_size"}
 #: Script options that need what MOSAIC does not offer: not in the schema, refused whenever given.
-NOT_WIRED = {"track": "W&B tracking of CleanRL runs is not wired into MOSAIC (MOSAIC keeps the "
-                      "TensorBoard files in the run folder)",
+NOT_WIRED = {"wandb_entity": "a W&B run is logged under the API key's default entity (offline: none)",
              "upload_model": "uploading to the Hugging Face Hub is not supported"}
 
 
@@ -206,8 +206,12 @@ def _default_environment() -> Environment:
 
 
 @dataclass
-class CleanRLConfig(RunConfig):
-    """A CleanRL run: one script, one task (classic control, Atari, MuJoCo), the script's own hyperparameters."""
+class CleanRLConfig(WandbTracking, RunConfig):
+    """A CleanRL run: one script, one task (classic control, Atari, MuJoCo), the script's own hyperparameters.
+
+    ``wandb`` (the shared W&B section) runs the script with its own ``--track`` and
+    ``--wandb-project-name`` from ``wandb_project``; ``runtime.child_env`` sets W&B's mode and folder.
+    """
 
     FIELDS: ClassVar[FieldMap] = FIELDS
 
@@ -250,6 +254,7 @@ class CleanRLConfig(RunConfig):
         config.environment.env_id = config.resolved_env_id  # the run's config says which env it plays
         config.algo_params = check_params(config)
         check_gpus(config.resources.gpus, "torch", max_gpus=1)  # a script trains on one device
+        config.check_wandb_online()
         return config
 
     def shared_options(self) -> dict[str, Any]:
@@ -262,6 +267,8 @@ class CleanRLConfig(RunConfig):
         values = {**self.algo_params, **self.shared_options(), "seed": self.seed,
                   "env_id": self.resolved_env_id, "capture_video": self.capture_video,
                   "cuda": self.resources.gpus > 0}  # the script's own default is True: the GPU when it sees one
+        if self.wandb:  # the script's own W&B logging (wandb.init(sync_tensorboard=True, ...)); off: its default
+            values.update(track=True, wandb_project_name=self.wandb_project)
         if self.total_timesteps is not None:
             values["total_timesteps"] = self.total_timesteps
         return values

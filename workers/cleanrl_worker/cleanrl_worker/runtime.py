@@ -11,7 +11,10 @@ The child's environment: ``PYTHONPATH`` starts with ``site/`` (the observers'
 swallow SIGTERM while videos are captured) and ``SDL_VIDEODRIVER=dummy`` (no
 display). Atari runs get ``MOSAIC_CLEANRL_ALE=1`` (ALE's ids registered by the
 import hook on gymnasium), MuJoCo runs ``MUJOCO_GL=egl`` unless it is set
-(MuJoCo renders headless through EGL; rendering only). Its working directory is
+(MuJoCo renders headless through EGL; rendering only). With ``wandb``, W&B's
+own variables: ``WANDB_MODE`` from ``wandb_mode``, ``WANDB_DIR`` the run folder (the
+script's W&B run lands in ``<run>/wandb/``), ``WANDB_SILENT`` and, offline,
+``WANDB_ERROR_REPORTING=false`` (nothing leaves the machine). Its working directory is
 the run folder.
 """
 
@@ -34,7 +37,7 @@ from cleanrl_worker.telemetry import AGENT, Translator
 
 SITE_DIR = Path(cleanrl_worker.__file__).parent / "site"
 PACKAGES = ("mosaic-marl", "mosaic-cleanrl-worker", "cleanrl", "torch", "gym", "gymnasium", "numpy",
-            "stable-baselines3", "tensorboard", "moviepy", "pygame", "ale-py", "mujoco", "opencv-python-headless", "envpool")
+            "stable-baselines3", "tensorboard", "moviepy", "pygame", "ale-py", "mujoco", "opencv-python-headless", "envpool", "wandb")
 #: Seconds between SIGTERM and SIGKILL when a run is cancelled.
 CANCEL_GRACE_S = 5.0
 
@@ -60,6 +63,8 @@ def child_env(config: CleanRLConfig, run_root: Path) -> dict[str, str]:
         env["MOSAIC_CLEANRL_ALE"] = "1"  # ALE's ids registered with gymnasium 0.29.1 (child.py)
     elif config.environment.family == "mujoco" and "MUJOCO_GL" not in os.environ:
         env["MUJOCO_GL"] = "egl"  # headless rendering (FastLane, capture_video); dynamics do not change
+    if config.wandb:
+        env.update(config.wandb_environment(str(run_root)))
     if config.fastlane.enabled:
         env["MOSAIC_CLEANRL_FASTLANE"] = json.dumps({"run_id": config.run_id, "run_dir": str(run_root),
                                                      "config": config.fastlane.__dict__})

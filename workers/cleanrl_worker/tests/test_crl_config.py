@@ -78,9 +78,14 @@ BAD = [
     ({"algorithm": "sac", "algo_params": {"autotune": 1}}, "algo_params.autotune", "boolean"),
     ({"algorithm": "dqn", "algo_params": {"seed": 3}}, "algo_params.seed", "top-level"),
     ({"algorithm": "ppo", "algo_params": {"env_id": "Acrobot-v1"}}, "algo_params.env_id", "environment.env_id"),
-    ({"algorithm": "ppo", "algo_params": {"track": True}}, "algo_params.track", "not wired"),
+    # W&B: the shared top-level fields set the script's --track and --wandb-project-name
+    ({"algorithm": "ppo", "algo_params": {"track": True}}, "algo_params.track", "top-level 'wandb'"),
+    ({"algorithm": "ppo", "algo_params": {"track": False}}, "algo_params.track", "top-level 'wandb'"),
+    ({"algorithm": "dqn", "algo_params": {"wandb_project_name": "p"}}, "algo_params.wandb_project_name",
+     "top-level 'wandb_project'"),
     # listed nowhere as allowed, so refused whatever the value, with the reason
-    ({"algorithm": "ppo", "algo_params": {"track": False}}, "algo_params.track", "not wired"),
+    ({"algorithm": "ppo", "algo_params": {"wandb_entity": "me"}}, "algo_params.wandb_entity", "entity"),
+    ({"algorithm": "ppo", "wandb_mode": "disabled"}, "wandb_mode", "offline, online"),
     ({"algorithm": "dqn", "algo_params": {"upload_model": False}}, "algo_params.upload_model", "Hugging Face"),
     ({"algorithm": "sac", "environment": {"env_id": "CartPole-v1"}}, "environment.env_id", "Pendulum-v1"),
     ({"algorithm": "ppo", "environment": {"env_id": "Pendulum-v1"}}, "environment.env_id", "use sac, td3, ddpg"),
@@ -192,11 +197,11 @@ print(json.dumps([spec.argv(), dqn.argv()]))
 
 
 def test_options_refused_when_given_are_not_in_the_schema(home):
-    """track and upload_model are refused whenever given: no schema lists them as allowed."""
+    """track (the top-level wandb) and upload_model are refused whenever given: no schema lists them."""
     for name in ALGORITHMS:
         schema = json.loads(subprocess.run([home.python, "-m", "cleanrl_worker.cli", "--schema", name],
                                            capture_output=True, text=True, timeout=300).stdout)
-        assert "track" not in schema["properties"] and "upload_model" not in schema["properties"], name
+        assert not {"track", "upload_model", "wandb_project_name", "wandb_entity"} & set(schema["properties"]), name
 
 
 def test_dry_run_says_how_many_env_steps_the_script_runs(home):

@@ -22,7 +22,8 @@ from mosaic.workerkit.envs import API_TYPES, ENV_FAMILIES
 from mosaic.workerkit.envs import EnvironmentConfig as PettingZooEnvironment
 from mosaic.errors import ConfigError, one_of
 from mosaic.workerkit.devices import check_gpus, devices_used, require_gpus
-from mosaic.workerkit.run_fields import HYPERPARAMETERS, Checkpointing, FieldMap, Resources, RunConfig
+from mosaic.workerkit.run_fields import (HYPERPARAMETERS, Checkpointing, FieldMap, Resources, RunConfig,
+                                         WandbTracking)
 from ray_worker import algo_params
 
 
@@ -207,7 +208,10 @@ def hyperparameter_names(rllib_algorithm: str) -> dict[str, str | None]:
 
 
 @dataclass
-class RayWorkerConfig(RunConfig):
+class RayWorkerConfig(WandbTracking, RunConfig):
+    # ``wandb``, ``wandb_project`` and ``wandb_mode`` are the shared W&B section (run_fields.WandbTracking),
+    # logged by ``analytics.MetricsSinks``.
+
     FIELDS: ClassVar[FieldMap] = RAY_FIELDS
 
     algorithm: str = option("ppo", help="RLlib algorithm, lower case (ppo, dqn, impala, appo, sac, a2c); "
@@ -232,9 +236,6 @@ class RayWorkerConfig(RunConfig):
     self_play: SelfPlayConfig = option(default_factory=SelfPlayConfig, help="SELF_PLAY settings")
     output_dir: str | None = option(None, help="artefact folder; null = the run folder")
     tensorboard: bool = option(True, help="write TensorBoard event files to the run's tensorboard/")
-    wandb: bool = option(False, help="log to Weights & Biases")
-    wandb_project: str = option("mosaic", help="W&B project")
-    wandb_mode: str = option("offline", choices=("offline", "online"), help="W&B mode; offline needs no network")
 
     @classmethod
     def algorithms(cls) -> tuple[str, ...]:
@@ -322,6 +323,7 @@ class RayWorkerConfig(RunConfig):
             self.total_timesteps = DEFAULT_TOTAL_TIMESTEPS
         if self.num_envs is not None and self.num_envs > MAX_NUM_ENVS:
             raise ConfigError("num_envs", f"{self.num_envs} is above the maximum {MAX_NUM_ENVS}")
+        self.check_wandb_online()  # as every worker with W&B: online without a key fails before the run
         params = self._merge_hyperparameters()
         names = hyperparameter_names(self.rllib_algorithm)
         try:

@@ -263,3 +263,15 @@ def test_the_runs_own_ray_is_sized_by_its_reservation():
     assert sized(resources={"cpus": 2.5}) == 3
     assert sized(resources={"cpus": 1}, rllib={"num_env_runners": 2}) == 3  # 2 runners + the learner
     assert sized(rllib={"num_env_runners": 0}) == max(os.cpu_count() or 1, 1)
+
+
+def test_wandb_online_without_an_api_key_is_refused_naming_the_field(tmp_path, monkeypatch):
+    """As in every worker with W&B (mosaic.workerkit.run_fields.WandbTracking): refused before the run."""
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    with pytest.raises(ConfigError) as err:
+        RayWorkerConfig.from_dict({"run_id": "r", "wandb": True, "wandb_mode": "online"})
+    assert err.value.field == "wandb_mode" and "allowed: offline" in str(err.value)
+    monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
+    assert RayWorkerConfig.from_dict({"run_id": "r", "wandb": True, "wandb_mode": "online"}).wandb_mode == "online"
+    assert RayWorkerConfig.from_dict({"run_id": "r", "wandb": True}).wandb_mode == "offline"
