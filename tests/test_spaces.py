@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from mosaic.workerkit.spaces import encode, encoded_space, encoding_name, is_image_space, needs_encoding
+from mosaic.workerkit.spaces import action_kind, encode, encoded_space, encoding_name, is_image_space, needs_encoding
 
 S = gym.spaces
 
@@ -103,3 +103,9 @@ def test_a_space_without_a_standard_encoding_is_named_in_the_error(space):
     (S.Box(0, 255, (64,), np.uint8), False), (S.Discrete(3), False)])
 def test_images_are_hwc_uint8_boxes_with_1_3_or_4_channels(space, image):
     assert is_image_space(space) is image
+
+
+def test_action_kinds_as_workers_name_them():
+    assert action_kind(gym.spaces.Discrete(4)) == "discrete"
+    assert action_kind(gym.spaces.Box(-1.0, 1.0, (2,))) == "box"
+    assert action_kind(gym.spaces.MultiDiscrete([2, 3])) == "MultiDiscrete"

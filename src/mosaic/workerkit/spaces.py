@@ -32,6 +32,15 @@ import numpy as np
 __all__ = ["encoded_space", "encode", "encoding_name", "is_image_space", "needs_encoding"]
 
 
+def action_kind(space: gym.Space) -> str:
+    """``discrete`` or ``box`` (how workers name the action kinds they train), else the space's class name."""
+    if isinstance(space, gym.spaces.Discrete):
+        return "discrete"
+    if isinstance(space, gym.spaces.Box):
+        return "box"
+    return type(space).__name__
+
+
 def is_image_space(space: gym.Space) -> bool:
     """An HxWxC uint8 Box with 1, 3 or 4 channels: pixels, for a CNN rather than an encoding."""
     return (isinstance(space, gym.spaces.Box) and len(space.shape) == 3

@@ -30,16 +30,6 @@ def make_env(env_id: str, render_mode: str | None = None, field: str = "environm
         raise ConfigError(field, f"{env_id!r} is not a Gymnasium env here{hint}: {exc}") from None
 
 
-def action_kind(space: Any) -> str:
-    from gymnasium import spaces
-
-    if isinstance(space, spaces.Discrete):
-        return "discrete"
-    if isinstance(space, spaces.Box):
-        return "box"
-    return type(space).__name__
-
-
 def probe_env(config: Any) -> Any:
     """Build the env once: its spaces, checked against what the algorithm can learn on."""
     from gymnasium import spaces as gs
@@ -58,6 +48,8 @@ def probe_env(config: Any) -> Any:
         obs, act = env.observation_space, env.action_space
     finally:
         env.close()
+    from mosaic.workerkit.spaces import action_kind
+
     kind, algo = action_kind(act), config.algo
     if kind != algo.action_space:
         raise ConfigError("environment.env_id", f"{algo.name} acts in {algo.action_space} action spaces; {env_id} has {kind}")

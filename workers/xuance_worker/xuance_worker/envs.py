@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from mosaic.workerkit.spaces import action_kind
+
 ENV_NAME = "mosaic_pettingzoo"  # the key in XuanCe's REGISTRY_MULTI_AGENT_ENV
 DEFAULT_MAX_STEPS = 500  # for envs that state no bound of their own
 
@@ -81,16 +83,6 @@ class ObservationCodec:
         if not self.flattened:
             return observations
         return {a: self.observation(a, o) for a, o in observations.items()}
-
-
-def action_kind(space: Any) -> str:
-    from gymnasium import spaces
-
-    if isinstance(space, spaces.Discrete):
-        return "discrete"
-    if isinstance(space, spaces.Box):
-        return "box"
-    return type(space).__name__
 
 
 def state_space_of(env: Any, codec: ObservationCodec) -> Any:
