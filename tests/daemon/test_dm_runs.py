@@ -247,3 +247,21 @@ def test_the_daemon_reserves_the_cpus_the_config_asks_for(shared_daemon):
 
 
 SHORT_ONLY = {"total_timesteps": 100, "step_delay_s": 0.0}
+
+
+def test_an_ended_runs_listing_follows_its_telemetry_file(shared_daemon):
+    """An ended run's next seq and last metrics come from its file's tail, read again only when the file changes
+    (a listing asks for every run; most have ended): a line added later is seen at the next listing."""
+    d = shared_daemon
+    run_id = d.submit(SHORT_CONFIG)
+    d.wait_state(run_id, "COMPLETED")
+    first = d.client.get(run_id)
+    assert d.client.get(run_id).next_seq == first.next_seq and first.last_metrics_json
+    path = d.home / "trainer/runs" / run_id / "telemetry.jsonl"
+    extra = {"v": 1, "type": "metrics", "run_id": run_id, "seq": first.next_seq, "ts": time.time(),
+             "timesteps_total": 123456}
+    with path.open("a") as fh:
+        fh.write(json.dumps(extra, separators=(",", ":")) + "\n")  # as the recorder writes events
+    again = d.client.get(run_id)
+    assert again.next_seq == first.next_seq + 1
+    assert json.loads(again.last_metrics_json)["timesteps_total"] == 123456

@@ -81,7 +81,9 @@ def read_offline_run(folder: Path) -> OfflineRun:
         kind = record.WhichOneof("record_type")
         run.kinds[kind] = run.kinds.get(kind, 0) + 1
         if kind == "run":
-            run.project, run.run_id = record.run.project, record.run.run_id
+            # a later run record (an update) may leave fields empty: keep what an earlier one said
+            run.project = record.run.project or run.project
+            run.run_id = record.run.run_id or run.run_id
             run.config.update({item.key: item.value_json for item in record.run.config.update})
         elif kind == "config":
             run.config.update({item.key: item.value_json for item in record.config.update})

@@ -92,6 +92,7 @@ class Supervisor:
         self.hubs: dict[str, TelemetryHub] = {}  # queued and active runs
         self.queue: list[str] = []  # QUEUED run ids, oldest first
         self.started_at = time.time()
+        self._disk_cache: dict[str, tuple[tuple[int, int], tuple[int, dict[str, Any] | None]]] = {}
         self._stopping = False
         self._watchdog: asyncio.Task[None] | None = None
         self._pump: asyncio.Task[None] | None = None
@@ -143,13 +144,31 @@ class Supervisor:
         hub = self.hubs.get(record.run_id)
         if hub is not None:
             return hub.next_seq
-        return next_seq_on_disk(RunDir(self.store.runs_dir / record.run_id).telemetry_path)
+        return self._from_disk(record.run_id)[0]
 
     def last_metrics(self, record: RunRecord) -> dict[str, Any] | None:
         hub = self.hubs.get(record.run_id)
         if hub is not None and hub.last_metrics is not None:
             return hub.last_metrics
-        return RunDir(self.store.runs_dir / record.run_id).last_event("metrics", tail_bytes=1 << 16)
+        return self._from_disk(record.run_id)[1]
+
+    def _from_disk(self, run_id: str) -> tuple[int, dict[str, Any] | None]:
+        """``(next seq, last metrics)`` of a run no hub follows, read from its telemetry's tail once per
+        change of the file: a listing asks for every run, most of them long ended, and a client may list
+        every second."""
+        run = RunDir(self.store.runs_dir / run_id)
+        try:
+            st = run.telemetry_path.stat()
+            key: tuple[int, int] | None = (st.st_size, st.st_mtime_ns)
+        except FileNotFoundError:
+            key = None
+        cached = self._disk_cache.get(run_id)
+        if cached is not None and key is not None and cached[0] == key:
+            return cached[1]
+        value = (next_seq_on_disk(run.telemetry_path), run.last_event("metrics", tail_bytes=1 << 16))
+        if key is not None:
+            self._disk_cache[run_id] = (key, value)
+        return value
 
     def cpus_in_use(self) -> float:
         return sum(a.cpus for a in self.active.values())
