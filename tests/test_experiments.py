@@ -155,6 +155,34 @@ def exp_home(tmp_path_factory):
         wait_until(lambda: find_daemon(home) is None, 60, "the experiments' daemon to stop")
 
 
+def test_a_daemon_still_starting_is_not_taken_for_the_one_it_replaces(tmp_path):
+    """The lock is held (a daemon is starting) while ``daemon.json`` still names the old one: the backend must
+    not connect to the old address. It waits for an endpoint of the daemon it started; here that daemon
+    refuses (the lock is taken), so the backend says so; and a call after a failed reconnect says the
+    backend is unavailable instead of failing on a missing client."""
+    import fcntl
+
+    from mosaic.experiments.backends import BackendUnavailable
+    from mosaic.experiments.backends.local import LocalDaemon
+    from mosaic.host.daemon.endpoint import Endpoint, write_endpoint_file
+
+    state = tmp_path / "home" / "trainer" / "daemon"
+    state.mkdir(parents=True)
+    write_endpoint_file(state / "daemon.json", Endpoint("127.0.0.1", 9, 999_999, False, str(tmp_path / "home")))
+    fd = os.open(state / "daemon.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.write(fd, f"{os.getpid()}\n".encode())  # as a daemon does once it holds the lock
+    try:
+        with pytest.raises(BackendUnavailable, match="another daemon already serves"):
+            LocalDaemon(tmp_path / "home", start_timeout_s=60)
+        backend = LocalDaemon.__new__(LocalDaemon)
+        backend.home, backend.start, backend.client = tmp_path / "home", False, None
+        with pytest.raises(BackendUnavailable):
+            backend.status(["some-run"])
+    finally:
+        os.close(fd)
+
+
 def _write(path: Path, spec: dict) -> Path:
     path.write_text(json.dumps(spec))
     return path

@@ -36,8 +36,14 @@ def worker_command(worker: DiscoveredWorker, python: str | None = None) -> list[
     return [python or worker.python or sys.executable, "-m", worker.cli_module]
 
 
+#: Variables of the launching process that must not reach a worker. ``WANDB_SERVICE`` names the W&B service
+#: of a process that used W&B (a notebook, a test process, an RLlib driver): a worker's W&B runs would attach
+#: to that service, with its settings, instead of starting their own (an offline run then lost its project).
+NOT_INHERITED = ("WANDB_SERVICE",)
+
+
 def _worker_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ)
+    env = {name: value for name, value in os.environ.items() if name not in NOT_INHERITED}
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra or {})
     return env

@@ -6,12 +6,17 @@ writes an offline run under ``<run>/wandb/`` holding the script's arguments as i
 and the TensorBoard scalars the script wrote. The test sets no ``WANDB_MODE``: the worker
 must set it from ``wandb_mode``. Every address W&B could reach (its API URL, the HTTP(S)
 proxies) points at a local listener that records connections, so a run that tried the
-network fails the test instead of leaving the machine; there is no API key.
+network fails the test instead of leaving the machine; there is no API key. ``mosaic run`` is
+started from an environment holding ``WANDB_SERVICE`` of another live W&B process, as a
+notebook's or an RLlib driver's would: the run must not attach to that service.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -28,13 +33,31 @@ def no_network(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def tracked(tmp_path_factory, cleanrl_env, no_network):
+def launching_process_service(tmp_path_factory, no_network):
+    """``WANDB_SERVICE`` of a live process that used W&B itself (a notebook, an RLlib driver), as the shell
+    that runs ``mosaic run`` would inherit it: the worker's run must start its own service, not attach to this
+    one (it did, and its offline run lost its project)."""
+    _, env = no_network
+    folder = tmp_path_factory.mktemp("launcher-wandb")
+    code = ("import os, sys, wandb; wandb.init(mode='offline', project='the-launchers', dir=sys.argv[1]); "
+            "print(os.environ['WANDB_SERVICE'], flush=True); sys.stdin.read()")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(folder)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, **env})
+    token = proc.stdout.readline().strip()
+    assert token, "the launching process's W&B service did not start"
+    yield token
+    proc.stdin.close()
+    proc.wait(120)
+
+
+@pytest.fixture(scope="module")
+def tracked(tmp_path_factory, cleanrl_env, no_network, launching_process_service):
     """One tiny ppo run with ``wandb: true`` through ``mosaic run``: (process, run folder, home)."""
     listener, env = no_network
     home = Home.create(tmp_path_factory.mktemp("wandb-home") / "home", "cleanrl", cleanrl_env)
     config = home.config("ppo-wandb", algorithm="ppo", seed=1, resources={"threads": THREADS}, **TINY["ppo"],
                          learning_rate=0.0007, wandb=True, wandb_project="crl-test")
-    proc = home.cli("run", str(config), env=env)
+    proc = home.cli("run", str(config), env={**env, "WANDB_SERVICE": launching_process_service})
     return proc, home.runs()[-1], home
 
 

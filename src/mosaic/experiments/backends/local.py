@@ -82,6 +82,8 @@ class LocalDaemon(Backend):
 
         from mosaic.host.daemon.client import DaemonError
 
+        if self.client is None:  # a reconnect that failed: connect now, or say the backend is unavailable
+            self.reconnect()
         try:
             return fn()
         except DaemonError as exc:

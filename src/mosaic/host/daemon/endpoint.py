@@ -99,7 +99,12 @@ def find_daemon(home: Path) -> Endpoint | None:
     state = state_dir_for(home)
     if not is_locked(state / "daemon.lock"):
         return None
-    return read_endpoint_file(state / "daemon.json")
+    endpoint = read_endpoint_file(state / "daemon.json")
+    try:  # the lock holder writes its pid there; a daemon still starting has not yet replaced an old endpoint
+        holder = int((state / "daemon.lock").read_text().split()[0])
+    except (OSError, ValueError, IndexError):  # locked but its pid not yet written: starting
+        return None
+    return endpoint if endpoint is not None and endpoint.pid == holder else None
 
 
 def stop_daemon(home: Path, timeout: float = 90.0, kill_after: bool = False) -> int | None:
