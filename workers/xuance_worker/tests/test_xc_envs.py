@@ -2,7 +2,8 @@
 
 Some envs train once a documented setting is changed (a network per agent, knights that cannot be killed): the walk
 tries that setting and trains with it. Image envs train at the smallest frames (or fewest agents) they offer, one
-update; cooperative_pong is trained and evaluated by test_xc_training.py instead.
+update; cooperative_pong is trained and evaluated by test_xc_training.py instead. Turn-based classic games train in
+turns (the turn adapter, with action masks); the configs name no ``api_type``: the worker chooses it.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import pytest
 FAMILIES = ("mpe", "sisl", "butterfly", "classic")
 #: The refusals docs/xuance-worker.md lists, by the words of their messages.
 REASONS = ("has a single agent", "its agents observe or act in different spaces", "can be killed and leave the episode",
-           "is turn-based", "could not be imported")
+           "could not be imported")
 #: The documented change that makes a refused env train, by the field its refusal names.
 CHANGES = {"algo_params.use_parameter_sharing": {"algo_params": {"use_parameter_sharing": False}},
            "environment.env_kwargs": {"env_kwargs": {"killable_knights": False, "killable_archers": False}}}
 #: Smaller problems the image envs offer, for a test's budget (XuanCe still sees the frames the env gives).
-SMALL = {"pistonball_v6": {"n_pistons": 2}}
+SMALL = {"pistonball_v6": {"n_pistons": 2}, "go_v5": {"board_size": 5}}
+IMAGES = {"pistonball_v6"}
 #: Trained (and evaluated) by another test, so not trained again here.
 TRAINED_ELSEWHERE = {"butterfly/cooperative_pong_v5": "test_xc_training.py::test_an_image_env_trains_a_cnn_and_evaluates"}
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "xuance-worker.md"
@@ -37,8 +39,7 @@ quiet_xuance()
 out = {}
 for family in json.loads(sys.argv[1]):
     for env_id in available_env_ids(family):
-        data = {"run_id": "check", "algorithm": "mappo", "environment": {
-            "family": family, "env_id": env_id, "api_type": "PARALLEL"}}
+        data = {"run_id": "check", "algorithm": "mappo", "environment": {"family": family, "env_id": env_id}}
         key = f"{family}/{env_id}"
         try:
             probe_env(XuanCeConfig.from_dict(data))
@@ -69,32 +70,36 @@ def test_every_env_id_trains_or_is_refused_with_a_documented_reason(home):
     docs = DOCS.read_text()
     assert all(reason in docs for reason in REASONS)
     accepted = sorted(env for env, why in verdicts.items() if why.startswith("ok"))
-    # images (XuanCe's CNN), 2-D and discrete observations (flattened), simultaneous classic games
+    # images (XuanCe's CNN), 2-D and discrete observations (flattened), simultaneous and turn-based classic games
     assert {"mpe/simple_spread_v3", "sisl/waterworld_v4", "sisl/pursuit_v4", "butterfly/pistonball_v6",
-            "butterfly/cooperative_pong_v5", "butterfly/knights_archers_zombies_v10", "classic/rps_v2"} <= set(accepted)
+            "butterfly/cooperative_pong_v5", "butterfly/knights_archers_zombies_v10", "classic/rps_v2",
+            "classic/tictactoe_v3", "classic/connect_four_v3", "classic/go_v5"} <= set(accepted)
     # agents that observe or act differently train with a network each; knights and archers that cannot die train
     assert {"mpe/simple_adversary_v3", "mpe/simple_tag_v3", "butterfly/knights_archers_zombies_v10"} <= {
         e for e in accepted if verdicts[e] != "ok"}
-    assert "is turn-based" in verdicts["classic/tictactoe_v3"] and "is turn-based" in verdicts["classic/connect_four_v3"]
     for env in sorted(set(accepted) - set(TRAINED_ELSEWHERE)):
         family, env_id = env.split("/")
         change = changes[env] or {}
         kwargs = {**SMALL.get(env_id, {}), **change.get("env_kwargs", {})}
-        steps = 50 if env_id in SMALL else 100  # images: one update
-        proc, run = home.run("mappo", environment={"family": family, "env_id": env_id, "api_type": "PARALLEL",
-                                                   "env_kwargs": kwargs}, algo_params=change.get("algo_params", {}),
+        steps = 50 if env_id in IMAGES else 100  # images: one update
+        proc, run = home.run("mappo", environment={"family": family, "env_id": env_id, "env_kwargs": kwargs},
+                             algo_params=change.get("algo_params", {}),
                              total_timesteps=steps, num_envs=1, batch_size=50, reporting={"every_timesteps": steps})
         assert proc.returncode == 0, (env, proc.stderr[-2000:])
         (metrics,) = home.events(run, "metrics")
         assert metrics["timesteps_total"] == steps, env
         (started,) = home.events(run, "run_started")
         observed = set(started["observations"].values())
-        if env_id in SMALL:  # pixels, to XuanCe's CNN, with its settings for images
+        turns = family == "classic" and env_id != "rps_v2"  # PettingZoo's AEC-only games
+        assert (started["env"]["api_type"] == "AEC") == turns, env
+        assert started["set_for_env"].get("use_actions_mask", False) == turns, env
+        if env_id in IMAGES:  # pixels, to XuanCe's CNN, with its settings for images
             assert all(o.startswith("image ") for o in observed), observed
             assert started["set_for_env"]["representation"] == "Basic_CNN" and started["xuance_yaml"] == "mappo/atari.yaml"
-        elif env_id in ("pursuit_v4", "knights_archers_zombies_v10", "rps_v2"):
+        elif family == "classic" or env_id in ("pursuit_v4", "knights_archers_zombies_v10"):
             expected = {"pursuit_v4": "flatten(7x7x3)", "knights_archers_zombies_v10": "flatten(27x5)",
-                        "rps_v2": "one-hot(4)"}[env_id]
+                        "rps_v2": "one-hot(4)", "tictactoe_v3": "flatten(3x3x2)", "connect_four_v3": "flatten(6x7x2)",
+                        "go_v5": "flatten(5x5x17)"}[env_id]  # a board game's board, without its action mask
             assert all(o.startswith(expected + " by mosaic.workerkit.spaces") for o in observed), observed
         else:
             assert all(o.startswith("vector ") for o in observed), observed
@@ -102,10 +107,13 @@ def test_every_env_id_trains_or_is_refused_with_a_documented_reason(home):
 
 @pytest.mark.parametrize("family, env_id, field", [("mpe", "simple_adversary_v3", "algo_params.use_parameter_sharing"),
                                                    ("butterfly", "knights_archers_zombies_v10", "environment.env_kwargs"),
-                                                   ("classic", "tictactoe_v3", "environment.env_id")])
+                                                   ("classic", "tictactoe_v3", "environment.api_type"),
+                                                   ("mpe", "simple_spread_v3", "environment.api_type")])
 def test_refusals_are_one_line_errors_before_any_run_folder(home, family, env_id, field):
+    # an api_type the game cannot be played through: PARALLEL for a turn-based game, AEC for a parallel one
+    api_type = "AEC" if env_id == "simple_spread_v3" else "PARALLEL"
     proc = home.cli("run", str(home.config("refused", environment={"family": family, "env_id": env_id,
-                                                                    "api_type": "PARALLEL"})))
+                                                                    "api_type": api_type})))
     assert proc.returncode == 2 and proc.stderr.startswith(f"mosaic: error: {field}: "), proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and home.runs() == []
 

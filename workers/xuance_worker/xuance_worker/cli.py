@@ -37,22 +37,24 @@ def dry_run(config: XuanCeConfig, checked: Any) -> dict[str, Any]:
 
 
 def envs() -> dict[str, list[str]]:
-    """MPE, SISL and Butterfly as installed; of the classic games, those played simultaneously (a parallel API)."""
+    """MPE, SISL and Butterfly as installed; the classic games that import here (chess and the card games need
+    packages the environment does not have), turn-based ones played in turns (envs.py)."""
     from mosaic.workerkit.envs import offered_env_ids
 
     offered = offered_env_ids(("mpe", "sisl", "butterfly", "classic"))
-    offered["classic"] = [env_id for env_id in offered["classic"] if simultaneous("classic", env_id)]
+    offered["classic"] = [env_id for env_id in offered["classic"] if importable("classic", env_id)]
     return offered
 
 
-def simultaneous(family: str, env_id: str) -> bool:
-    from mosaic.workerkit.envs import load_env_module, supported_api_types
+def importable(family: str, env_id: str) -> bool:
+    from mosaic.workerkit.envs import load_env_module
     from mosaic.errors import ConfigError
 
     try:
-        return "PARALLEL" in supported_api_types(load_env_module(family, env_id))
+        load_env_module(family, env_id)
     except ConfigError:  # not importable here
         return False
+    return True
 
 
 def make_runtime(config: XuanCeConfig, context: Any) -> Any:

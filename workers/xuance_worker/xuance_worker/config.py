@@ -164,6 +164,9 @@ class XuanCeConfig(RunConfig):
             "environment.env_id": "the versioned PettingZoo id (XuanCe's env_id; it picks <algo>/mpe/<env_id>.yaml "
                                   "where XuanCe ships one)",
             "environment.env_kwargs": "the env constructor's keyword arguments",
+            "environment.api_type": "chosen by the worker: PARALLEL where the env has a parallel API, AEC for a "
+                                    "turn-based game (played in turns with action masks); one given that the game "
+                                    "cannot be played through is refused",
             "seed": "XuanCe's seed and env_seed (env i of the vector gets seed + i)",
             "total_timesteps": "XuanCe's running_steps (env steps; a parallel step of all agents is one)",
             "num_envs": "XuanCe's parallels (stepped in-process, DummyVecMultiAgentEnv)",
@@ -195,7 +198,8 @@ class XuanCeConfig(RunConfig):
     algorithm: str = option("mappo", help="XuanCe algorithm, lower case (XuanCe's spelling, e.g. MAPPO, is "
                                           "accepted); traits: xuance_worker/algorithms.py")
     environment: EnvironmentConfig = option(default_factory=default_environment,
-                                            help="PettingZoo env (parallel API), built by MOSAIC's env layer")
+                                            help="PettingZoo env (a parallel API, or a turn-based game played in "
+                                                 "turns), built by MOSAIC's env layer")
     seed: int = option(1, min=0, help="XuanCe's seed and env_seed (XuanCe's own examples use 1)")
     total_timesteps: int | None = option(DEFAULT_TOTAL_TIMESTEPS, min=1,
                                          help="env steps (a parallel step of all agents is one); null = "
@@ -236,9 +240,8 @@ class XuanCeConfig(RunConfig):
             config.total_timesteps = DEFAULT_TOTAL_TIMESTEPS
         if config.num_envs is not None and config.num_envs > MAX_ENVS:
             raise ConfigError("num_envs", f"{config.num_envs} envs in one process; allowed: 1 to {MAX_ENVS}")
-        refuse_turn_based(config.environment)
-        if config.environment.api_type != "PARALLEL":
-            raise ConfigError("environment.api_type", "XuanCe steps every agent at once: PARALLEL only")
+        given = data.get("environment", {}).get("api_type") if isinstance(data.get("environment"), Mapping) else None
+        choose_api_type(config.environment, given)
         env = config.environment
         if env.family == "mpe" and "continuous_actions" not in env.env_kwargs and "discrete" not in config.algo.policies:
             # MPE's actions are discrete unless asked; an algorithm that acts only in boxes asks.
@@ -313,16 +316,20 @@ def check_restore_from(config: XuanCeConfig) -> None:
                                       "checkpoint of a xuance run")
 
 
-def refuse_turn_based(environment: EnvironmentConfig) -> None:
-    """Classic board and card games take turns (PettingZoo's AEC API only): XuanCe has no turn-based loop."""
-    from mosaic.workerkit.envs import load_env_module, supported_api_types
+def choose_api_type(environment: EnvironmentConfig, given: Any) -> None:
+    """The API the worker drives: PARALLEL where the env has one (XuanCe steps every agent at once), AEC for a
+    turn-based game (the turn adapter, envs.py). ``given`` is the config's own ``api_type``, if it set one:
+    one the env's game cannot be played through is refused, naming what is."""
+    from xuance_worker.envs import turn_based
 
-    if "PARALLEL" not in supported_api_types(load_env_module(environment.family, environment.env_id)):
-        raise ConfigError("environment.env_id", f"{environment.env_id} is turn-based (PettingZoo offers it as an "
-                                                "AEC env only): XuanCe 1.4.4's multi-agent loop steps every agent "
-                                                "at once and has no turn-based mode; its action masks "
-                                                "(use_actions_mask) mark the actions open to each agent within "
-                                                "such a simultaneous step and do not make agents take turns")
+    turns = turn_based(environment.family, environment.env_id)
+    chosen = "AEC" if turns else "PARALLEL"
+    if given is not None and given != chosen:
+        why = (f"{environment.env_id} is turn-based (PettingZoo offers it as an AEC env only): the worker plays "
+               "it in turns" if turns else
+               f"{environment.env_id} has a parallel API, which XuanCe steps with every agent at once")
+        raise ConfigError("environment.api_type", f"{given}: {why}; allowed: {chosen} (or leave it out)")
+    environment.api_type = chosen
 
 
 def check_params(config: XuanCeConfig) -> dict[str, Any]:

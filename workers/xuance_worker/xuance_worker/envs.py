@@ -13,6 +13,11 @@ at validation), one observation and action space per agent, a global state
 concatenated), and a step bound (``max_cycles``) after which the episode is
 truncated. Env 0 also streams its frames to FastLane when the run asks for it.
 
+Turn-based games (PettingZoo's classic board games, AEC only) are played by
+:class:`MosaicTurnBasedEnv`'s rules (see :func:`make_turn_env_class`): XuanCe steps every agent at
+once, the agent whose turn it is moves, and action masks (XuanCe's ``use_actions_mask``) give it the
+game's legal moves and every waiting agent one action, a pass that is not played.
+
 Observations reach XuanCe as the env gives them when they are flat vectors (its
 MLP representations) or HxWxC uint8 images (its ``Basic_CNN``); anything else
 (knights_archers_zombies' entity table, pursuit's 7x7x3 float grid, a Discrete
@@ -31,6 +36,7 @@ import numpy as np
 from mosaic.workerkit.spaces import action_kind
 
 ENV_NAME = "mosaic_pettingzoo"  # the key in XuanCe's REGISTRY_MULTI_AGENT_ENV
+TURNS_ENV_NAME = "mosaic_pettingzoo_turns"  # the turn adapter's key there
 DEFAULT_MAX_STEPS = 500  # for envs that state no bound of their own
 
 #: Envs whose agents can leave mid-episode, and the env_kwargs (all default True) that keep them in.
@@ -96,6 +102,24 @@ def state_space_of(env: Any, codec: ObservationCodec) -> Any:
     return spaces.Box(-np.inf, np.inf, (size,), np.float32)
 
 
+def turn_based(family: str, env_id: str) -> bool:
+    """A game PettingZoo offers as an AEC env only (the agents take turns): played by the turn adapter."""
+    from mosaic.workerkit.envs import load_env_module, supported_api_types
+
+    return "PARALLEL" not in supported_api_types(load_env_module(family, env_id))
+
+
+def has_action_mask(space: Any) -> bool:
+    """An observation of PettingZoo's classic games: a Dict of the board (``observation``) and the legal moves."""
+    parts = getattr(space, "spaces", None)
+    return isinstance(parts, dict) and "observation" in parts and "action_mask" in parts
+
+
+def observation_part(space_or_value: Any, masked: bool) -> Any:
+    """What an agent observes, without the action mask (which reaches XuanCe as ``avail_actions``)."""
+    return space_or_value["observation"] if masked else space_or_value
+
+
 @functools.lru_cache(maxsize=8)
 def _spaces(family: str, env_id: str, api_type: str, kwargs: str) -> dict[str, Any]:
     from mosaic.workerkit.envs import make_env
@@ -103,7 +127,9 @@ def _spaces(family: str, env_id: str, api_type: str, kwargs: str) -> dict[str, A
     env = make_env(family, env_id, api_type, json.loads(kwargs))
     try:
         agents = list(env.possible_agents)
-        return {"agents": agents, "observation_spaces": {a: env.observation_space(a) for a in agents},
+        observed = {a: env.observation_space(a) for a in agents}
+        return {"agents": agents,
+                "observation_spaces": {a: observation_part(s, has_action_mask(s)) for a, s in observed.items()},
                 "action_spaces": {a: env.action_space(a) for a in agents},
                 "state_space": getattr(env, "state_space", None)}
     finally:
@@ -152,12 +178,14 @@ def make_raw_env_class() -> type:
     from mosaic.workerkit.envs import make_env
 
     class MosaicPettingZooEnv(RawMultiAgentEnv):
+        API = "PARALLEL"
+
         def __init__(self, config: Any) -> None:
             super().__init__()
             spec = config.mosaic_env
             # Env 0 (seeded with the run's own seed) streams its frames when FastLane is on.
             lane = getattr(config, "mosaic_fastlane", None) if config.env_seed == config.seed else None
-            self.env = make_env(spec["family"], spec["env_id"], "PARALLEL", spec["env_kwargs"],
+            self.env = make_env(spec["family"], spec["env_id"], self.API, spec["env_kwargs"],
                                 "rgb_array" if lane else None)
             self.lane = publisher(lane) if lane else None
             self.env_id = spec["env_id"]
@@ -166,7 +194,9 @@ def make_raw_env_class() -> type:
             self.agents = list(self.env.possible_agents)
             seed_action_spaces(self.env, self.agents, config.env_seed)
             self.num_agents = len(self.agents)
-            self.codec = ObservationCodec({a: self.env.observation_space(a) for a in self.agents})
+            self.masked = {a: has_action_mask(self.env.observation_space(a)) for a in self.agents}
+            self.codec = ObservationCodec({a: observation_part(self.env.observation_space(a), self.masked[a])
+                                           for a in self.agents})
             self.observation_space = dict(self.codec.spaces)
             self.action_space = {a: self.env.action_space(a) for a in self.agents}
             self.state_space = state_space_of(self.env, self.codec)
@@ -201,14 +231,18 @@ def make_raw_env_class() -> type:
             observations = self.codec(observations)
             self._steps += 1
             self._last_obs = observations
+            self._stream(rewards)
+            done = any(truncated.values()) or self._steps >= self.max_episode_steps
+            return observations, rewards, terminated, done, {"infos": infos}
+
+        def _stream(self, rewards: dict[str, float]) -> None:
+            """Env 0's frame of this step to FastLane, when the run streams and a frame is due."""
             if self.lane is not None:
                 for agent, reward in rewards.items():
                     self._returns[agent] = self._returns.get(agent, 0.0) + float(reward)
                 if self.lane.due():
                     self.lane.offer(self.env.render, self._episode, self._steps, lambda: {
                         "rewards": {a: float(r) for a, r in rewards.items()}, "returns": dict(self._returns)})
-            done = any(truncated.values()) or self._steps >= self.max_episode_steps
-            return observations, rewards, terminated, done, {"infos": infos}
 
         def state(self) -> np.ndarray:
             if self._has_state:
@@ -232,6 +266,107 @@ def make_raw_env_class() -> type:
     return MosaicPettingZooEnv
 
 
+PASS = 0  # the one action a waiting agent is offered in a turn-based game; it is not played
+
+
+def turn_masks(mover: str | None, legal: Any, sizes: dict[str, int]) -> dict[str, np.ndarray]:
+    """Each agent's open actions at one step of a turn-based game: the mover's legal moves, a pass for the rest.
+
+    ``legal`` is the mover's ``action_mask`` (PettingZoo's 0/1 vector); a game that is over (no mover, or a
+    mover without a legal move) offers everyone the pass, so XuanCe always has an action to sample."""
+    out = {}
+    for agent, size in sizes.items():
+        mask = np.zeros(size, np.bool_)
+        if agent == mover and legal is not None and np.any(legal):
+            mask[:] = np.asarray(legal, np.bool_)
+        else:
+            mask[PASS] = True
+        out[agent] = mask
+    return out
+
+
+def one_agent_inputs(codec: ObservationCodec, agent: str, observation: Any, masked: bool,
+                     sizes: dict[str, int] | None) -> tuple[dict[str, Any], list[dict] | None, Any]:
+    """XuanCe's joint inputs when one agent acts (``mosaic eval`` of a turn-based game, an arena player):
+    ``(observations, masks, legal)``. The agent's observation (the board part, when it comes with its legal
+    moves) encoded by ``codec``, zeros for every other agent; with ``sizes`` (a turn-based game), the masks
+    of :func:`turn_masks` with this agent moving, as in training; ``legal`` its legal moves, or None."""
+    mine = codec.observation(agent, observation_part(observation, masked))
+    joint = {a: mine if a == agent else np.zeros(space.shape, space.dtype) for a, space in codec.spaces.items()}
+    legal = np.asarray(observation["action_mask"], np.bool_) if masked else None
+    masks = [turn_masks(agent, legal, sizes)] if sizes is not None else None
+    return joint, masks, legal
+
+
+def check_legal(agent: str, action: int, legal: Any, where: str = "") -> None:
+    """Stop at an action outside the agent's legal moves: with the masks in place it is a bug, not a move."""
+    if legal is not None and not legal[action]:
+        raise RuntimeError(f"{where}{agent} chose action {action}, not a legal move "
+                           f"(legal: {np.flatnonzero(legal).tolist()})")
+
+
+def make_turn_env_class() -> type:
+    """The turn adapter: a PettingZoo AEC game stepped the way XuanCe steps every env, all agents at once.
+
+    At each step the agent whose turn it is (``agent_selection``) moves; its mask (``avail_actions``) is
+    the game's legal moves, and every other agent's mask opens one action, a pass that the adapter does not
+    play. XuanCe's learners thus see, for a waiting agent, an action its policy takes with probability one
+    (no policy gradient, no entropy), while its value estimate and rewards are learned at every step: a
+    loser's -1 arrives at the step where the winner moved. Each agent observes the board from its side
+    (``observe(agent)["observation"]``); the global state is the agents' observations, concatenated. An
+    action outside the mover's legal moves stops the run naming it (the masks make it a bug, not a move).
+    """
+    base = make_raw_env_class()
+
+    class MosaicTurnBasedEnv(base):
+        API = "AEC"
+
+        def __init__(self, config: Any) -> None:
+            super().__init__(config)
+            self._sizes = {a: int(space.n) for a, space in self.action_space.items()}
+            self._over = False
+
+        def _observe(self) -> dict[str, Any]:
+            return {a: self.codec.observation(a, observation_part(self.env.observe(a), self.masked[a]))
+                    for a in self.agents}
+
+        def reset(self) -> tuple[dict, dict]:
+            self.env.reset()
+            if self._steps:
+                self._episode += 1
+            self._steps, self._over = 0, False
+            self._returns = {a: 0.0 for a in self.agents}
+            self._last_obs = self._observe()
+            return self._last_obs, {"infos": {}}
+
+        def step(self, actions: dict) -> tuple[dict, dict, dict, bool, dict]:
+            mover = self.env.agent_selection
+            action = int(actions[mover])
+            check_legal(mover, action, self._legal(mover), f"{self.env_id}, step {self._steps + 1}: ")
+            self.env.step(action)
+            rewards = {a: float(self.env.rewards.get(a, 0.0)) for a in self.agents}
+            self._over = all(self.env.terminations.get(a, True) or self.env.truncations.get(a, True)
+                             for a in self.agents)
+            ended = all(self.env.terminations.get(a, True) for a in self.agents)
+            self._steps += 1
+            self._last_obs = self._observe()
+            self._stream(rewards)
+            terminated = {a: ended for a in self.agents}
+            done = (self._over and not ended) or self._steps >= self.max_episode_steps
+            return self._last_obs, rewards, terminated, done, {"infos": dict(self.env.infos)}
+
+        def _legal(self, agent: str) -> Any:
+            if not self.masked[agent]:
+                return None
+            return np.asarray(self.env.observe(agent)["action_mask"], np.bool_)
+
+        def avail_actions(self) -> dict:
+            mover = None if self._over else self.env.agent_selection
+            return turn_masks(mover, self._legal(mover) if mover is not None else None, self._sizes)
+
+    return MosaicTurnBasedEnv
+
+
 def publisher(lane: dict[str, Any]) -> Any:
     from mosaic.fastlane.config import FastLaneConfig, FastLaneTarget
     from mosaic.fastlane.publisher import Publisher
@@ -241,8 +376,10 @@ def publisher(lane: dict[str, Any]) -> Any:
 
 
 def register() -> None:
-    """Put the adapter into XuanCe's multi-agent env registry (idempotent)."""
+    """Put the adapters into XuanCe's multi-agent env registry (idempotent)."""
     from xuance.environment.multi_agent_env import REGISTRY_MULTI_AGENT_ENV
 
     if not isinstance(REGISTRY_MULTI_AGENT_ENV.get(ENV_NAME), type):
         REGISTRY_MULTI_AGENT_ENV[ENV_NAME] = make_raw_env_class()
+    if not isinstance(REGISTRY_MULTI_AGENT_ENV.get(TURNS_ENV_NAME), type):
+        REGISTRY_MULTI_AGENT_ENV[TURNS_ENV_NAME] = make_turn_env_class()

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 from mosaic.workerkit.checkpoints import resolve
 from mosaic.errors import UserError
 from mosaic.workerkit.evaluation import print_results, EvaluationResults, eval_lane, play_episodes, save_results
-from xuance_worker.envs import ObservationCodec
+from xuance_worker.envs import ObservationCodec, has_action_mask, observation_part
 
 
 class JointActor:
@@ -46,12 +46,35 @@ class JointActor:
         return self.compute_actions([obs])[0]
 
 
-class Seating:
-    def __init__(self, actor: JointActor) -> None:
-        self.actor = actor
+class TurnActor:
+    """One agent's moves in a turn-based game, asked of XuanCe's joint actor: the mover's observation and legal
+    moves, the waiting agents' pass (as in training: ``envs.one_agent_inputs``); only the mover's action is used."""
 
-    def actor_for(self, agent: str) -> JointActor:
-        return self.actor
+    def __init__(self, joint: JointActor, agent: str, sizes: dict[str, int], masked: dict[str, bool]) -> None:
+        self.joint, self.agent, self.sizes, self.masked = joint, agent, sizes, masked
+        self.module_id = joint.module_id
+
+    def compute_action(self, obs: Any) -> Any:
+        import torch
+
+        from xuance_worker.envs import check_legal, one_agent_inputs
+
+        joint_obs, masks, legal = one_agent_inputs(self.joint.codec, self.agent, obs, self.masked[self.agent],
+                                                   self.sizes)
+        with torch.no_grad():
+            out = self.joint.agent.get_actions(obs_dict=[joint_obs], avail_actions_dict=masks, test_mode=True,
+                                               deterministic=True)
+        action = int(out["actions"][0][self.agent])
+        check_legal(self.agent, action, legal)
+        return action
+
+
+class Seating:
+    def __init__(self, actor: JointActor, turns: dict[str, TurnActor] | None = None) -> None:
+        self.actor, self.turns = actor, turns or {}
+
+    def actor_for(self, agent: str) -> JointActor | TurnActor:
+        return self.turns.get(agent, self.actor)
 
 
 #: Fields of configs saved before the shared run vocabulary (mosaic.workerkit.run_fields) -> where they went.
@@ -123,11 +146,17 @@ def evaluate(request: Any) -> int:
         try:
             shared = bool(agent.use_parameter_sharing)
             env = config.environment.make(render_mode="rgb_array" if request.video or request.fastlane else None)
-            codec = ObservationCodec({a: env.observation_space(a) for a in env.possible_agents})
+            masked = {a: has_action_mask(env.observation_space(a)) for a in env.possible_agents}
+            codec = ObservationCodec({a: observation_part(env.observation_space(a), masked[a])
+                                      for a in env.possible_agents})
             actor = JointActor(agent, list(envs.agents), "shared" if shared else "per_agent", codec)
+            turns = None
+            if config.environment.api_type == "AEC":  # a turn-based game: each mover asks the joint actor
+                sizes = {a: int(env.action_space(a).n) for a in env.possible_agents}
+                turns = {a: TurnActor(actor, a, sizes, masked) for a in env.possible_agents}
             lane = eval_lane(folder) if request.fastlane else None
             try:
-                episodes, videos = play_episodes(env, [Seating(actor)], request.episodes, seed=request.seed,
+                episodes, videos = play_episodes(env, [Seating(actor, turns)], request.episodes, seed=request.seed,
                                                  video_episodes=request.video, lane=lane)
             finally:
                 env.close()

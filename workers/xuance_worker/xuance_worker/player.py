@@ -60,7 +60,8 @@ class XuanCePlayer:
     _agent: Any = None
     _envs: Any = None
     _codec: Any = None
-    _blank: dict[str, Any] = field(default_factory=dict)
+    _masked: dict[str, bool] = field(default_factory=dict)  # agent -> its observation carries its legal moves
+    _sizes: dict[str, int] | None = None  # a turn-based game: agent -> its number of actions
     _scratch: str = ""
 
     @classmethod
@@ -92,16 +93,15 @@ class XuanCePlayer:
                      algorithm=algorithm, deterministic=deterministic,
                      environment={**{k: state.environment.get(k) for k in ("family", "env_id")},
                                   "env_kwargs": dict(state.environment.get("env_kwargs") or {}),
-                                  "api_type": "PARALLEL"},  # XuanCe steps every agent at once
+                                  # XuanCe steps every agent at once; a turn-based game is played in turns
+                                  "api_type": state.environment.get("api_type") or "PARALLEL"},
                      agents=list(state.agents))
         player._build(folder, state)
         return player
 
     def _build(self, folder: Path, state: Any) -> None:
-        import numpy as np
-
         from mosaic.workerkit.threads import limit_torch_threads
-        from xuance_worker.envs import ObservationCodec
+        from xuance_worker.envs import ObservationCodec, has_action_mask, observation_part
         from xuance_worker.evaluation import load_agent
 
         limit_torch_threads(1)
@@ -116,10 +116,13 @@ class XuanCePlayer:
         self.agents = list(self._envs.agents)
         env = config.environment.make()
         try:
-            self._codec = ObservationCodec({a: env.observation_space(a) for a in env.possible_agents})
+            self._masked = {a: has_action_mask(env.observation_space(a)) for a in env.possible_agents}
+            self._codec = ObservationCodec({a: observation_part(env.observation_space(a), self._masked[a])
+                                            for a in env.possible_agents})
+            if config.environment.api_type == "AEC":  # a turn-based game: the masks of training (envs.py)
+                self._sizes = {a: int(env.action_space(a).n) for a in env.possible_agents}
         finally:
             env.close()
-        self._blank = {a: np.zeros(s.shape, s.dtype) for a, s in self._codec.spaces.items()}
 
     def reset(self, seed: int) -> None:
         import numpy as np
@@ -129,15 +132,21 @@ class XuanCePlayer:
         np.random.seed(seed % 2**32)
 
     def act(self, agent: str, observation: Any) -> Any:
-        if agent not in self._blank:
+        if agent not in self._masked:
             raise UserError(f"agent {agent!r} is not in the env this run trained on ({', '.join(self.agents)})")
         import torch
 
-        joint = dict(self._blank)
-        joint[agent] = self._codec.observation(agent, observation)
+        from xuance_worker.envs import check_legal, one_agent_inputs
+
+        joint, masks, legal = one_agent_inputs(self._codec, agent, observation, self._masked[agent], self._sizes)
         with torch.no_grad():
-            out = self._agent.get_actions(obs_dict=[joint], test_mode=True, deterministic=self.deterministic)
-        return out["actions"][0][agent]
+            out = self._agent.get_actions(obs_dict=[joint], avail_actions_dict=masks, test_mode=True,
+                                          deterministic=self.deterministic)
+        action = out["actions"][0][agent]
+        if self._sizes is not None:  # a board game's move: a plain integer, as the env's Discrete space takes it
+            action = int(action)
+            check_legal(agent, action, legal)
+        return action
 
     def close(self) -> None:
         agent, envs, self._agent, self._envs = self._agent, self._envs, None, None

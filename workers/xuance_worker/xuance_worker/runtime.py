@@ -101,6 +101,12 @@ def probe_env(config: XuanCeConfig) -> dict[str, Any]:
                                   "cannot stack their observations: leave it out or set it to true (the critic "
                                   "reads the env's global state)")
             settings["use_global_state"] = True
+    if config.environment.api_type == "AEC":  # a turn-based game: the turn adapter's masks (envs.py)
+        if "use_actions_mask" in config.algo_params and not config.algo_params["use_actions_mask"]:
+            raise ConfigError("algo_params.use_actions_mask", f"{env_id} is turn-based: the worker plays it in "
+                                                              "turns through action masks; leave it out or set it "
+                                                              "to true")
+        settings["use_actions_mask"] = True
     if not algo.on_policy:
         check_replay_memory(config, codec, len(agents))
     return {"agents": agents, "action_kind": next(iter(kinds.values())), "settings": settings,
@@ -218,7 +224,8 @@ def xuance_arguments(config: XuanCeConfig, run_root: Path, probe: dict[str, Any]
     overrides.update(probe.get("settings", {}))  # what the env requires (probe_env)
     overrides.update(policy=algo.policies[probe["action_kind"]], continuous_action=probe["action_kind"] == "box",
                      log_dir=str(run_root / "tensorboard"), model_dir=str(run_root / "checkpoints" / "xuance"),
-                     env_name=env_adapter.ENV_NAME, env_id=config.environment.env_id)
+                     env_name=env_adapter.TURNS_ENV_NAME if config.environment.api_type == "AEC"
+                     else env_adapter.ENV_NAME, env_id=config.environment.env_id)
     args = get_arguments(algo.name, "mpe", config.environment.env_id,
                          config_path=str(config_path(config)), parser_args=Namespace(**overrides))
     args.mosaic_env = config.environment.describe()
