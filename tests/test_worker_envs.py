@@ -344,7 +344,7 @@ requirements = ["numpy==1.26.4"]
     ('no_deps = ["cleanrl>=1.2"]', "tool.mosaic.environment.no_deps[0]", "must pin one version exactly"),
     ('no_deps = "cleanrl==1.2.0"', "tool.mosaic.environment.no_deps", "must be a list"),
     ('no_deps = ["-e ."]', "tool.mosaic.environment.no_deps[0]", "is not a requirement"),
-    ('extras = ["x"]', "tool.mosaic.environment.extras", "requirements, no_deps"),
+    ('extras = ["x"]', "tool.mosaic.environment.extras", "requirements, no_deps, overlays"),
 ])
 def test_no_deps_pins_are_exact_and_checked(tmp_path, extra, field, message):
     (tmp_path / "pyproject.toml").write_text(NO_DEPS_TREE.format(extra=extra))
@@ -360,3 +360,31 @@ def test_no_deps_pins_are_part_of_what_the_environment_is_built_from(tmp_path):
     assert with_pins.no_deps == ("cleanrl==1.2.0",) and without.no_deps == ()
     assert with_pins.distribution == "mosaic-nodeps-worker"
     assert with_pins.pins_digest != without.pins_digest  # adding one makes a built environment stale
+
+
+@pytest.mark.parametrize("extra, field, message", [
+    ('overlays = ["stable-baselines3==1.2.0"]', "tool.mosaic.environment.overlays", "must be a table"),
+    ('overlays = {sb3 = "stable-baselines3==1.2.0"}', "tool.mosaic.environment.overlays.sb3", "must be a list"),
+    ('overlays = {sb3 = ["stable-baselines3>=1"]}', "tool.mosaic.environment.overlays.sb3[0]",
+     "must pin one version exactly"),
+    ('overlays = {sb3 = ["--target=/tmp"]}', "tool.mosaic.environment.overlays.sb3[0]", "is not a requirement"),
+    ('overlays = {sb3 = []}', "tool.mosaic.environment.overlays.sb3", "is empty"),
+    ('overlays = {"../up" = ["stable-baselines3==1.2.0"]}', "tool.mosaic.environment.overlays.../up",
+     "cannot name an overlay folder"),
+])
+def test_overlays_are_a_table_of_exact_pins_and_checked(tmp_path, extra, field, message):
+    (tmp_path / "pyproject.toml").write_text(NO_DEPS_TREE.format(extra=extra))
+    sources, invalid = worker_envs.read_tree(tmp_path)
+    assert sources == [] and f"{field}:" in invalid["nodeps"] and message in invalid["nodeps"], invalid
+
+
+def test_overlays_are_part_of_what_the_environment_is_built_from(tmp_path):
+    digests = []
+    for extra in ("", 'overlays = {sb3 = ["stable-baselines3==1.2.0"]}',
+                  'overlays = {sb3 = ["stable-baselines3==1.2.1"]}', 'overlays = {other = ["stable-baselines3==1.2.1"]}'):
+        (tmp_path / "pyproject.toml").write_text(NO_DEPS_TREE.format(extra=extra))
+        (source,), invalid = worker_envs.read_tree(tmp_path)
+        assert not invalid
+        digests.append(source.pins_digest)
+    assert source.overlays == (("other", ("stable-baselines3==1.2.1",)),)
+    assert len(set(digests)) == 4  # adding, changing or renaming an overlay makes a built environment stale

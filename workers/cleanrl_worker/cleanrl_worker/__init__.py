@@ -19,7 +19,8 @@ from mosaic.workerkit.contract import ResourceEstimate, WorkerCapabilities, Work
 __version__ = "0.1.0"
 
 #: The scripts this worker runs, by MOSAIC algorithm name (traits: ``algorithms.py``).
-ALGORITHMS = ("ppo", "dqn", "c51", "sac", "td3", "ddpg", "dqn_atari", "ppo_continuous_action", "ppo_atari_envpool")
+ALGORITHMS = ("ppo", "dqn", "c51", "sac", "td3", "ddpg", "dqn_atari", "ppo_atari", "c51_atari",
+              "ppo_continuous_action", "ppo_atari_envpool")
 #: Env families (``algorithms.ENVS``): classic control, ALE Atari, MuJoCo (made by Gym/Gymnasium ids), and
 #: EnvPool's Atari (made by ``envpool.make``).
 ENV_FAMILIES = ("gymnasium", "atari", "mujoco", "envpool")
@@ -30,7 +31,7 @@ def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
     meta = WorkerMetadata(
         name="CleanRL", version=__version__,
         description="CleanRL's single-file PPO, DQN, C51, SAC, TD3 and DDPG scripts, run unmodified "
-                    "on Gym/Gymnasium classic-control tasks, dqn_atari on ALE Atari games and "
+                    "on Gym/Gymnasium classic-control tasks, dqn_atari, ppo_atari and c51_atari on ALE Atari games and "
                     "ppo_continuous_action and ddpg on MuJoCo tasks, ppo_atari_envpool on EnvPool's Atari games; telemetry, checkpoints and FastLane "
                     "frames observed from outside the script.",
         upstream_library="cleanrl", upstream_version=installed_version("cleanrl"), license="MIT")

@@ -34,6 +34,11 @@ class Algorithm:
     single_env: bool = False
     #: The script's ``make_env`` parameters, in order (ppo_continuous_action.py has no seed and takes gamma).
     make_env_args: tuple[str, ...] = ("env_id", "seed", "idx", "capture_video", "run_name")
+    #: The environment's overlay (``[tool.mosaic.environment].overlays`` in the worker's pyproject) the script
+    #: runs with, first on its path: a package version the environment's other scripts cannot share.
+    overlay: str = ""
+    #: Why ``mosaic eval`` cannot play the script's checkpoints ("": it can).
+    no_eval: str = ""
 
     @property
     def script(self) -> str:
@@ -45,6 +50,9 @@ _ACTOR_CRITIC = (("value_loss", "vf_loss"), ("policy_loss", "policy_loss"), ("en
 _Q = (("td_loss", "qf_loss"), ("loss", "qf_loss"), ("q_values", "q_values"))
 _CONTINUOUS = (("qf_loss", "qf_loss"), ("actor_loss", "policy_loss"), ("alpha", "alpha_value"),
                ("alpha_loss", "alpha_loss"))
+
+_OVERLAY_NO_EVAL = ("its network plays the env its script wraps with SB3 1.2.0's Atari wrappers, which only the "
+                    "script's own process has (the sb3-gym overlay); the worker's evaluation runs beside SB3 2.x")
 
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
     Algorithm("ppo", "cleanrl.ppo", "gym", "discrete", True, "agent", "Agent", "CartPole-v1", _ACTOR_CRITIC),
@@ -58,10 +66,16 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
     Algorithm("ddpg", "cleanrl.ddpg_continuous_action", "gymnasium", "box", False, "actor", "Actor",
               "Pendulum-v1", _CONTINUOUS, families=("gymnasium", "mujoco")),
     # The Atari scripts: dqn_atari.py imports gymnasium and SB3 2.x's Atari wrappers (gymnasium's API), so it
-    # runs as it is. ppo_atari.py and c51_atari.py import gym 0.23.1 yet wrap its envs with the same SB3
-    # wrappers (written for SB3 1.2.0's gym API): they cannot run in this environment (docs/cleanrl-worker.md).
+    # runs as it is. ppo_atari.py and c51_atari.py import gym 0.23.1 and wrap its envs with SB3 1.2.0's Atari
+    # wrappers (gym's old API): they run with the sb3-gym overlay (SB3 1.2.0) first on their path, on ALE's
+    # games registered with gym by the import hook (gym_atari).
     Algorithm("dqn_atari", "cleanrl.dqn_atari", "gymnasium", "discrete", False, "q_network", "QNetwork",
               "BreakoutNoFrameskip-v4", _Q, families=("atari",), single_env=True),
+    Algorithm("ppo_atari", "cleanrl.ppo_atari", "gym", "discrete", True, "agent", "Agent",
+              "BreakoutNoFrameskip-v4", _ACTOR_CRITIC, families=("atari",), overlay="sb3-gym",
+              no_eval=_OVERLAY_NO_EVAL),
+    Algorithm("c51_atari", "cleanrl.c51_atari", "gym", "discrete", False, "q_network", "QNetwork",
+              "BreakoutNoFrameskip-v4", _Q, families=("atari",), overlay="sb3-gym", no_eval=_OVERLAY_NO_EVAL),
     Algorithm("ppo_continuous_action", "cleanrl.ppo_continuous_action", "gymnasium", "box", True, "agent", "Agent",
               "HalfCheetah-v4", _ACTOR_CRITIC, families=("gymnasium", "mujoco"),
               make_env_args=("env_id", "idx", "capture_video", "run_name", "gamma")),
@@ -74,7 +88,8 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
 
 #: The tasks of each env family, by action space: Gymnasium ids (gym 0.23.1 has the classic-control ones
 #: too). ``atari``: ALE's ``NoFrameskip-v4`` ids (the Atari wrappers skip frames themselves), from
-#: ale-py's wheel, ROMs included. ``envpool``: EnvPool 0.8.4's Atari ids (``<Game>-v5``, made by ``envpool.make``,
+#: ale-py's wheel, ROMs included: registered with gymnasium for dqn_atari, with gym 0.23.1 for ppo_atari and
+#: c51_atari (``gym_atari.GAMES``, the same ids). ``envpool``: EnvPool 0.8.4's Atari ids (``<Game>-v5``, made by ``envpool.make``,
 #: ROMs in its wheel; its own preprocessing). ``mujoco``: Gymnasium 0.29.1's MuJoCo v4 tasks (the ``mujoco`` bindings;
 #: gym 0.23.1 has only the mujoco-py v2/v3 ones, so the gym scripts sac and td3 do not train on them).
 ENVS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -122,6 +137,27 @@ def register_atari() -> None:
 
     registration.register_v0_v4_envs()
     registration.register_v5_envs()
+
+
+#: Where an environment keeps its overlays (``mosaic.host.environments.layout.OVERLAYS_DIR``).
+OVERLAYS_DIR = "overlays"
+
+
+def overlay_path(algorithm: Algorithm, prefix: str | None = None) -> str | None:
+    """The folder of ``algorithm``'s overlay in the environment at ``prefix`` (this interpreter's), to put
+    first on the script's path; None when the script needs none. :class:`UserError` when it is missing."""
+    if not algorithm.overlay:
+        return None
+    import os
+    import sys
+
+    from mosaic.errors import UserError
+
+    path = os.path.join(prefix or sys.prefix, OVERLAYS_DIR, algorithm.overlay)
+    if not os.path.isdir(path):
+        raise UserError(f"algorithm: {algorithm.name} runs with the environment's {algorithm.overlay!r} overlay, "
+                        f"which {path} does not hold: rebuild it with `mosaic envs build cleanrl --force`")
+    return path
 
 
 def make_envpool(env_id: str, num_envs: int = 1, **kwargs: Any) -> Any:
@@ -185,10 +221,17 @@ def check_env(algorithm: Algorithm, env_id: str, field: str = "env_id") -> None:
 
 
 def prepare_family(family: str) -> None:
-    """In the worker's own process, before a task of ``family`` is made: ALE's ids registered, its banner off,
+    """In the worker's own process, before a task of ``family`` is made: ALE's ids registered (with gymnasium,
+    and with gym 0.23.1 once gym is imported: ``gym_atari``), its banner off,
     MuJoCo's renderer headless (EGL, unless ``MUJOCO_GL`` says otherwise)."""
     if family == "atari":
         register_atari()
+        import sys
+
+        if "gym" in sys.modules:  # ppo_atari and c51_atari make their games with gym 0.23.1
+            from cleanrl_worker import gym_atari
+
+            gym_atari.register()
         import ale_py
 
         ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)

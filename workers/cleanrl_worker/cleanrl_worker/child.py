@@ -26,6 +26,11 @@ patches has been imported by the script:
 - ``stable_baselines3.common.buffers``: SB3 2.x's ``ReplayBuffer`` only takes
   gymnasium spaces; the gym 0.23 spaces of c51, sac and td3 are converted to
   their gymnasium equivalents (same shapes, bounds and dtypes) on the way in.
+  SB3 1.2.0 (the overlay c51_atari runs with) takes gym's spaces: left as it is.
+- ``gym``, always (also with no ``$MOSAIC_CLEANRL_FD``: the script run directly with
+  this folder on ``PYTHONPATH``): ALE's ``NoFrameskip-v4`` ids are registered with
+  gym 0.23.1 (``gym_atari``: ale-py's games behind gym's old API), which
+  ppo_atari.py and c51_atari.py make their envs from.
 
 Nothing here draws random numbers or touches the script's tensors, so a seed
 gives the same run with or without MOSAIC (tests/test_transparency.py).
@@ -272,6 +277,8 @@ def _to_gymnasium(space: Any) -> Any:
 
 
 def _patch_buffers(module: Any) -> None:
+    if not getattr(module, "spaces", None) or not module.spaces.__name__.startswith("gymnasium"):
+        return  # SB3 1.x (the sb3-gym overlay): gym's spaces are what it takes
     original = module.ReplayBuffer.__init__
 
     def __init__(self: Any, buffer_size: int, observation_space: Any, action_space: Any, *args: Any,
@@ -291,6 +298,17 @@ def _patch_gymnasium(module: Any) -> None:
         from cleanrl_worker.algorithms import register_atari
 
         register_atari()
+    _patch_make(module)
+
+
+def _register_gym_atari(module: Any) -> None:
+    from cleanrl_worker import gym_atari
+
+    gym_atari.register()
+
+
+def _patch_gym(module: Any) -> None:
+    _register_gym_atari(module)
     _patch_make(module)
 
 
@@ -345,5 +363,14 @@ def install() -> None:
     threading.Thread(target=_flush_loop, name="mosaic-telemetry-flush", daemon=True).start()
     _HOOKS.update({"torch.utils.tensorboard": _patch_tensorboard,
                    "stable_baselines3.common.buffers": _patch_buffers,
-                   "gym": _patch_make, "gymnasium": _patch_gymnasium, "envpool": _patch_envpool})
+                   "gym": _patch_gym, "gymnasium": _patch_gymnasium, "envpool": _patch_envpool})
+    sys.meta_path.insert(0, _PostImportFinder())
+
+
+def install_registration() -> None:
+    """Outside a MOSAIC run (the script run directly, this folder on ``PYTHONPATH``): only gym's Atari ids
+    (``gym_atari.register``), right after the script imports gym; nothing is observed or sent."""
+    if "gym" in sys.modules:
+        return
+    _HOOKS["gym"] = _register_gym_atari
     sys.meta_path.insert(0, _PostImportFinder())

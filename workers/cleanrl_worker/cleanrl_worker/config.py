@@ -159,22 +159,22 @@ def params_schema(name: str) -> dict[str, Any]:
 
 FIELDS = FieldMap(
     honoured={
-        "algorithm": "which CleanRL script runs (ppo, dqn, c51, sac, td3, ddpg, dqn_atari, "
-                     "ppo_continuous_action, ppo_atari_envpool)",
-        "environment.family": "gymnasium (classic control), atari (ALE, dqn_atari), mujoco (ddpg, "
+        "algorithm": "which CleanRL script runs (ppo, dqn, c51, sac, td3, ddpg, dqn_atari, ppo_atari, "
+                     "c51_atari, ppo_continuous_action, ppo_atari_envpool)",
+        "environment.family": "gymnasium (classic control), atari (ALE: dqn_atari, ppo_atari, c51_atari), mujoco (ddpg, "
                               "ppo_continuous_action) or envpool (EnvPool's Atari, ppo_atari_envpool); empty: "
                               "the env id's family",
         "environment.env_id": "the script's --env-id (empty: the script's default task: CartPole-v1, "
-                              "Pendulum-v1, BreakoutNoFrameskip-v4 for dqn_atari, HalfCheetah-v4 for "
+                              "Pendulum-v1, BreakoutNoFrameskip-v4 for dqn_atari, ppo_atari and c51_atari, HalfCheetah-v4 for "
                               "ppo_continuous_action, Pong-v5 for ppo_atari_envpool)",
         "seed": "the script's --seed",
         "total_timesteps": "the script's --total-timesteps (ppo runs whole rollouts: the steps that will "
                            "run are said up front)",
-        "num_envs": "the script's --num-envs (ppo, ppo_continuous_action, ppo_atari_envpool; dqn and "
+        "num_envs": "the script's --num-envs (ppo, ppo_atari, ppo_continuous_action, ppo_atari_envpool; dqn and "
                     "dqn_atari: 1; refused for scripts without that option)",
         "learning_rate": "the script's --learning-rate (refused for sac: algo_params.policy_lr and q_lr)",
         "gamma": "the script's --gamma",
-        "batch_size": "the script's --batch-size (refused for ppo, ppo_continuous_action and ppo_atari_envpool: "
+        "batch_size": "the script's --batch-size (refused for ppo, ppo_atari, ppo_continuous_action and ppo_atari_envpool: "
                       "the minibatch is num_envs × num_steps / algo_params.num_minibatches)",
         "checkpoint.every_timesteps": "the script's networks saved at the first iteration end at or past "
                                       "each multiple",

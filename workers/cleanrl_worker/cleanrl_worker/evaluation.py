@@ -13,7 +13,7 @@ until the game is over; the score and length are the script's
 ``RecordEpisodeStatistics`` ones (the game's unclipped score, in frames), and
 frames are the ALE screen. ppo_atari_envpool plays EnvPool's game the same way (its agent's CNN, the largest
 logit), through the script's ``RecordEpisodeStatistics``; its lengths are agent steps and its frames the
-agent's 84x84 grey view. Results, confidence intervals, CSV and GIF videos are
+agent's 84x84 grey view. ppo_atari and c51_atari checkpoints are refused (``Algorithm.no_eval``). Results, confidence intervals, CSV and GIF videos are
 written by :mod:`mosaic.workerkit.evaluation`, as for every worker.
 """
 
@@ -209,6 +209,11 @@ def evaluate(request: Any) -> int:
     # an Atari game took 76 s with torch's own choice on a busy 2-core machine, 6 s with one thread)
     limit_torch_threads(1)
     state = CleanRLCheckpointState.read(request.target, "--evaluate", "the cleanrl worker")
+    algo = algorithms.get(state.algorithm, "checkpoint")
+    if algo.no_eval:
+        playable = [a.name for a in algorithms.ALGORITHMS.values() if not a.no_eval]
+        raise UserError(f"--evaluate: a {algo.name} checkpoint is not played by the cleanrl worker: {algo.no_eval}; "
+                        f"allowed: checkpoints of {', '.join(playable)}")
     from mosaic.workerkit.checkpoints import resolve
 
     folder = resolve(request.target, "--evaluate", "the cleanrl worker")

@@ -6,8 +6,9 @@ child (its own process group; pause = SIGSTOP/SIGCONT of the group; cancel =
 SIGTERM, SIGKILL after a short grace) and relays the records
 ``child.py`` writes on a pipe of their own through ``telemetry.Translator``.
 
-The child's environment: ``PYTHONPATH`` starts with ``site/`` (the observers'
-``sitecustomize``), ``SDL_NO_SIGNAL_HANDLERS=1`` (pygame's SDL would otherwise
+The child's environment: ``PYTHONPATH`` starts with the script's overlay, if it
+has one (``Algorithm.overlay``: ppo_atari and c51_atari run with SB3 1.2.0 from the
+environment's ``overlays/sb3-gym``), then ``site/`` (the observers' ``sitecustomize``), ``SDL_NO_SIGNAL_HANDLERS=1`` (pygame's SDL would otherwise
 swallow SIGTERM while videos are captured) and ``SDL_VIDEODRIVER=dummy`` (no
 display). Atari runs get ``MOSAIC_CLEANRL_ALE=1`` (ALE's ids registered by the
 import hook on gymnasium), MuJoCo runs ``MUJOCO_GL=egl`` unless it is set
@@ -31,7 +32,7 @@ from mosaic.workerkit.script_runtime import ScriptRuntime
 from mosaic.workerkit.threads import thread_env
 
 import cleanrl_worker
-from cleanrl_worker import analytics
+from cleanrl_worker import algorithms, analytics
 from cleanrl_worker.config import CleanRLConfig
 from cleanrl_worker.telemetry import AGENT, Translator
 
@@ -51,7 +52,9 @@ def child_env(config: CleanRLConfig, run_root: Path) -> dict[str, str]:
     state = {"run_id": config.run_id, "algorithm": config.algorithm, "env_id": config.resolved_env_id,
              "params": params, "policy": config.algo.policy_global,
              "cleanrl_version": package_versions(["cleanrl"]).get("cleanrl", "")}
-    env = {"PYTHONPATH": os.pathsep.join([str(SITE_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    overlay = algorithms.overlay_path(config.algo)
+    path = [*filter(None, [overlay]), str(SITE_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {"PYTHONPATH": os.pathsep.join(path),
            "SDL_NO_SIGNAL_HANDLERS": "1", "SDL_VIDEODRIVER": "dummy", "PYGAME_HIDE_SUPPORT_PROMPT": "1",
            "MOSAIC_CLEANRL_RUN_DIR": str(run_root),
            "MOSAIC_CLEANRL_CHECKPOINT_EVERY": str(config.checkpoint.every_timesteps),
@@ -71,6 +74,18 @@ def child_env(config: CleanRLConfig, run_root: Path) -> dict[str, str]:
     return env
 
 
+def versions(config: CleanRLConfig) -> dict[str, str]:
+    """The versions the script runs with: its overlay's packages in place of the environment's."""
+    found = package_versions(PACKAGES)
+    overlay = algorithms.overlay_path(config.algo)
+    if overlay:
+        from importlib import metadata
+
+        for dist in metadata.distributions(path=[overlay]):
+            found[dist.metadata["Name"]] = dist.version
+    return found
+
+
 class CleanRLRuntime:
     def __init__(self, config: CleanRLConfig, context: Any) -> None:
         self.config = config
@@ -83,8 +98,9 @@ class CleanRLRuntime:
         steps = cfg.env_steps()  # what the script will run: ppo rounds its budget down to whole rollouts
         translator = Translator(cfg.algo, steps)
         argv = command(cfg)
+        env = child_env(cfg, root)
         self.ctx.emitter.run_started(
-            worker="cleanrl", config_digest=config_digest(cfg.to_dict()), versions=package_versions(PACKAGES),
+            worker="cleanrl", config_digest=config_digest(cfg.to_dict()), versions=versions(cfg),
             resources={"cpus": 1, "gpus": cfg.resources.gpus}, algorithm=cfg.algorithm,
             env={"family": cfg.environment.family, "env_id": cfg.resolved_env_id, "api_type": cfg.algo.env_api},
             policy_configuration="INDEPENDENT", seed=cfg.seed, total_timesteps=steps,
@@ -93,7 +109,7 @@ class CleanRLRuntime:
         if note:
             self.ctx.emitter.log(note, level="warning", requested_timesteps=int(params["total_timesteps"]),
                                  env_steps=steps)
-        script = ScriptRuntime(argv, self.ctx, translator, cwd=root, env=child_env(cfg, root),
+        script = ScriptRuntime(argv, self.ctx, translator, cwd=root, env=env,
                                grace_s=CANCEL_GRACE_S, telemetry_fd_env="MOSAIC_CLEANRL_FD", keep_stdout=True,
                                relay_stdout=False)  # the translator reads the telemetry fd only
         try:

@@ -42,10 +42,14 @@ class Home(WorkerHome):
         proc = self.cli("run", str(self.config(f"{algorithm}-{len(list(self.root.glob('*.json')))}", **cfg)))
         return proc, self.runs()[-1]
 
-    def direct(self, module: str, argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
-        """The upstream script run directly in the worker's environment, as a CleanRL user would."""
+    def direct(self, module: str, argv: list[str], cwd: Path,
+               pythonpath: list[str] | None = None) -> subprocess.CompletedProcess:
+        """The upstream script run directly in the worker's environment, as a CleanRL user would
+        (``pythonpath``: what docs/cleanrl-worker.md says to put on ``PYTHONPATH`` for it)."""
         cwd.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("MOSAIC_")}
+        if pythonpath:
+            env["PYTHONPATH"] = os.pathsep.join(pythonpath)
         env.update(SDL_VIDEODRIVER="dummy", PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0"),
                    **thread_env(THREADS))
         return subprocess.run([self.python, "-m", module, *argv], capture_output=True, text=True, cwd=cwd,

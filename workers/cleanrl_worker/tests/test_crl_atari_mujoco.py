@@ -246,7 +246,7 @@ REFUSED = [
     ({"algorithm": "ppo_continuous_action", "batch_size": 64}, "batch_size", "algo_params.num_minibatches"),
     # EnvPool's Atari ids are ppo_atari_envpool's only, and ALE's are not its
     ({"algorithm": "ppo_atari_envpool", "environment": {"env_id": "PongNoFrameskip-v4"}}, "environment.env_id",
-     "use dqn_atari; allowed: Pong-v5, Breakout-v5"),
+     "use dqn_atari, ppo_atari, c51_atari; allowed: Pong-v5, Breakout-v5"),
     ({"algorithm": "ppo_atari_envpool", "environment": {"env_id": "ALE/Pong-v5"}}, "environment.env_id",
      "allowed: Pong-v5, Breakout-v5"),
     ({"algorithm": "dqn_atari", "environment": {"env_id": "Pong-v5"}}, "environment.env_id",
@@ -256,6 +256,23 @@ REFUSED = [
     ({"algorithm": "ppo_atari_envpool", "environment": {"family": "atari", "env_id": "Pong-v5"}},
      "environment.family", "allowed: envpool"),
     ({"algorithm": "ppo_atari_envpool", "batch_size": 64}, "batch_size", "algo_params.num_minibatches"),
+    # ppo_atari and c51_atari (the sb3-gym overlay): ALE's NoFrameskip-v4 games only, and those games are
+    # not the other gym scripts'
+    ({"algorithm": "ppo_atari", "environment": {"env_id": "CartPole-v1"}}, "environment.env_id",
+     "use ppo, dqn, c51; allowed: BreakoutNoFrameskip-v4, PongNoFrameskip-v4"),
+    ({"algorithm": "ppo_atari", "environment": {"env_id": "Pong-v5"}}, "environment.env_id",
+     "use ppo_atari_envpool; allowed: BreakoutNoFrameskip-v4, PongNoFrameskip-v4"),
+    ({"algorithm": "c51_atari", "environment": {"env_id": "Hopper-v4"}}, "environment.env_id",
+     "allowed: BreakoutNoFrameskip-v4, PongNoFrameskip-v4"),
+    ({"algorithm": "c51_atari", "environment": {"env_id": "ALE/Breakout-v5"}}, "environment.env_id",
+     "allowed: BreakoutNoFrameskip-v4, PongNoFrameskip-v4"),
+    ({"algorithm": "c51", "environment": {"env_id": "PongNoFrameskip-v4"}}, "environment.env_id",
+     "use dqn_atari, ppo_atari, c51_atari; allowed: CartPole-v1"),
+    ({"algorithm": "ppo", "environment": {"env_id": "BreakoutNoFrameskip-v4"}}, "environment.env_id",
+     "use dqn_atari, ppo_atari, c51_atari; allowed: CartPole-v1"),
+    ({"algorithm": "ppo_atari", "environment": {"family": "gymnasium", "env_id": "PongNoFrameskip-v4"}},
+     "environment.family", "allowed: atari"),
+    ({"algorithm": "ppo_atari", "batch_size": 64}, "batch_size", "algo_params.num_minibatches"),
 ]
 #: Configs that name no family, or only the default one with no env id: the task's family is filled in.
 ACCEPTED = [
@@ -265,6 +282,9 @@ ACCEPTED = [
     ({"algorithm": "ppo_continuous_action", "environment": {"env_id": "Pendulum-v1"}}, ("gymnasium", "Pendulum-v1")),
     ({"algorithm": "ddpg", "environment": {"family": "mujoco", "env_id": "Walker2d-v4"}}, ("mujoco", "Walker2d-v4")),
     ({"algorithm": "ppo_atari_envpool"}, ("envpool", "Pong-v5")),
+    ({"algorithm": "ppo_atari"}, ("atari", "BreakoutNoFrameskip-v4")),
+    ({"algorithm": "c51_atari", "environment": {"family": "atari", "env_id": "PongNoFrameskip-v4"}},
+     ("atari", "PongNoFrameskip-v4")),
     ({"algorithm": "ppo_atari_envpool", "environment": {"family": "envpool", "env_id": "Breakout-v5"}},
      ("envpool", "Breakout-v5")),
 ]

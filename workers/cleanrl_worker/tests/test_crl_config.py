@@ -9,7 +9,8 @@ import subprocess
 
 from crl_support import TINY
 
-ALGORITHMS = ["ppo", "dqn", "c51", "sac", "td3", "ddpg", "dqn_atari", "ppo_continuous_action", "ppo_atari_envpool"]
+ALGORITHMS = ["ppo", "dqn", "c51", "sac", "td3", "ddpg", "dqn_atari", "ppo_atari", "c51_atari", "ppo_continuous_action",
+              "ppo_atari_envpool"]
 
 
 def test_schema_of_each_algorithm_follows_its_script(home):
@@ -71,7 +72,8 @@ print(json.dumps({"params": params, "torch_imported": "torch" in sys.modules}))
 
 
 BAD = [
-    ({"algorithm": "a2c"}, "algorithm", "ppo, dqn, c51, sac, td3, ddpg, dqn_atari, ppo_continuous_action"),
+    ({"algorithm": "a2c"}, "algorithm", "ppo, dqn, c51, sac, td3, ddpg, dqn_atari, ppo_atari, c51_atari, "
+                                        "ppo_continuous_action"),
     ({"algorithm": "ppo", "algo_params": {"learnin_rate": 0.1}}, "algo_params.learnin_rate", "learning_rate"),
     ({"algorithm": "ppo", "algo_params": {"num_envs": "four"}}, "algo_params.num_envs", "integer"),
     ({"algorithm": "ppo", "algo_params": {"num_envs": True}}, "algo_params.num_envs", "integer"),
@@ -264,7 +266,8 @@ def test_bad_config_through_mosaic_run_creates_no_run(home):
 
 def test_every_algorithm_dry_runs_on_every_env_id_it_claims(home):
     """The claim is the lists in algorithms.ENVS: each id is made by each script's env API (Atari and MuJoCo
-    ids by gymnasium 0.29.1, with ale-py 0.12.1 and mujoco 2.3.7)."""
+    ids by gymnasium 0.29.1, with ale-py 0.12.1 and mujoco 2.3.7; ppo_atari's and c51_atari's Atari ids by gym
+    0.23.1, through the worker's adapter)."""
     check = """
 import json
 from cleanrl_worker import algorithms, cli
@@ -284,8 +287,9 @@ print(json.dumps(done))
     assert proc.returncode == 0, proc.stderr[-2000:]
     done = json.loads(proc.stdout.strip().splitlines()[-1])
     # ppo, dqn, c51: 3 classic; sac, td3: 2 classic; ddpg, ppo_continuous_action: 2 classic + 11 MuJoCo;
-    # dqn_atari: 6 Atari games; ppo_atari_envpool: 6 EnvPool Atari games (made by envpool.make)
-    assert len(done) == 3 * 3 + 2 * 2 + 2 * (2 + 11) + 6 + 6
+    # dqn_atari: 6 Atari games; ppo_atari, c51_atari: the same 6, made by gym 0.23.1 (gym_atari's adapter);
+    # ppo_atari_envpool: 6 EnvPool Atari games (made by envpool.make)
+    assert len(done) == 3 * 3 + 2 * 2 + 2 * (2 + 11) + 6 + 2 * 6 + 6
 
 
 def test_dry_run_through_mosaic_shows_the_command(home):
@@ -312,3 +316,8 @@ def test_its_environment_has_cleanrl_without_cleanrls_own_pins(cleanrl_env):
     assert packages["opencv-python-headless"] == "4.11.0.86" and "autorom" not in packages
     # EnvPool 0.8.4: its ROMs in its wheel too (1.x ships none)
     assert packages["envpool"] == "0.8.4"
+    # ppo_atari and c51_atari's SB3 1.2.0: in an overlay folder of its own, beside the environment's SB3 2.x
+    assert packages["stable-baselines3"] == "2.3.2"
+    overlay = record["overlays"]["sb3-gym"]
+    assert overlay["pins"] == ["stable-baselines3==1.2.0"] and overlay["packages"] == {"stable-baselines3": "1.2.0"}
+    assert (cleanrl_env / overlay["path"] / "stable_baselines3-1.2.0.dist-info").is_dir()

@@ -13,7 +13,9 @@ editable) plus those requirements. It resolves first, checks the resolution
 temporary folder and renames that into place only once the worker imports
 there, so a failed build leaves any older environment untouched. The
 environment's ``mosaic-env.json`` records what was built; a pins digest in it
-tells whether the declaration changed since.
+tells whether the declaration changed since. ``overlays`` (name -> exact pins)
+go, without their dependencies, into ``<env>/overlays/<name>/``, which only the
+worker's scripts that need them put on their path.
 
 uv reads no pip configuration, so the package sources pip is configured with
 (``pip config list``: index URLs, find-links, constraint files, certificate)
@@ -33,6 +35,7 @@ from mosaic.host.environments.layout import (  # noqa: F401
     LOCK_NAME,
     Log,
     NO_DEPS_LOCK_NAME,
+    OVERLAYS_DIR,
     RECORD_NAME,
     RECORD_VERSION,
     RESOLVE_TIMEOUT_S,
@@ -43,6 +46,8 @@ from mosaic.host.environments.layout import (  # noqa: F401
     _LOCKED,
     _NAME,
     envs_root,
+    overlay_dir,
+    overlay_lock_name,
     python_in,
 )
 from mosaic.host.environments.sources import (  # noqa: F401
@@ -86,5 +91,6 @@ from mosaic.host.environments.build import (  # noqa: F401
     interpreter_for,
     remove,
     resolve,
+    resolve_overlays,
     site_packages,
 )

@@ -18,7 +18,7 @@ from typing import Any, Iterator
 from mosaic.errors import ConfigError, UserError
 from mosaic.runs import write_json_atomic
 
-from mosaic.host.environments.layout import CHECK_TIMEOUT_S, EnvBuildError, LOCK_NAME, Log, NO_DEPS_LOCK_NAME, RECORD_NAME, RECORD_VERSION, RESOLVE_TIMEOUT_S, TABLE, _NAME, envs_root, python_in
+from mosaic.host.environments.layout import CHECK_TIMEOUT_S, EnvBuildError, LOCK_NAME, Log, NO_DEPS_LOCK_NAME, OVERLAYS_DIR, RECORD_NAME, RECORD_VERSION, RESOLVE_TIMEOUT_S, TABLE, _NAME, envs_root, overlay_dir, overlay_lock_name, python_in
 from mosaic.host.environments.sources import WorkerSource, mosaic_source_tree, scan
 from mosaic.host.environments.status import probe, status
 from mosaic.host.environments.uv import TORCH_VARIANT_ENV as TORCH_VARIANT_ENV_NAME
@@ -111,11 +111,11 @@ def build(worker: str, force: bool = False, home: str | Path | None = None,
             shutil.rmtree(staging, ignore_errors=True)
             raise
         say(f"{worker}: compiling its packages' bytecode")
-        compile_bytecode(python_in(dest))
+        compile_bytecode(python_in(dest), [overlay_dir(dest, name) for name, _ in source.overlays])
     return BuildResult(worker, dest, True, record)
 
 
-def compile_bytecode(python: Path) -> None:
+def compile_bytecode(python: Path, extra: list[Path] | None = None) -> None:
     """Write the ``.pyc`` files of everything installed for ``python``, where it now lives.
 
     uv installs no bytecode (pip does), so without this every process of a worker compiles what
@@ -123,9 +123,10 @@ def compile_bytecode(python: Path) -> None:
     many container images, does so again in every process. Compiled after the environment is in
     its place (``-f``: also over what the build's own checks imported, in the staging folder), so
     tracebacks name the real paths. A file that does not compile (a package's Python 2 leftovers)
-    is skipped, as pip skips it.
+    is skipped, as pip skips it. ``extra``: more folders (the environment's overlays).
     """
-    subprocess.run([str(python), "-m", "compileall", "-q", "-f", "-j", "0", *site_packages(python)],
+    folders = [*site_packages(python), *(str(p) for p in extra or () if p.is_dir())]
+    subprocess.run([str(python), "-m", "compileall", "-q", "-f", "-j", "0", *folders],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ,
                    "PYTHONDONTWRITEBYTECODE": ""}, check=False)
 
@@ -192,7 +193,27 @@ def resolve(source: WorkerSource, mosaic_tree: Path, sources: PackageSources, py
                               f"({source.pyproject}): {exc}") from None
         resolved.update(locked_versions(alone.read_text(encoding="utf-8")))
     check_torch_variant(resolved, variant, f"worker {source.name!r} ({source.pyproject})")
+    resolve_overlays(source, sources, python, lock)
     return resolved
+
+
+def resolve_overlays(source: WorkerSource, sources: PackageSources, python: Path,
+                     lock: Path) -> dict[str, dict[str, str]]:
+    """Resolve each overlay's pins without their dependencies, as ``no_deps``, into its own lock beside
+    ``lock`` (:func:`overlay_lock_name`): overlay -> name -> version. Nothing is installed."""
+    found: dict[str, dict[str, str]] = {}
+    for name, pins in source.overlays:
+        wanted, alone = lock.with_name(f"overlay-{name}.in"), lock.with_name(overlay_lock_name(name))
+        wanted.write_text("".join(f"{line}\n" for line in pins))
+        try:
+            _uv(["pip", "compile", "--no-config", "--quiet", "--no-header", "--no-annotate", "--no-deps",
+                 "--python", str(python), *sources.uv_args(), "-o", str(alone), str(wanted)],
+                sources, timeout=RESOLVE_TIMEOUT_S)
+        except EnvBuildError as exc:
+            raise ConfigError(f"{TABLE}.overlays.{name}", f"cannot be resolved for worker {source.name!r} "
+                              f"({source.pyproject}): {exc}") from None
+        found[name] = locked_versions(alone.read_text(encoding="utf-8"))
+    return found
 
 
 def _build_into(staging: Path, source: WorkerSource, mosaic_tree: Path, say: Log) -> dict[str, Any]:
@@ -217,6 +238,13 @@ def _build_into(staging: Path, source: WorkerSource, mosaic_tree: Path, say: Log
         say(f"{source.name}: installing {len(source.no_deps)} pinned packages without their dependencies")
         _uv(["pip", "install", "--no-config", "--quiet", "--no-deps", "--python", str(python),
              *sources.uv_args(), "-r", str(staging / NO_DEPS_LOCK_NAME)], sources)
+    overlays: dict[str, dict[str, str]] = {}
+    for name, pins in source.overlays:  # each into a folder of its own, which only the scripts needing it use
+        say(f"{source.name}: installing overlay {name!r} ({len(pins)} pins, without their dependencies)")
+        target = overlay_dir(staging, name)
+        _uv(["pip", "install", "--no-config", "--quiet", "--no-deps", "--python", str(python),
+             *sources.uv_args(), "--target", str(target), "-r", str(staging / overlay_lock_name(name))], sources)
+        overlays[name] = locked_versions((staging / overlay_lock_name(name)).read_text(encoding="utf-8"))
     facts, why = probe(python, source.entry_point or source.package)
     if facts is None:
         raise EnvBuildError(f"the new environment of {source.name!r} does not work: {why}")
@@ -229,6 +257,8 @@ def _build_into(staging: Path, source: WorkerSource, mosaic_tree: Path, say: Log
         "base_interpreter": sys.executable, "python_version": facts["python_version"],
         "pins_digest": source.pins_digest, "requirements": list(source.requirements or ()),
         "no_deps": list(source.no_deps),
+        "overlays": {name: {"pins": list(pins), "path": f"{OVERLAYS_DIR}/{name}", "packages": overlays[name]}
+                     for name, pins in source.overlays},
         "packages": {p["name"]: p["version"] for p in listed}, "freeze": freeze.strip().splitlines(),
         "package_sources": sources.to_dict(), "torch_variant": variant, "uv_version": _uv_version(),
         "built_at": time.time(), "build_seconds": round(time.time() - started, 3),

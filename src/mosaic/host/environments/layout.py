@@ -13,7 +13,7 @@ from mosaic.runs import mosaic_home
 TABLE = "tool.mosaic.environment"
 
 
-TABLE_KEYS = ("requirements", "no_deps")
+TABLE_KEYS = ("requirements", "no_deps", "overlays")
 
 
 WORKER_PATH_VAR = "MOSAIC_WORKER_PATH"
@@ -26,6 +26,11 @@ LOCK_NAME = "requirements.lock"
 
 
 NO_DEPS_LOCK_NAME = "no-deps.lock"
+
+
+#: An environment's overlays: ``<env>/overlays/<name>/``, each a folder of packages (``--target``) that one
+#: script puts first on its path (a version the environment's other packages cannot share).
+OVERLAYS_DIR = "overlays"
 
 
 RECORD_VERSION = 1
@@ -59,6 +64,16 @@ class EnvBuildError(UserError):
 def envs_root(home: str | Path | None = None) -> Path:
     """``$MOSAIC_HOME/envs``, absolute (venv paths must not depend on the cwd)."""
     return (Path(home) if home is not None else mosaic_home()).absolute() / "envs"
+
+
+def overlay_dir(env: Path, name: str) -> Path:
+    """The folder overlay ``name`` of the environment ``env`` is installed into."""
+    return env / OVERLAYS_DIR / name
+
+
+def overlay_lock_name(name: str) -> str:
+    """The lock (beside the environment's own) of overlay ``name``."""
+    return f"overlay-{name}.lock"
 
 
 def python_in(env: Path) -> Path:

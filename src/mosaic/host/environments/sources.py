@@ -13,7 +13,7 @@ from urllib.parse import unquote, urlparse
 from mosaic.workerkit.contract import ENTRY_POINT_GROUP
 from mosaic.errors import ConfigError, UserError, one_of
 
-from mosaic.host.environments.layout import TABLE, TABLE_KEYS, WORKER_PATH_VAR, _LOCKED
+from mosaic.host.environments.layout import TABLE, TABLE_KEYS, WORKER_PATH_VAR, _LOCKED, _NAME
 
 
 # -- worker source trees -------------------------------------------------------
@@ -30,6 +30,9 @@ class WorkerSource:
     #: Exact pins installed *without* their dependencies (a release whose own pins are broken).
     no_deps: tuple[str, ...] = ()
     distribution: str = ""  # the worker's [project] name
+    #: Overlays: name -> exact pins, each installed without dependencies into a folder of its own
+    #: (``<env>/overlays/<name>``) that only the scripts needing it put on their path.
+    overlays: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def declared(self) -> bool:
@@ -46,6 +49,8 @@ class WorkerSource:
                                 "dependencies": list(self.dependencies)}
         if self.no_deps:
             pins["no_deps"] = list(self.no_deps)
+        if self.overlays:
+            pins["overlays"] = {name: list(reqs) for name, reqs in self.overlays}
         text = json.dumps(pins, sort_keys=True)
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
@@ -65,30 +70,52 @@ def _load_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(str(path), f"cannot read it: {exc}") from None
 
 
-def _requirements(table: Any, path: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The validated ``requirements`` and ``no_deps`` of a ``[tool.mosaic.environment]`` table."""
+def _pin_list(reqs: Any, field: str, where: str, exact: bool) -> tuple[str, ...]:
+    """A list of requirement strings (``exact``: each ``name==version``), checked; ConfigError naming ``field``."""
+    if not isinstance(reqs, list):
+        raise ConfigError(field, f"must be a list of requirement strings "
+                          f"such as \"numpy==1.26.4\", got {type(reqs).__name__} ({where})")
+    for i, req in enumerate(reqs):
+        if not isinstance(req, str) or not req.strip() or "\n" in req or req.lstrip().startswith("-"):
+            raise ConfigError(f"{field}[{i}]", f"{req!r} is not a requirement: expected "
+                              "a PEP 508 string such as \"numpy==1.26.4\" (package sources come from "
+                              f"pip's configuration, not from here) ({where})")
+        if exact and not _LOCKED.match(req.strip()):
+            raise ConfigError(f"{field}[{i}]", f"{req!r} must pin one version exactly "
+                              f"(\"name==version\"): nothing else decides what it brings ({where})")
+    return tuple(r.strip() for r in reqs)
+
+
+def _overlays(table: Any, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The validated ``overlays`` table: name -> non-empty list of exact pins."""
+    field = f"{TABLE}.overlays"
+    if not isinstance(table, dict):
+        raise ConfigError(field, f"must be a table of overlay name -> list of exact pins, such as "
+                          f"{{\"sb3-gym\" = [\"stable-baselines3==1.2.0\"]}}, got {type(table).__name__} ({where})")
+    found = []
+    for name, reqs in sorted(table.items()):
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ConfigError(f"{field}.{name}", f"{name!r} cannot name an overlay folder (allowed: letters, "
+                              f"digits, '.', '_', '-'; not starting with '.') ({where})")
+        pins = _pin_list(reqs, f"{field}.{name}", where, exact=True)
+        if not pins:
+            raise ConfigError(f"{field}.{name}", f"is empty: an overlay installs at least one exact pin ({where})")
+        found.append((name, pins))
+    return tuple(found)
+
+
+def _requirements(table: Any, path: Path) -> tuple[tuple[str, ...], tuple[str, ...],
+                                                   tuple[tuple[str, tuple[str, ...]], ...]]:
+    """The validated ``requirements``, ``no_deps`` and ``overlays`` of a ``[tool.mosaic.environment]`` table."""
     where = f"{TABLE} in {path}"
     if not isinstance(table, dict):
         raise ConfigError(TABLE, f"must be a table in {path}, got {type(table).__name__}")
     unknown = sorted(set(table) - set(TABLE_KEYS))
     if unknown:
         raise ConfigError(f"{TABLE}.{unknown[0]}", f"{one_of(unknown[0], TABLE_KEYS)} ({where})")
-    lists = []
-    for key in TABLE_KEYS:
-        reqs = table.get(key, [])
-        if not isinstance(reqs, list):
-            raise ConfigError(f"{TABLE}.{key}", f"must be a list of requirement strings "
-                              f"such as \"numpy==1.26.4\", got {type(reqs).__name__} ({where})")
-        for i, req in enumerate(reqs):
-            if not isinstance(req, str) or not req.strip() or "\n" in req or req.lstrip().startswith("-"):
-                raise ConfigError(f"{TABLE}.{key}[{i}]", f"{req!r} is not a requirement: expected "
-                                  "a PEP 508 string such as \"numpy==1.26.4\" (package sources come from "
-                                  f"pip's configuration, not from here) ({where})")
-            if key == "no_deps" and not _LOCKED.match(req.strip()):
-                raise ConfigError(f"{TABLE}.{key}[{i}]", f"{req!r} must pin one version exactly "
-                                  f"(\"name==version\"): nothing else decides what it brings ({where})")
-        lists.append(tuple(r.strip() for r in reqs))
-    return lists[0], lists[1]
+    reqs = _pin_list(table.get("requirements", []), f"{TABLE}.requirements", where, exact=False)
+    no_deps = _pin_list(table.get("no_deps", []), f"{TABLE}.no_deps", where, exact=True)
+    return reqs, no_deps, _overlays(table.get("overlays", {}), where)
 
 
 def read_tree(root: Path) -> tuple[list[WorkerSource], dict[str, str]]:
@@ -103,12 +130,12 @@ def read_tree(root: Path) -> tuple[list[WorkerSource], dict[str, str]]:
     entry_points = project.get("entry-points", {}).get(ENTRY_POINT_GROUP, {})
     table = data.get("tool", {}).get("mosaic", {}).get("environment")
     try:
-        reqs, no_deps = (None, ()) if table is None else _requirements(table, path)
+        reqs, no_deps, overlays = (None, (), ()) if table is None else _requirements(table, path)
     except ConfigError as exc:
         return [], {name: str(exc) for name in entry_points}
     deps = tuple(str(d) for d in project.get("dependencies", []))
     return [WorkerSource(name, root, str(value).split(":", 1)[0].split(".", 1)[0].strip(), reqs, deps,
-                         str(value).strip(), no_deps, str(project.get("name", "")))
+                         str(value).strip(), no_deps, str(project.get("name", "")), overlays)
             for name, value in sorted(entry_points.items())], {}
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mosaic.host.environments.layout import CHECK_TIMEOUT_S, RECORD_NAME, envs_root, python_in
+from mosaic.host.environments.layout import CHECK_TIMEOUT_S, RECORD_NAME, envs_root, overlay_dir, python_in
 from mosaic.host.environments.sources import WorkerSource, scan
 
 
@@ -90,6 +90,9 @@ def status(source: WorkerSource, home: str | Path | None = None, check: bool = T
             (None, f"interpreter gone: {python} does not exist")
     else:
         facts, why = probe(python, source.entry_point or source.package)
+    gone = [name for name, _ in source.overlays if not overlay_dir(env, name).is_dir()]
+    if facts is not None and gone and record.get("pins_digest") == source.pins_digest:
+        facts, why = None, f"overlay gone: {overlay_dir(env, gone[0])} does not exist"
     if facts is None:
         return EnvStatus(source.name, "broken", env, python, record.get("python_version", ""), why, record)
     if record.get("pins_digest") != source.pins_digest:
