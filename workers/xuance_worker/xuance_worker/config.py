@@ -159,7 +159,7 @@ class XuanCeConfig(RunConfig):
 
     FIELDS: ClassVar[FieldMap] = FieldMap(
         honoured={
-            "algorithm": "XuanCe's agent (MAPPO, IPPO, QMIX, VDN, IQL, MADDPG) and the folder of its yaml",
+            "algorithm": "XuanCe's agent (MAPPO, IPPO, QMIX, VDN, IQL, MADDPG, COMA) and the folder of its yaml",
             "environment.family": "the PettingZoo family, built by MOSAIC's env layer behind XuanCe's env registry",
             "environment.env_id": "the versioned PettingZoo id (XuanCe's env_id; it picks <algo>/mpe/<env_id>.yaml "
                                   "where XuanCe ships one)",

@@ -46,6 +46,7 @@ LOCAL_ACTORS = {
     "vdn": "its sum of Q values is used in training only",
     "iql": "independent Q networks",
     "maddpg": "its centralised critics are used in training only",
+    "coma": "its centralised critic (the counterfactual baseline) is used in training only",
 }
 
 
