@@ -3,7 +3,8 @@
 A2C is trained in tests on TSP and BinPack (test_jm_tsp.py, test_jm_bin_pack.py): compiling its networks takes
 about a minute per env on this machine, too long for a walk of all 24. The walk shows, for every other config
 Jumanji ships, that MOSAIC composes it, runs Jumanji's own loop with MOSAIC's logger, reports the epoch's
-metrics and saves a checkpoint. It does not show that A2C learns there.
+metrics and saves a checkpoint. It does not show that A2C learns there. XLA compiles with most optimisations off
+(jm_support.QUICK_COMPILE): compiling is most of each run.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import subprocess
 
 import pytest
 
-from jm_support import STEPS_PER_EPOCH
+from jm_support import QUICK_COMPILE, STEPS_PER_EPOCH
 
 TRAINED = ("bin_pack", "tsp")  # with A2C, by the tests named above
 WALKED = ("cleaner", "connector", "cvrp", "flat_pack", "game_2048", "graph_coloring", "job_shop", "knapsack", "lbf",
@@ -33,7 +34,7 @@ def test_the_walk_and_the_a2c_tests_cover_every_env_the_worker_offers(home):
 @pytest.mark.parametrize("environment", WALKED)
 def test_an_epoch_runs_on_every_offered_env(home, environment):
     proc = home.cli("run", str(home.config(environment, environment={"family": "jumanji", "env_id": environment},
-                                           **EPOCH)))
+                                           **EPOCH)), env=QUICK_COMPILE)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = home.runs()[-1]
     (started,) = home.events(run, "run_started")
@@ -57,7 +58,7 @@ def test_sokoban_runs_an_epoch_or_fails_at_once_naming_the_levels_it_cannot_fetc
     in_cache = json.loads(subprocess.run([home.python, "-c", probe], capture_output=True, text=True, timeout=120,
                                          check=True).stdout)
     proc = home.cli("run", str(home.config("sokoban", environment={"family": "jumanji", "env_id": "sokoban"},
-                                           **EPOCH)))
+                                           **EPOCH)), env=QUICK_COMPILE)
     run = home.runs()[-1]
     if in_cache:
         assert proc.returncode == 0, proc.stderr[-3000:]

@@ -6,7 +6,8 @@ family trains one epoch (two learner steps of 5 steps x 8 envs) with a shrunk ne
 its losses are finite, the stochastic and greedy evaluations are reported and a checkpoint is saved. Learning
 is not checked here (one epoch of 80 env steps); test_jm_ppo.py checks it for PPO, test_jm_tsp.py and
 test_jm_bin_pack.py train A2C on TSP and BinPack. The picks are not those two, so that A2C is run on six env
-configs in all. Most of each test's time is importing JAX and Jumanji and compiling (each env's own network).
+configs in all. Most of each test's time is importing JAX and Jumanji and compiling (each env's own network),
+so XLA compiles with most optimisations off (jm_support.QUICK_COMPILE).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import subprocess
 
 import pytest
 
-from jm_support import STEPS_PER_EPOCH
+from jm_support import QUICK_COMPILE, STEPS_PER_EPOCH
 
 #: family -> (env config, a network of the yaml's kind, as small as it goes)
 PICKS = {
@@ -53,7 +54,7 @@ def test_the_picks_cover_every_family_of_the_envs_the_worker_offers(home):
 def test_an_epoch_of_a2c_trains_on_each_family(home, family):
     env, network = PICKS[family]
     proc = home.cli("run", str(home.config(family, environment={"family": "jumanji", "env_id": env},
-                                           network=network, **EPOCH)))
+                                           network=network, **EPOCH)), env=QUICK_COMPILE)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = home.runs()[-1]
     (started,) = home.events(run, "run_started")
