@@ -1,9 +1,10 @@
 """PPO (ppo.py: Jumanji's A2C agent with a PPO learner step, on the same networks) through MOSAIC.
 
-Its config is validated like A2C's (the env yaml's a2c keys, PPO's own keys over them), it trains on two env
-families (routing: TSP; packing: Knapsack) for one epoch of 12,800 env steps, reports A2C's
-telemetry with PPO's own values, saves checkpoints a resumed run continues value for value, and `mosaic eval`
-plays its checkpoints greedily. The trained runs are shared by the module (one per env).
+Its config is validated like A2C's (the env yaml's a2c keys, PPO's own keys over them), it learns on TSP (two
+epochs of 12,800 env steps) and trains on a second env family (packing: Knapsack, two tiny epochs: whether it
+learns there is not shown yet, docs/jumanji-worker.md has the budgets tried), reports A2C's telemetry with PPO's
+own values, saves checkpoints a resumed run continues value for value, and `mosaic eval` plays its checkpoints
+greedily. The trained runs are shared by the module (one per env).
 """
 
 from __future__ import annotations
@@ -16,18 +17,22 @@ import pytest
 from jm_support import TINY
 
 TSP = {"family": "jumanji", "env_id": "tsp"}
-#: Per env: a shrunk network and a budget PPO learns within (measured: docs/jumanji-worker.md, "PPO").
+#: Per env: a shrunk network and a budget; on TSP one PPO learns within (measured: docs/jumanji-worker.md, "PPO").
+#: Knapsack only trains here: at 12,800 env steps an epoch it did not learn (18.17 -> 17.63, lr 3e-4; 18.17 -> 13.45
+#: at 3,840 steps, lr 1e-3: measured 2026-11-25), so its run is as small as an epoch goes.
 LEARNING = {
     "tsp": {**TINY["tsp"], "n_steps": 20, "num_envs": 32, "num_learner_steps_per_epoch": 20, "eval_episodes": 64,
             "greedy_eval_episodes": 64, "learning_rate": 0.0003},
-    "knapsack": {"environment": {"family": "jumanji", "env_id": "knapsack"}, "n_steps": 20, "num_envs": 32,
-                 "num_learner_steps_per_epoch": 20, "eval_episodes": 64, "greedy_eval_episodes": 64,
+    "knapsack": {"environment": {"family": "jumanji", "env_id": "knapsack"}, "n_steps": 4, "num_envs": 8,
+                 "num_learner_steps_per_epoch": 2, "eval_episodes": 8, "greedy_eval_episodes": 8,
                  "learning_rate": 0.0003,
                  "network": {"transformer_num_blocks": 1, "transformer_num_heads": 2, "transformer_key_size": 8,
                              "transformer_mlp_units": [32]}},
 }
 EPOCHS = 2
-STEPS = 20 * 32 * 20  # env steps per epoch
+#: env steps per epoch: n_steps x num_envs x learner steps
+EPOCH_STEPS = {env: f["n_steps"] * f["num_envs"] * f["num_learner_steps_per_epoch"] for env, f in LEARNING.items()}
+STEPS = EPOCH_STEPS["tsp"]
 PPO_KEYS = {"total_loss", "policy_loss", "critic_loss", "vf_loss", "entropy", "entropy_loss", "advantage", "value",
             "approx_kl", "clip_fraction"}
 
@@ -37,8 +42,8 @@ def trained(module_home):
     """env -> (run folder, its metrics): PPO runs of EPOCHS epochs, a checkpoint after each."""
     out = {}
     for env, fields in LEARNING.items():
-        config = module_home.config(f"ppo-{env}", algorithm="ppo", seed=0, total_timesteps=EPOCHS * STEPS,
-                                    checkpoint={"every_timesteps": STEPS}, **fields)
+        config = module_home.config(f"ppo-{env}", algorithm="ppo", seed=0, total_timesteps=EPOCHS * EPOCH_STEPS[env],
+                                    checkpoint={"every_timesteps": EPOCH_STEPS[env]}, **fields)
         proc = module_home.cli("run", str(config))
         assert proc.returncode == 0, proc.stderr[-3000:]
         run = module_home.runs()[-1]
@@ -46,17 +51,11 @@ def trained(module_home):
     return out
 
 
-KNAPSACK_NOT_YET = pytest.mark.xfail(strict=True, reason=(
-    "measured 2026-11-25: Knapsack's stochastic return went 18.17 -> 17.63 after 12,800 env steps (lr 3e-4) and "
-    "18.17 -> 13.45 after 3,840 (lr 1e-3); a budget where PPO learns there is not found yet (docs/jumanji-worker.md)"))
-
-
-@pytest.mark.parametrize("env", ["tsp", pytest.param("knapsack", marks=KNAPSACK_NOT_YET)])
-def test_ppo_learns_on_two_env_families(trained, env):
+def test_ppo_learns_on_tsp(trained):
     """The stochastic evaluation after one epoch of PPO (12,800 env steps) beats the one before any training: TSP's
-    tour is shorter, Knapsack's packed value higher (both are the env's return). At 3,840 env steps (lr 1e-3,
-    smaller batches) neither improved reliably."""
-    run, metrics = trained[env]
+    tour is shorter (the env's return is minus the tour's length). At 3,840 env steps (lr 1e-3, smaller batches)
+    it did not improve reliably."""
+    run, metrics = trained["tsp"]
     assert [m["timesteps_total"] for m in metrics] == [STEPS * (i + 1) for i in range(EPOCHS)]
     first, last = metrics[0]["episode_return_mean"], metrics[-1]["episode_return_mean"]
     assert last > first, [m["episode_return_mean"] for m in metrics]
@@ -65,9 +64,9 @@ def test_ppo_learns_on_two_env_families(trained, env):
 @pytest.mark.parametrize("env", ["tsp", "knapsack"])
 def test_ppo_trains_on_two_env_families(trained, env):
     """Routing (TSP) and packing (Knapsack): every epoch trains with finite losses and is evaluated (whether it
-    learns is the test above: on Knapsack not yet)."""
+    learns is the test above, for TSP; on Knapsack not shown yet)."""
     run, metrics = trained[env]
-    assert [m["timesteps_total"] for m in metrics] == [STEPS * (i + 1) for i in range(EPOCHS)]
+    assert [m["timesteps_total"] for m in metrics] == [EPOCH_STEPS[env] * (i + 1) for i in range(EPOCHS)]
     for m in metrics:
         assert all(math.isfinite(v) for v in m["learner"]["policy"].values())
         assert math.isfinite(m["episode_return_mean"]) and math.isfinite(m["greedy"]["episode_return_mean"])
