@@ -183,37 +183,33 @@ def resolve(source: WorkerSource, mosaic_tree: Path, sources: PackageSources, py
                           f"({source.pyproject}): {exc}") from None
     if source.no_deps:
         alone = lock.with_name(NO_DEPS_LOCK_NAME)
-        wanted.write_text("".join(f"{line}\n" for line in source.no_deps))
-        try:
-            _uv(["pip", "compile", "--no-config", "--quiet", "--no-header", "--no-annotate", "--no-deps",
-                 "--python", str(python), *sources.uv_args(), "-o", str(alone), str(wanted)],
-                sources, timeout=RESOLVE_TIMEOUT_S)
-        except EnvBuildError as exc:
-            raise ConfigError(f"{TABLE}.no_deps", f"cannot be resolved for worker {source.name!r} "
-                              f"({source.pyproject}): {exc}") from None
-        resolved.update(locked_versions(alone.read_text(encoding="utf-8")))
+        resolved.update(_resolve_alone(source.no_deps, wanted, alone, f"{TABLE}.no_deps", source, sources, python))
     check_torch_variant(resolved, variant, f"worker {source.name!r} ({source.pyproject})")
     resolve_overlays(source, sources, python, lock)
     return resolved
+
+
+def _resolve_alone(pins: "tuple[str, ...] | list[str]", wanted: Path, alone: Path, key: str, source: WorkerSource,
+                   sources: PackageSources, python: Path) -> dict[str, str]:
+    """Resolve ``pins`` without their dependencies into the lock ``alone`` (``wanted``: the input file written
+    for it); name -> version. A pin that cannot be resolved is a :class:`ConfigError` naming ``key``."""
+    wanted.write_text("".join(f"{line}\n" for line in pins))
+    try:
+        _uv(["pip", "compile", "--no-config", "--quiet", "--no-header", "--no-annotate", "--no-deps",
+             "--python", str(python), *sources.uv_args(), "-o", str(alone), str(wanted)],
+            sources, timeout=RESOLVE_TIMEOUT_S)
+    except EnvBuildError as exc:
+        raise ConfigError(key, f"cannot be resolved for worker {source.name!r} ({source.pyproject}): {exc}") from None
+    return locked_versions(alone.read_text(encoding="utf-8"))
 
 
 def resolve_overlays(source: WorkerSource, sources: PackageSources, python: Path,
                      lock: Path) -> dict[str, dict[str, str]]:
     """Resolve each overlay's pins without their dependencies, as ``no_deps``, into its own lock beside
     ``lock`` (:func:`overlay_lock_name`): overlay -> name -> version. Nothing is installed."""
-    found: dict[str, dict[str, str]] = {}
-    for name, pins in source.overlays:
-        wanted, alone = lock.with_name(f"overlay-{name}.in"), lock.with_name(overlay_lock_name(name))
-        wanted.write_text("".join(f"{line}\n" for line in pins))
-        try:
-            _uv(["pip", "compile", "--no-config", "--quiet", "--no-header", "--no-annotate", "--no-deps",
-                 "--python", str(python), *sources.uv_args(), "-o", str(alone), str(wanted)],
-                sources, timeout=RESOLVE_TIMEOUT_S)
-        except EnvBuildError as exc:
-            raise ConfigError(f"{TABLE}.overlays.{name}", f"cannot be resolved for worker {source.name!r} "
-                              f"({source.pyproject}): {exc}") from None
-        found[name] = locked_versions(alone.read_text(encoding="utf-8"))
-    return found
+    return {name: _resolve_alone(pins, lock.with_name(f"overlay-{name}.in"), lock.with_name(overlay_lock_name(name)),
+                                 f"{TABLE}.overlays.{name}", source, sources, python)
+            for name, pins in source.overlays}
 
 
 def _build_into(staging: Path, source: WorkerSource, mosaic_tree: Path, say: Log) -> dict[str, Any]:
