@@ -164,9 +164,6 @@ class XuanCeConfig(RunConfig):
             "environment.env_id": "the versioned PettingZoo id (XuanCe's env_id; it picks <algo>/mpe/<env_id>.yaml "
                                   "where XuanCe ships one)",
             "environment.env_kwargs": "the env constructor's keyword arguments",
-            "environment.api_type": "chosen by the worker: PARALLEL where the env has a parallel API, AEC for a "
-                                    "turn-based game (played in turns with action masks); one given that the game "
-                                    "cannot be played through is refused",
             "seed": "XuanCe's seed and env_seed (env i of the vector gets seed + i)",
             "total_timesteps": "XuanCe's running_steps (env steps; a parallel step of all agents is one)",
             "num_envs": "XuanCe's parallels (stepped in-process, DummyVecMultiAgentEnv)",
