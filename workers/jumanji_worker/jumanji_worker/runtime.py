@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 from mosaic.workerkit.checkpoints import PeriodicCheckpoints, STATE_FILE as CHECKPOINT_STATE
 from mosaic.workerkit.checkpoints import CheckpointState, checkpoint_folder, is_checkpoint, resolve
 from mosaic.errors import ConfigError
+from mosaic.workerkit.deferred import defer
 from mosaic.workerkit.devices import devices_used
 from mosaic.workerkit.lifecycle import RunCancelled, RunControl
 from mosaic.provenance import config_digest, package_versions
@@ -103,11 +104,17 @@ def fetch_hub_data(environment: str) -> None:
                            f"reachable (`hf download {repo} {filename}`)") from None
 
 
+#: Imported by jumanji.training.loggers for its NeptuneLogger, which a MOSAIC run never uses (the worker's own
+#: logger replaces it): about 2.5 s of every run's start, deferred to a first use that never comes.
+DEFERRED = ("neptune", "neptune.new")
+
+
 def prepare_process(config: JumanjiConfig) -> None:
-    """What must be set before JAX and matplotlib are imported."""
+    """What must be set before JAX, matplotlib and jumanji.training are imported."""
     for key, value in xla_environment(config.resources.threads, config.resources.gpus).items():
         os.environ.setdefault(key, value)
     headless()
+    defer(*DEFERRED)
 
 
 def relay_cancel(control: RunControl) -> None:

@@ -39,9 +39,10 @@ QUICK_COMPILE = {"JAX_DISABLE_MOST_OPTIMIZATIONS": "1"}
 class Home(WorkerHome):
     """The jumanji worker's test home, with its tiny runs."""
 
-    def run(self, env: str, *args: str, **fields: Any) -> tuple[subprocess.CompletedProcess, Path]:
-        """``mosaic run`` a tiny budget on ``env``; (process, run folder)."""
+    def run(self, env: str, *args: str, xla: dict[str, str] | None = None,
+            **fields: Any) -> tuple[subprocess.CompletedProcess, Path]:
+        """``mosaic run`` a tiny budget on ``env`` (``xla``: QUICK_COMPILE, or nothing); (process, run folder)."""
         cfg = {"seed": 0, "total_timesteps": 2 * STEPS_PER_EPOCH, **TINY[env], **fields}
         name = f"{env}-{len(list(self.root.glob('*.json')))}"
-        proc = self.cli("run", str(self.config(name, **cfg)), *args)
+        proc = self.cli("run", str(self.config(name, **cfg)), *args, env=xla or {})
         return proc, self.runs()[-1]

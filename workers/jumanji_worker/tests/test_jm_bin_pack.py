@@ -1,14 +1,15 @@
 """Real A2C training on BinPack through MOSAIC: Jumanji's volume utilisation beside the returns.
 
-(BinPack compiles slowly: its evaluation through `mosaic eval` is tested on TSP only.)"""
+(BinPack compiles slowly: its evaluation through `mosaic eval` is tested on TSP only, and this run, which checks
+what is reported rather than what is learned, compiles with XLA's optimisations off: jm_support.QUICK_COMPILE.)"""
 
 from __future__ import annotations
 
-from jm_support import STEPS_PER_EPOCH
+from jm_support import QUICK_COMPILE, STEPS_PER_EPOCH
 
 
 def test_a2c_trains_on_bin_pack_and_reports_volume_utilisation(home):
-    proc, run = home.run("bin_pack", total_timesteps=STEPS_PER_EPOCH)
+    proc, run = home.run("bin_pack", total_timesteps=STEPS_PER_EPOCH, xla=QUICK_COMPILE)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (m,) = home.events(run, "metrics")
     assert m["timesteps_total"] == STEPS_PER_EPOCH and m["env_steps_per_s"] >= 0  # Jumanji's int; compiling counts

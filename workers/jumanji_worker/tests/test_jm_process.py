@@ -1,5 +1,8 @@
 """A Jumanji run as a process: the conformance kit, a cancel while JAX compiles.
 
+What these runs check is the process and its telemetry, not what is learned: except the cancel while compiling
+(which needs a long compile), they compile with XLA's optimisations off (jm_support.QUICK_COMPILE).
+
 (Pause, resume and Ctrl-C of a training run: test_jm_tsp.py, on the run its tests share.)"""
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from jm_support import STEPS_PER_EPOCH, TINY
+from jm_support import QUICK_COMPILE, STEPS_PER_EPOCH, TINY
 from mosaic.testing import check_worker, run_events, wait_until
 
 
@@ -20,7 +23,7 @@ def test_conformance(home):
     agent for one epoch: the quickest run)."""
     report = check_worker("jumanji", {"algorithm": "random", "seed": 1, "total_timesteps": STEPS_PER_EPOCH,
                                       **TINY["tsp"]},
-                          home=home.root, bad_config={"network": {"transformer_num_blocks": "two"}})
+                          home=home.root, bad_config={"network": {"transformer_num_blocks": "two"}}, env=QUICK_COMPILE)
     (metrics,) = report.of_type("metrics")
     assert metrics["timesteps_total"] == STEPS_PER_EPOCH and "learner" not in metrics  # random: nothing learned
     assert metrics["measures"]["tour_length"] > 0
@@ -56,10 +59,10 @@ def test_sigterm_while_jax_compiles_ends_the_run_within_seconds(home):
 
 def test_a_resumed_run_starts_with_run_started_and_logs_the_restore_after_it(home):
     """The random agent (the quickest to compile): one epoch, then a second from its checkpoint."""
-    proc, first = home.run("tsp", algorithm="random", total_timesteps=STEPS_PER_EPOCH)
+    proc, first = home.run("tsp", algorithm="random", total_timesteps=STEPS_PER_EPOCH, xla=QUICK_COMPILE)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (saved,) = home.events(first, "checkpoint_saved")
-    proc, resumed = home.run("tsp", algorithm="random", checkpoint={"restore_from": saved["path"]})
+    proc, resumed = home.run("tsp", algorithm="random", checkpoint={"restore_from": saved["path"]}, xla=QUICK_COMPILE)
     assert proc.returncode == 0, proc.stderr[-3000:]
     events = run_events(resumed)
     assert events[0]["type"] == "run_started" and events[0]["restored_from"] == saved["path"]
@@ -67,3 +70,18 @@ def test_a_resumed_run_starts_with_run_started_and_logs_the_restore_after_it(hom
                for e in events)
     (m,) = run_events(resumed, "metrics")
     assert (m["iteration"], m["timesteps_total"]) == (2, 2 * STEPS_PER_EPOCH)
+
+
+def test_a_run_never_imports_neptune_which_jumanji_imports_for_a_logger_mosaic_does_not_use(home):
+    """jumanji.training.loggers imports Neptune at its top (seconds of every run's start); the worker defers it
+    (mosaic.workerkit.deferred) to a first use, and Jumanji's NeptuneLogger would still find the real client."""
+    probe = ("from jumanji_worker.runtime import prepare_process; from jumanji_worker.config import JumanjiConfig\n"
+             "from mosaic.workerkit.deferred import is_deferred\n"
+             "prepare_process(JumanjiConfig(run_id='probe'))\n"
+             "import jumanji.training.train, jumanji.training.loggers as loggers\n"
+             "print(is_deferred('neptune'), is_deferred('neptune.new'))\n"
+             "print(loggers.neptune.init_run.__module__, is_deferred('neptune.new'))\n")
+    proc = subprocess.run([str(home.python), "-W", "ignore", "-c", probe], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split("\n")[:2] == ["True True", "neptune.new.internal.init.run False"], proc.stdout
