@@ -70,10 +70,9 @@ COVERED_ELSEWHERE: dict[str, str] = {
     # the GUI blocks until its window closes
     "mosaic gui": "tests/gui/test_gui_command.py::test_mosaic_gui_starts_a_daemon_for_its_home_and_ends_on_sigterm",
     # re-runs the install (pip reinstalls the editable packages of the shared .venv: 41 s of pip resolving
-    # alone, measured as a dry run) before the default job (~29 s at 2000 steps): too slow and not harmless here.
-    # The default job itself (no config, shortened) is the test named; its full 60k-step form, the slow
-    # tests/test_cli.py::test_the_readme_main_job_visibly_learns.
-    "bash scripts/run": "tests/test_cli.py::test_default_run_without_config_trains_the_default_worker",
+    # alone, measured as a dry run) before the default job: too slow and not harmless here. The default job
+    # itself (`mosaic run` with no config, its full 60k env steps) is the test named.
+    "bash scripts/run": "tests/test_cli.py::test_the_readme_main_job_visibly_learns",
 }
 #: Marked lines no test can run, and why.
 NOT_TESTABLE: dict[str, str] = {
