@@ -63,5 +63,5 @@ def defer(*names: str) -> list[str]:
 
 
 def is_deferred(name: str) -> bool:
-    """Whether ``name`` is still a stand-in (its real module not imported)."""
-    return isinstance(sys.modules.get(name), Deferred) and sys.modules[name].__dict__["_real"] is None
+    """Whether ``name`` is still a stand-in (a first use removes every stand-in of its package)."""
+    return isinstance(sys.modules.get(name), Deferred)
