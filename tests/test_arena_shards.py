@@ -38,6 +38,42 @@ def crash_once(agent, observation):
 
 
 
+def test_a_shard_holds_both_seatings_of_one_pairing():
+    """Shards group the pending games by pairing (one pair of player processes plays both seatings), in
+    chunks of at most ``size``, the schedule's order kept; each game names who moves first."""
+    from mosaic.arena.tournament import Shard, parse_spec, shards
+
+    spec = parse_spec({"name": "t", "environment": CONNECT_FOUR, "games_per_pairing": 4,
+                       "players": {"a": "random", "b": "random", "c": "random"}})
+    todo = list(spec.schedule())
+    whole = shards(todo, 4)
+    assert [(s.first, s.second) for s in whole] == [("a", "b"), ("a", "c"), ("b", "c")]
+    assert whole[0].games == (("a~b", 0, 0, "a"), ("a~b", 1, 1, "b"), ("a~b", 2, 2, "a"), ("a~b", 3, 3, "b"))
+    assert [whole[0].seating(g[3]) for g in whole[0].games] == [("a", "b"), ("b", "a")] * 2
+    halves = shards(todo, 3)
+    assert [len(s.games) for s in halves] == [3, 1] * 3
+    assert [g for s in halves for g in s.games] == [g for s in whole for g in s.games]
+    assert Shard("a", "b", ()).seating("b") == ("b", "a")
+
+
+def test_a_shard_config_names_its_movers_among_the_pairing():
+    """A shard's games name their first mover, one of the pairing's players; a game of three items (a shard
+    an older driver wrote in ``shards.jsonl``) is moved first by ``first``."""
+    from mosaic.arena.shard_worker import ShardConfig, shard_of
+    from mosaic.errors import UserError
+
+    source = {"name": "t", "environment": CONNECT_FOUR, "players": {"a": "random", "b": "random", "c": "random"}}
+
+    def config(games):
+        return ShardConfig.from_dict({"run_id": "x", "tournament": source, "environment": CONNECT_FOUR,
+                                      "shard": {"first": "a", "second": "b", "games": games}})
+
+    _, shard = shard_of(config([["a~b", 0, 5, "b"], ["a~b", 1, 6]]))
+    assert shard.games == (("a~b", 0, 5, "b"), ("a~b", 1, 6, "a"))
+    with pytest.raises(UserError, match=r"shard.games: mover 'c' of game 0 is not in the pairing; allowed: a, b"):
+        shard_of(config([["a~b", 0, 5, "c"]]))
+
+
 def journal(home, name):
     path = home / "arena" / name / "games.jsonl"
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
@@ -78,8 +114,8 @@ def test_a_shard_whose_player_crashes_is_retried_with_its_unplayed_games(tmp_pat
     done_by_failed = {(g["pairing"], g["game"]) for g in games if g["run_id"] == failed["run_id"]}
     assert done_by_failed, "the crash came a few games into its shard"
     # the retry plays only what the failed run had not finished: a finished game is never played again
-    assert {(p, g) for p, g, _ in retry["config"]["shard"]["games"]} == \
-        {(p, g) for p, g, _ in first["config"]["shard"]["games"]} - done_by_failed
+    assert {(p, g) for p, g, *_ in retry["config"]["shard"]["games"]} == \
+        {(p, g) for p, g, *_ in first["config"]["shard"]["games"]} - done_by_failed
     keys = [(g["pairing"], g["game"]) for g in games]
     assert len(keys) == len(set(keys)) == 8
     from mosaic.runs import RunStore
@@ -138,11 +174,11 @@ def test_an_interrupted_then_killed_driver_resumes_without_replaying_a_game(tmp_
     assert orphans and not any(e.get("state") == "cancelled" for e in killed_log[logged:])
     by_orphans = {(g["pairing"], g["game"]) for g in games if g["run_id"] in orphans}
     theirs = {(p, g) for e in killed_log[logged:] if e["run_id"] in orphans and e.get("state") == "submitted"
-              for p, g, _ in e["config"]["shard"]["games"]}
+              for p, g, *_ in e["config"]["shard"]["games"]}
     assert by_orphans == theirs  # every game of theirs, played by them
     assert len(by_orphans) > sum(1 for g in before if g["run_id"] in orphans) or "submitted before" in resumed.stderr
     resubmitted = {(p, g) for e in shard_log(home, "kill")[len(killed_log):] if e.get("state") == "submitted"
-                   for p, g, _ in e["config"]["shard"]["games"]}
+                   for p, g, *_ in e["config"]["shard"]["games"]}
     assert not by_orphans & resubmitted
     keys = [(g["pairing"], g["game"]) for g in games]
     assert len(keys) == len(set(keys)) == 48  # every game once: none replayed

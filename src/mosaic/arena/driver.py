@@ -1,7 +1,7 @@
 """A tournament's shards as runs on the experiments' execution backends (``mosaic arena run --parallel N``,
 ``--backend ray --address ADDR``).
 
-Each shard (a few games of one seating, :func:`mosaic.arena.tournament.shards`) becomes an ordinary run of
+Each shard (a few games of one pairing, :func:`mosaic.arena.tournament.shards`) becomes an ordinary run of
 the ``arena`` job (:mod:`mosaic.arena.shard_worker`) submitted through :mod:`mosaic.experiments.backends`:
 ``local`` is the trainer daemon serving ``MOSAIC_HOME`` (started, and said so on stderr, when none runs), so
 its queue and CPU limits apply; ``ray`` places the runs on an existing cluster's nodes through its launcher
@@ -241,12 +241,13 @@ class Driver:
         """Log how a shard run ended; its games not journaled as a shard to submit again (None: none left)."""
         from mosaic.arena.tournament import Shard
 
-        left = tuple((g[0], g[1], g[2]) for g in flight.shard["games"] if (g[0], g[1]) not in self.done)
+        first, second = flight.shard["first"], flight.shard["second"]
+        left = tuple((g[0], g[1], g[2], g[3] if len(g) == 4 else first) for g in flight.shard["games"]
+                     if (g[0], g[1]) not in self.done)
         entry = {"run_id": flight.run_id, "state": state, "cause": cause, "unplayed": len(left)}
         self._log(entry)
         if not left:
             return None
-        first, second = flight.shard["first"], flight.shard["second"]
         if state == "cancelled":
             raise UserError(f"arena: the shard run {flight.run_id} ({first} vs {second}) was cancelled"
                             f"{': ' + cause if cause else ''}; `mosaic arena run` again plays its {len(left)} "

@@ -1,13 +1,16 @@
 """A tournament shard as a run: ``python -m mosaic.arena.shard_worker --config run.json``.
 
-``mosaic arena run`` hands its shards (a few games of one seating, :class:`mosaic.arena.tournament.Shard`)
+``mosaic arena run`` hands its shards (a few games of one pairing, :class:`mosaic.arena.tournament.Shard`)
 to the experiments' execution backends (:mod:`mosaic.experiments.backends`) as ordinary runs of this small
 job, so the local daemon's queue and CPU limits, and the Ray backend's launchers on a cluster's nodes,
 apply to tournaments as to experiments. A config::
 
     {"worker": "arena", "run_id": ..., "environment": <the game's env>,
      "tournament": <the game's one-environment spec source>,
-     "shard": {"first": LABEL, "second": LABEL, "games": [[pairing, game, seed], ...]}}
+     "shard": {"first": LABEL, "second": LABEL, "games": [[pairing, game, seed, mover], ...]}}
+
+``first`` and ``second`` are the pairing's two players; ``mover``, one of them, moves first in that game
+(a game of three items, as shards of older drivers wrote them: ``first`` moves first).
 
 It speaks the worker contract (docs/worker-contract.md): telemetry on stdout from ``run_started`` to
 ``run_completed`` / ``run_failed``, and one ``episode`` event per finished game whose ``game`` field is the
@@ -54,7 +57,7 @@ def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
 
 @dataclass
 class ShardConfig(RunConfig):
-    """Games of one seating of a tournament, played by one pair of player processes."""
+    """Games of one pairing of a tournament (both seatings), played by one pair of player processes."""
 
     FIELDS: ClassVar[FieldMap] = FieldMap(
         honoured={"algorithm": "always 'arena'", "environment.family": "the game's env (the tournament's)",
@@ -73,7 +76,8 @@ class ShardConfig(RunConfig):
     algorithm: str = option("arena", help="always 'arena'")
     tournament: dict = option(default_factory=dict, help="the game's one-environment tournament spec "
                                                          "(mosaic.arena.tournament.parse_spec)")
-    shard: dict = option(default_factory=dict, help="{first, second, games: [[pairing, game, seed], ...]}")
+    shard: dict = option(default_factory=dict, help="{first, second, games: [[pairing, game, seed, mover], ...]}: "
+                                                    "the pairing's players; mover, one of them, moves first")
 
     @classmethod
     def algorithms(cls) -> tuple[str, ...]:
@@ -91,16 +95,21 @@ def shard_of(config: ShardConfig) -> tuple[Any, Any]:
     shard = config.shard
     labels = [p.label for p in spec.players]
     if not isinstance(shard, Mapping) or set(shard) != {"first", "second", "games"}:
-        raise UserError("shard: expected {first, second, games: [[pairing, game, seed], ...]}")
+        raise UserError("shard: expected {first, second, games: [[pairing, game, seed, mover], ...]}")
     for seat in ("first", "second"):
         if shard[seat] not in labels:
             raise UserError(f"shard.{seat}: {shard[seat]!r} is not a player; allowed: {', '.join(labels)}")
     games = shard["games"]
     if not isinstance(games, list) or not games or not all(
-            isinstance(g, list) and len(g) == 3 and isinstance(g[0], str) and all(
-                isinstance(x, int) and not isinstance(x, bool) for x in g[1:]) for g in games):
-        raise UserError("shard.games: expected a list of [pairing, game, seed]")
-    return spec, Shard(shard["first"], shard["second"], tuple((g[0], g[1], g[2]) for g in games))
+            isinstance(g, list) and len(g) in (3, 4) and isinstance(g[0], str) and all(
+                isinstance(x, int) and not isinstance(x, bool) for x in g[1:3]) for g in games):
+        raise UserError("shard.games: expected a list of [pairing, game, seed, mover]")
+    pair = (shard["first"], shard["second"])
+    for g in games:
+        if len(g) == 4 and g[3] not in pair:
+            raise UserError(f"shard.games: mover {g[3]!r} of game {g[1]} is not in the pairing; allowed: "
+                            f"{', '.join(pair)}")
+    return spec, Shard(*pair, tuple((g[0], g[1], g[2], g[3] if len(g) == 4 else pair[0]) for g in games))
 
 
 def _deep_validate(config: ShardConfig) -> None:

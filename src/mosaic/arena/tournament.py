@@ -381,11 +381,16 @@ def listed_names(home: Path | str | None = None) -> list[str]:
 
 @dataclass(frozen=True)
 class Shard:
-    """Games of one seating (``first`` moves first), played by one pair of player processes."""
+    """Games of one pairing, played by one pair of player processes (``first`` and ``second``, the pairing's
+    two players, each opened once): each game names who moves first, so both seatings share the processes."""
 
     first: str
     second: str
-    games: tuple[tuple[str, int, int], ...]  # (pairing id, game, seed)
+    games: tuple[tuple[str, int, int, str], ...]  # (pairing id, game, seed, the player who moves first)
+
+    def seating(self, mover: str) -> tuple[str, str]:
+        """``(first mover, second mover)`` of a game whose first mover is ``mover``."""
+        return (self.first, self.second) if mover == self.first else (self.second, self.first)
 
 
 def pending(tournament: Tournament) -> list[tuple[str, int, str, str, int]]:
@@ -395,12 +400,13 @@ def pending(tournament: Tournament) -> list[tuple[str, int, str, str, int]]:
 
 
 def shards(todo: list[tuple[str, int, str, str, int]], size: int) -> list[Shard]:
-    """``todo`` grouped by seating, in chunks of at most ``size`` games, the schedule's order kept."""
-    groups: dict[tuple[str, str], list[tuple[str, int, int]]] = {}
+    """``todo`` grouped by pairing (both seatings in one shard: one pair of player processes), in chunks of at
+    most ``size`` games, the schedule's order kept."""
+    groups: dict[str, tuple[tuple[str, str], list[tuple[str, int, int, str]]]] = {}
     for pairing, game, first, second, seed in todo:
-        groups.setdefault((first, second), []).append((pairing, game, seed))
+        groups.setdefault(pairing, ((first, second), []))[1].append((pairing, game, seed, first))
     return [Shard(first, second, tuple(games[i:i + size]))
-            for (first, second), games in groups.items() for i in range(0, len(games), size)]
+            for (first, second), games in groups.values() for i in range(0, len(games), size)]
 
 
 def play_game(spec: TournamentSpec, players: Mapping[str, Any], first: str, second: str, pairing: str, game: int,
@@ -507,10 +513,10 @@ def play_shard(spec: TournamentSpec, shard: Shard, home: Path | str | None = Non
         for label in (shard.first, shard.second):
             if label not in players:
                 players[label] = _open(spec, label, home)
-        for pairing, game, seed in shard.games:
+        for pairing, game, seed, mover in shard.games:
             if stop is not None and stop.is_set():
                 break
-            line = play_game(spec, players, shard.first, shard.second, pairing, game, seed, groups)
+            line = play_game(spec, players, *shard.seating(mover), pairing, game, seed, groups)
             lines.append(line)
             if record is not None:
                 record(line)
@@ -533,7 +539,7 @@ def journal_to(tournament: Tournament, report: Callable[[str], None] | None = No
 
 def run(tournament: Tournament, report: Callable[[str], None] | None = None, home: Path | str | None = None) -> int:
     """Play every game not yet journaled, one after another in this process (one pair of player processes
-    per seating, kept for its games); returns how many games were played now. (Shards as runs on the
+    per pairing, kept for its games); returns how many games were played now. (Shards as runs on the
     daemon or a cluster, several at once: :func:`mosaic.arena.driver.run`.)"""
     todo = pending(tournament)
     if not todo:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mosaic.workerkit.checkpoints import PeriodicCheckpoints, checkpoint_folder
+from mosaic.workerkit.deferred import defer
 from mosaic.errors import ConfigError
 from mosaic.workerkit.lifecycle import RunCancelled
 from mosaic.provenance import config_digest, package_versions
@@ -40,11 +41,18 @@ from xuance_worker.telemetry import Reporter, make_callback
 PACKAGES = ("mosaic-marl", "mosaic-xuance-worker", "xuance", "torch", "numpy", "pettingzoo", "gymnasium")
 
 
+#: Imported at the top of XuanCe's agent base classes for its W&B logger, which a MOSAIC run never uses (the
+#: worker sets XuanCe's logger to TensorBoard): about 0.8 s of every XuanCe process's start, deferred to a first
+#: use that never comes.
+DEFERRED = ("wandb",)
+
+
 def quiet_xuance() -> None:
-    """Before XuanCe (and tqdm) are imported: no progress bars."""
+    """Before XuanCe (and tqdm) are imported: no progress bars, W&B not imported until used."""
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.setdefault("SDL_NO_SIGNAL_HANDLERS", "1")
     os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+    defer(*DEFERRED)
 
 
 def probe_env(config: XuanCeConfig) -> dict[str, Any]:
