@@ -37,8 +37,6 @@ class Algorithm:
     #: The environment's overlay (``[tool.mosaic.environment].overlays`` in the worker's pyproject) the script
     #: runs with, first on its path: a package version the environment's other scripts cannot share.
     overlay: str = ""
-    #: Why ``mosaic eval`` cannot play the script's checkpoints ("": it can).
-    no_eval: str = ""
 
     @property
     def script(self) -> str:
@@ -50,9 +48,6 @@ _ACTOR_CRITIC = (("value_loss", "vf_loss"), ("policy_loss", "policy_loss"), ("en
 _Q = (("td_loss", "qf_loss"), ("loss", "qf_loss"), ("q_values", "q_values"))
 _CONTINUOUS = (("qf_loss", "qf_loss"), ("actor_loss", "policy_loss"), ("alpha", "alpha_value"),
                ("alpha_loss", "alpha_loss"))
-
-_OVERLAY_NO_EVAL = ("its network plays the env its script wraps with SB3 1.2.0's Atari wrappers, which only the "
-                    "script's own process has (the sb3-gym overlay); the worker's evaluation runs beside SB3 2.x")
 
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
     Algorithm("ppo", "cleanrl.ppo", "gym", "discrete", True, "agent", "Agent", "CartPole-v1", _ACTOR_CRITIC),
@@ -72,10 +67,9 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
     Algorithm("dqn_atari", "cleanrl.dqn_atari", "gymnasium", "discrete", False, "q_network", "QNetwork",
               "BreakoutNoFrameskip-v4", _Q, families=("atari",), single_env=True),
     Algorithm("ppo_atari", "cleanrl.ppo_atari", "gym", "discrete", True, "agent", "Agent",
-              "BreakoutNoFrameskip-v4", _ACTOR_CRITIC, families=("atari",), overlay="sb3-gym",
-              no_eval=_OVERLAY_NO_EVAL),
+              "BreakoutNoFrameskip-v4", _ACTOR_CRITIC, families=("atari",), overlay="sb3-gym"),
     Algorithm("c51_atari", "cleanrl.c51_atari", "gym", "discrete", False, "q_network", "QNetwork",
-              "BreakoutNoFrameskip-v4", _Q, families=("atari",), overlay="sb3-gym", no_eval=_OVERLAY_NO_EVAL),
+              "BreakoutNoFrameskip-v4", _Q, families=("atari",), overlay="sb3-gym"),
     Algorithm("ppo_continuous_action", "cleanrl.ppo_continuous_action", "gymnasium", "box", True, "agent", "Agent",
               "HalfCheetah-v4", _ACTOR_CRITIC, families=("gymnasium", "mujoco"),
               make_env_args=("env_id", "idx", "capture_video", "run_name", "gamma")),

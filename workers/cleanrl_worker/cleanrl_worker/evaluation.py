@@ -11,16 +11,19 @@ its Gaussian, on observations normalised with the statistics the checkpoint kept
 (frame skip, 84x84 grey frames, a stack of 4), a lost life going on to the next
 until the game is over; the score and length are the script's
 ``RecordEpisodeStatistics`` ones (the game's unclipped score, in frames), and
-frames are the ALE screen. ppo_atari_envpool plays EnvPool's game the same way (its agent's CNN, the largest
-logit), through the script's ``RecordEpisodeStatistics``; its lengths are agent steps and its frames the
-agent's 84x84 grey view. ppo_atari and c51_atari checkpoints are refused (``Algorithm.no_eval``). Results, confidence intervals, CSV and GIF videos are
-written by :mod:`mosaic.workerkit.evaluation`, as for every worker.
+frames are the ALE screen. ppo_atari and c51_atari play the same way through their scripts' wrappers (SB3
+1.2.0's, gym's old API): the evaluation runs again in an interpreter with the script's overlay first on its
+path, as the script's own process has it (:func:`in_overlay`). ppo_atari_envpool plays EnvPool's game the
+same way (its agent's CNN, the largest logit), through the script's ``RecordEpisodeStatistics``; its lengths
+are agent steps and its frames the agent's 84x84 grey view. Results, confidence intervals, CSV and GIF videos
+are written by :mod:`mosaic.workerkit.evaluation`, as for every worker.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -45,11 +48,15 @@ GREEDY: dict[str, Callable[[Any, Any], Any]] = {
     "td3": lambda net, x: net(x),
     "ddpg": lambda net, x: net(x),
     "dqn_atari": lambda net, x: net(x).argmax(dim=-1),
+    "ppo_atari": lambda net, x: net.actor(net.network(x / 255.0)).argmax(dim=-1),
+    "c51_atari": lambda net, x: net.get_action(x)[0],
     "ppo_continuous_action": lambda net, x: net.actor_mean(x),
     "ppo_atari_envpool": lambda net, x: net.actor(net.network(x / 255.0)).argmax(dim=-1),
 }
 #: ppo_continuous_action clips its normalised observations to this range (its TransformObservation).
 OBS_CLIP = 10.0
+#: Set (to the overlay's name) in the interpreter :func:`in_overlay` starts.
+IN_OVERLAY = "MOSAIC_CLEANRL_EVAL_OVERLAY"
 
 
 class Policy:
@@ -73,7 +80,8 @@ class Policy:
             num_envs = int(params.get("num_envs", 1))
             envs = self.api.vector.SyncVectorEnv([self.script_env(i) for i in range(num_envs)])
         cls = getattr(self.module, self.algo.policy_class)
-        extra = ({k: params[k] for k in ("n_atoms", "v_min", "v_max")} if state.algorithm == "c51" else {})
+        extra = {k: params[k] for k in ("n_atoms", "v_min", "v_max") if k in params} \
+            if state.algorithm in ("c51", "c51_atari") else {}
         self.net = cls(envs, **extra)
         envs.close()
         weights = torch.load(folder / MODULES_FILE, map_location="cpu", weights_only=True)
@@ -129,20 +137,22 @@ def play_atari(policy: Policy, env: Any, seed: int, frames: FrameSink | None) ->
     The game is over when the script's ``RecordEpisodeStatistics`` (right above the ALE env) reports it; its
     return is the game's score (rewards unclipped) and its length the frames played.
     """
-    obs, _ = env.reset(seed=seed)
+    old_api = policy.algo.env_api == "gym"  # ppo_atari and c51_atari: gym 0.23.1's reset and 4-tuple step
+    obs = env.reset(seed=seed) if old_api else env.reset(seed=seed)[0]
     screen = env.unwrapped.ale.getScreenRGB
     clipped, steps = 0.0, 0
     while True:
         if frames is not None:
             frames.append(screen, steps, {AGENT: clipped})
-        obs, reward, terminated, truncated, info = env.step(policy.compute_action(obs))
+        result = env.step(policy.compute_action(obs))
+        obs, reward, info = result[0], result[1], result[-1]
         clipped += float(reward)
         steps += 1
         if "episode" in info:
             episode = info["episode"]
             return (float(np.asarray(episode["r"]).reshape(-1)[0]), int(np.asarray(episode["l"]).reshape(-1)[0]))
-        if terminated or truncated:
-            obs, _ = env.reset()
+        if result[2] or (not old_api and result[3]):
+            obs = env.reset() if old_api else env.reset()[0]
 
 
 def play_envpool(policy: Policy, seed: int, frames: FrameSink | None) -> tuple[float, int]:
@@ -210,10 +220,8 @@ def evaluate(request: Any) -> int:
     limit_torch_threads(1)
     state = CleanRLCheckpointState.read(request.target, "--evaluate", "the cleanrl worker")
     algo = algorithms.get(state.algorithm, "checkpoint")
-    if algo.no_eval:
-        playable = [a.name for a in algorithms.ALGORITHMS.values() if not a.no_eval]
-        raise UserError(f"--evaluate: a {algo.name} checkpoint is not played by the cleanrl worker: {algo.no_eval}; "
-                        f"allowed: checkpoints of {', '.join(playable)}")
+    if algo.overlay and os.environ.get(IN_OVERLAY) != algo.overlay:
+        in_overlay(algo, request)
     from mosaic.workerkit.checkpoints import resolve
 
     folder = resolve(request.target, "--evaluate", "the cleanrl worker")
@@ -233,3 +241,18 @@ def evaluate(request: Any) -> int:
     save_results(results, folder, None, videos)
     print_results(results, request.json)
     return 0
+
+
+def in_overlay(algo: algorithms.Algorithm, request: Any) -> None:
+    """Run this evaluation again, in place of this process, in an interpreter whose path starts with the
+    script's overlay, as the script's own process does: ppo_atari's and c51_atari's networks play the games
+    their scripts wrap with SB3 1.2.0's Atari wrappers (the ``sb3-gym`` overlay), not SB3 2.x's beside which
+    the worker runs. The process is replaced (same pid, signals and output), not a child started."""
+    path = [algorithms.overlay_path(algo), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), IN_OVERLAY: algo.overlay}
+    argv = ["--evaluate", str(request.target), "--episodes", str(request.episodes), "--seed", str(request.seed),
+            "--video", str(request.video), *(["--json"] if request.json else []),
+            *(["--fastlane"] if request.fastlane else [])]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "cleanrl_worker.cli", *argv], env)

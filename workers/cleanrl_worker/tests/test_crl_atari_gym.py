@@ -16,8 +16,8 @@ import pytest
 
 from crl_support import Home, events
 from mosaic.fastlane.png import read_png
-from mosaic.fastlane.registry import read_registry
-from test_crl_atari_mujoco import _LOSSES, ATARI_FRAME
+from mosaic.fastlane.registry import last_frame_path, read_registry
+from test_crl_atari_mujoco import _LOSSES, ATARI_FRAME, _result
 
 PPO_PONG = {"algorithm": "ppo_atari", "environment": {"env_id": "PongNoFrameskip-v4"}, "seed": 1,
             "total_timesteps": 128, "num_envs": 2, "resources": {"threads": 1},
@@ -119,10 +119,22 @@ def test_ppo_atari_learns_the_same_as_the_script_run_directly(ppo_pong, ahome, c
 
 
 @pytest.mark.slow
-def test_their_checkpoints_are_refused_by_mosaic_eval_saying_why(ppo_pong, c51_breakout, ahome):
-    for run in (ppo_pong, c51_breakout):
-        played = ahome.cli("eval", run.name, "--episodes", "1")
-        line = played.stderr.strip().splitlines()[-1]
-        assert played.returncode == 2, played.stderr[-2000:]
-        assert line.startswith("mosaic: error: --evaluate: ") and "SB3 1.2.0" in line, line
-        assert "allowed: checkpoints of" in line and "dqn_atari" in line and "ppo_atari," not in line, line
+@pytest.mark.parametrize("algorithm", ["ppo_atari", "c51_atari"])
+def test_their_checkpoints_play_whole_games_through_the_scripts_wrappers(algorithm, request, ahome):
+    """`mosaic eval` plays their checkpoints through SB3 1.2.0's Atari wrappers, as their scripts made the
+    games they trained on (the evaluation runs again with the overlay first on its path): a whole game, its
+    score the game's own, the ALE screen on FastLane; the same --seed plays the same game."""
+    run = request.getfixturevalue("ppo_pong" if algorithm == "ppo_atari" else "c51_breakout")
+    env_id = (PPO_PONG if algorithm == "ppo_atari" else C51_BREAKOUT)["environment"]["env_id"]
+    played = _result(ahome.cli("eval", run.name, "--episodes", "1", "--seed", "4", "--json", "--fastlane"))
+    assert played["env"] == {"family": "atari", "env_id": env_id, "algorithm": algorithm}
+    (episode,) = played["episodes"]
+    score, frames = episode["returns"]["agent_0"], episode["length"]
+    if env_id.startswith("Pong"):  # a game of Pong ends at 21 points
+        assert -21 <= score <= 21 and score != 0 and frames > 21 * 4, episode
+    else:  # Breakout: five lives lost (each a reset that fires the next ball)
+        assert score >= 0 and frames > 5 * 4, episode
+    pixels, _ = read_png(last_frame_path(run, "eval"))
+    assert pixels.shape == ATARI_FRAME and pixels.std() > 1
+    again = _result(ahome.cli("eval", run.name, "--episodes", "1", "--seed", "4", "--json"))
+    assert [(e["returns"], e["length"]) for e in again["episodes"]] == [(episode["returns"], frames)]
