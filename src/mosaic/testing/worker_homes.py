@@ -52,6 +52,14 @@ class WorkerHome:
         return subprocess.run([sys.executable, "-m", "mosaic", *args], capture_output=True, text=True,
                               timeout=timeout, env=env, **kwargs)
 
+    def probe(self, code: str, timeout: float = 300) -> list[str]:
+        """The stdout lines of ``code`` run in the worker's environment (``python -W ignore -c``); an
+        ``AssertionError`` with its stderr if it fails."""
+        proc = subprocess.run([self.python, "-W", "ignore", "-c", code], capture_output=True, text=True,
+                              timeout=timeout)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout.splitlines()
+
     def config(self, name: str, **fields: Any) -> Path:
         path = self.root / f"{name}.json"
         path.write_text(json.dumps({"worker": self.worker, **fields}))

@@ -75,13 +75,11 @@ def test_a_resumed_run_starts_with_run_started_and_logs_the_restore_after_it(hom
 def test_a_run_never_imports_neptune_which_jumanji_imports_for_a_logger_mosaic_does_not_use(home):
     """jumanji.training.loggers imports Neptune at its top (seconds of every run's start); the worker defers it
     (mosaic.workerkit.deferred) to a first use, and Jumanji's NeptuneLogger would still find the real client."""
-    probe = ("from jumanji_worker.runtime import prepare_process; from jumanji_worker.config import JumanjiConfig\n"
-             "from mosaic.workerkit.deferred import is_deferred\n"
-             "prepare_process(JumanjiConfig(run_id='probe'))\n"
-             "import jumanji.training.train, jumanji.training.loggers as loggers\n"
-             "print(is_deferred('neptune'), is_deferred('neptune.new'))\n"
-             "print(loggers.neptune.init_run.__module__, is_deferred('neptune.new'))\n")
-    proc = subprocess.run([str(home.python), "-W", "ignore", "-c", probe], capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.split("\n")[:2] == ["True True", "neptune.new.internal.init.run False"], proc.stdout
+    lines = home.probe("from jumanji_worker.runtime import prepare_process; "
+                       "from jumanji_worker.config import JumanjiConfig\n"
+                       "from mosaic.workerkit.deferred import is_deferred\n"
+                       "prepare_process(JumanjiConfig(run_id='probe'))\n"
+                       "import jumanji.training.train, jumanji.training.loggers as loggers\n"
+                       "print(is_deferred('neptune'), is_deferred('neptune.new'))\n"
+                       "print(loggers.neptune.init_run.__module__, is_deferred('neptune.new'))\n")
+    assert lines[:2] == ["True True", "neptune.new.internal.init.run False"], lines

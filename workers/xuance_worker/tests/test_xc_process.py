@@ -64,12 +64,9 @@ def test_a_watched_run_streams_env_0_pauses_and_ctrl_c_cancels_it_with_a_checkpo
 def test_a_run_never_imports_wandb_which_xuance_imports_for_a_logger_mosaic_does_not_use(home):
     """XuanCe's agent base classes import W&B at their top (most of a second of every process's start); the
     worker defers it (mosaic.workerkit.deferred) to a first use, and XuanCe's W&B logger would still find it."""
-    probe = ("from xuance_worker.runtime import quiet_xuance; quiet_xuance()\n"
-             "from mosaic.workerkit.deferred import is_deferred\n"
-             "import xuance.torch.agents, xuance.torch.agents.base.agent as agent\n"
-             "print(is_deferred('wandb'))\n"
-             "print(agent.wandb.Settings.__module__, is_deferred('wandb'))\n")
-    proc = subprocess.run([str(home.python), "-W", "ignore", "-c", probe], capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.split("\n")[:2] == ["True", "wandb.sdk.wandb_settings False"], proc.stdout
+    lines = home.probe("from xuance_worker.runtime import quiet_xuance; quiet_xuance()\n"
+                       "from mosaic.workerkit.deferred import is_deferred\n"
+                       "import xuance.torch.agents, xuance.torch.agents.base.agent as agent\n"
+                       "print(is_deferred('wandb'))\n"
+                       "print(agent.wandb.Settings.__module__, is_deferred('wandb'))\n")
+    assert lines[:2] == ["True", "wandb.sdk.wandb_settings False"], lines
