@@ -4,7 +4,7 @@ Each run is the worker's own process, started as the host starts it (``python -m
 CONFIG --run-dir DIR``), in the Python given by ``--python`` (the worker's environment, or any Python whose
 path holds the worker's packages). The only difference between the two runs of a worker is
 ``resources.gpus``: the worker maps it to its library's own device setting (CleanRL's ``--cuda``, XuanCe's
-``device``, Tianshou's torch device). A request for a GPU on a machine without one is refused by the worker
+``device``, Tianshou's torch device, JAX's platform for Jumanji). A request for a GPU on a machine without one is refused by the worker
 (exit 2), and the bench says so.
 
 The measure is the run's training throughput from its own telemetry: env steps between the first and the last
@@ -12,7 +12,7 @@ The measure is the run's training throughput from its own telemetry: env steps b
 initialisation, the first learning steps' allocation) is left out; the wall time of the whole process is
 printed beside it.
 
-    python bench/gpu_speedup.py [--workers cleanrl,tianshou,xuance] [--python PY] [--devices cpu,cuda]
+    python bench/gpu_speedup.py [--workers cleanrl,tianshou,jumanji,xuance] [--python PY] [--devices cpu,cuda]
                                 [--threads N] [--json FILE]
 
 ``--python`` defaults to each worker's environment under ``var/envs`` (``scripts/bootstrap``); ``--threads``
@@ -47,6 +47,10 @@ CONFIGS: dict[str, dict[str, Any]] = {
                  "total_timesteps": 20000, "num_envs": 4, "collect_steps": 10, "update_per_step": 0.5,
                  "learning_starts": 1000, "hidden_sizes": [256, 256], "test_every_timesteps": 0,
                  "reporting": {"every_timesteps": 4000}},
+    # jumanji.training's A2C on TSP20 (its attention network), the env itself in JAX: 4 epochs of 12,800 steps
+    "jumanji": {"worker": "jumanji", "algorithm": "a2c", "environment": {"family": "jumanji", "env_id": "tsp"},
+                "seed": 0, "total_timesteps": 4 * 12_800, "n_steps": 20, "num_envs": 32,
+                "num_learner_steps_per_epoch": 20, "eval_episodes": 100, "greedy_eval_episodes": 100},
     # MAPPO, a shared actor and a centralised critic (MLPs), three MPE agents
     "xuance": {"worker": "xuance", "algorithm": "mappo", "environment": {"family": "mpe", "env_id": "simple_spread_v3",
                "api_type": "PARALLEL"}, "seed": 1, "total_timesteps": 16000, "num_envs": 8, "batch_size": 800,
