@@ -242,20 +242,19 @@ class Driver:
         from mosaic.arena.tournament import Shard
 
         first, second = flight.shard["first"], flight.shard["second"]
-        left = tuple((g[0], g[1], g[2], g[3] if len(g) == 4 else first) for g in flight.shard["games"]
-                     if (g[0], g[1]) not in self.done)
-        entry = {"run_id": flight.run_id, "state": state, "cause": cause, "unplayed": len(left)}
+        left = Shard.of(first, second, [g for g in flight.shard["games"] if (g[0], g[1]) not in self.done])
+        entry = {"run_id": flight.run_id, "state": state, "cause": cause, "unplayed": len(left.games)}
         self._log(entry)
-        if not left:
+        if not left.games:
             return None
         if state == "cancelled":
             raise UserError(f"arena: the shard run {flight.run_id} ({first} vs {second}) was cancelled"
-                            f"{': ' + cause if cause else ''}; `mosaic arena run` again plays its {len(left)} "
+                            f"{': ' + cause if cause else ''}; `mosaic arena run` again plays its {len(left.games)} "
                             "game(s) left")
         cause = cause or ("it ended without its games" if state == "completed" else "no cause given")
         if flight.attempt >= RETRIES:
             raise UserError(f"arena: the shard {first} vs {second} failed {flight.attempt + 1} times; last: "
                             f"{cause} (run {flight.run_id}: `mosaic logs {flight.run_id}`)")
         self.announce(f"arena: shard run {flight.run_id} ({first} vs {second}) {state}: {cause}; its "
-                      f"{len(left)} unplayed game(s) again (retry {flight.attempt + 1} of {RETRIES})")
-        return Shard(first, second, left), flight.attempt + 1
+                      f"{len(left.games)} unplayed game(s) again (retry {flight.attempt + 1} of {RETRIES})")
+        return left, flight.attempt + 1

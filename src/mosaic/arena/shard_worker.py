@@ -109,7 +109,7 @@ def shard_of(config: ShardConfig) -> tuple[Any, Any]:
         if len(g) == 4 and g[3] not in pair:
             raise UserError(f"shard.games: mover {g[3]!r} of game {g[1]} is not in the pairing; allowed: "
                             f"{', '.join(pair)}")
-    return spec, Shard(*pair, tuple((g[0], g[1], g[2], g[3] if len(g) == 4 else pair[0]) for g in games))
+    return spec, Shard.of(*pair, games)
 
 
 def _deep_validate(config: ShardConfig) -> None:

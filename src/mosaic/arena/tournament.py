@@ -388,6 +388,12 @@ class Shard:
     second: str
     games: tuple[tuple[str, int, int, str], ...]  # (pairing id, game, seed, the player who moves first)
 
+    @classmethod
+    def of(cls, first: str, second: str, games: Any) -> "Shard":
+        """A shard from its config's lists: ``[pairing, game, seed, mover]`` each, or ``[pairing, game, seed]``
+        as older drivers wrote them in ``shards.jsonl`` (``first`` moves first)."""
+        return cls(first, second, tuple((g[0], g[1], g[2], g[3] if len(g) == 4 else first) for g in games))
+
     def seating(self, mover: str) -> tuple[str, str]:
         """``(first mover, second mover)`` of a game whose first mover is ``mover``."""
         return (self.first, self.second) if mover == self.first else (self.second, self.first)
