@@ -125,6 +125,34 @@ def test_cell_states_follow_the_journal_and_the_retry_limit(tmp_path):
     assert cell_states(exp, exp.cells()) == {"c000": "cancelled"}
 
 
+def test_status_with_no_backend_reads_how_runs_ended_from_their_folders(tmp_path):
+    """A daemon stopped after ``experiment cancel`` leaves its runs ended (their folders say cancelled) while the
+    journal still says running, since the coordinator journals how a run ended when it next asks. With no backend
+    to ask, ``experiment status`` reads the run folders: a run that ended is shown and journaled so, with its cause;
+    one whose folder does not say it ended stays as the journal has it."""
+    from mosaic.experiments.plan import make_plan
+    from mosaic.runs import RunStore
+
+    home = tmp_path / "home"
+    exp = ExperimentStore(home).create(make_plan(parse_spec({**_spec(), "seeds": 2}), validate=False), {})
+    store = RunStore(home)
+    for cell, status in (("c000", "cancelled"), ("c001", "running")):
+        run_id = f"t-{cell}-a1"
+        exp.log("submitted", cell=cell, run_id=run_id, attempt=1)
+        exp.log("running", cell=cell, run_id=run_id, state="running")
+        run = store.create(run_id, {"worker": "random"}, {"worker": "random", "status": status})
+        if status == "cancelled":
+            with run.telemetry_path.open("a") as fh:
+                fh.write(json.dumps({"type": "run_cancelled", "reason": "experiment cancelled"},
+                                    separators=(",", ":")) + "\n")
+    assert cell_states(exp, exp.cells()) == {"c000": "running", "c001": "running"}
+    status = _status(home, "t")
+    assert [(c["cell"], c["state"]) for c in status["cells"]] == [("c000", "cancelled"), ("c001", "running")]
+    (ended,) = _ended(home, "t", "cancelled")
+    assert ended["run_id"] == "t-c000-a1" and ended["cause"] == "experiment cancelled", ended
+    assert cell_states(exp, exp.cells()) == {"c000": "cancelled", "c001": "running"}
+
+
 def test_the_cli_refuses_a_bad_spec_with_exit_2(tmp_path):
     spec = tmp_path / "bad.yaml"
     spec.write_text("name: x\nbase: {random: {}}\naxes: {seed: [1, 2]}\n")

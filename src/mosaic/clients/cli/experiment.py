@@ -191,22 +191,27 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def _refresh(exp: Any) -> None:
-    """Bring the journal up to date from the backend when one is reachable (nothing is started for this)."""
-    from mosaic.experiments.backends import BackendUnavailable
+    """Bring the journal up to date from the backend when one is reachable (nothing is started for this); when
+    none is, from the run folders here: a run whose manifest says it ended is journaled so, the rest stay as the
+    journal has them (a daemon stopped after an experiment cancel leaves its runs ended, and nothing running)."""
+    from mosaic.experiments.backends import BackendUnavailable, status_from_run_store
     from mosaic.experiments.store import refresh_attempts
 
     cells = exp.cells()
     in_flight = [a.run_id for c in cells.values() for a in c.attempts if not a.ended]
     if not in_flight:
         return
+    journaled = {a.run_id: (a.state, a.cause) for c in cells.values() for a in c.attempts}
+    home = _store().home
     try:
         backend = _backend(exp, start=False)
     except BackendUnavailable:
+        refresh_attempts(exp, cells, lambda run_id: status_from_run_store(home, run_id) or journaled[run_id])
         return
     try:
         refresh_attempts(exp, cells, backend.status(in_flight).get)
     except BackendUnavailable:
-        pass
+        refresh_attempts(exp, cells, lambda run_id: status_from_run_store(home, run_id) or journaled[run_id])
     finally:
         backend.close()
 
