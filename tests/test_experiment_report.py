@@ -43,6 +43,11 @@ def expected_final(conf: str, env: str, seed: int) -> float:
     return (curve_value(conf, env, seed, 9) + curve_value(conf, env, seed, 10)) / 2
 
 
+def expected_late_change(conf: str, env: str, seed: int) -> float:
+    """The final score minus the mean over the 10% of env steps before its window: the point at 8,000 alone."""
+    return expected_final(conf, env, seed) - curve_value(conf, env, seed, 8)
+
+
 def write_run(store: RunStore, run_id: str, points: list[tuple[float, float]], *, status: str = "completed",
               summary: dict | None = None, x_key: str = "timesteps_total") -> Path:
     run = store.create(run_id, {"worker": "ray"}, {"worker": "ray", "status": "created"})
@@ -128,6 +133,13 @@ def test_run_result_reads_the_curve_and_its_final_score(experiment):
     assert result.ys == pytest.approx([curve_value("algorithm=mappo", "simple_spread_v3", 0, k) for k in range(1, 11)])
     assert result.final_score == pytest.approx(expected_final("algorithm=mappo", "simple_spread_v3", 0), abs=1e-12)
     assert result.env_steps == 10_000 and dict(result.versions) == VERSIONS and result.env_family == "mpe"
+    assert result.late_change == pytest.approx(expected_late_change("algorithm=mappo", "simple_spread_v3", 0),
+                                               abs=1e-12)
+    # a window of 0, or one too wide for a window before it, gives no late change
+    assert run_result(cells[0].run_dir, final_fraction=0.0).late_change is None
+    assert run_result(cells[0].run_dir, final_fraction=0.6).late_change is None
+    assert run_result(cells[0].run_dir, final_fraction=0.5).late_change == pytest.approx(
+        np.mean(result.ys[4:]) - np.mean(result.ys[:4]))  # x >= 5,000 against x < 5,000
     # the whole curve, or only its last point
     assert run_result(cells[0].run_dir, final_fraction=1.0).final_score == pytest.approx(np.mean(result.ys))
     assert run_result(cells[0].run_dir, final_fraction=0.0).final_score == result.ys[-1]
@@ -160,9 +172,9 @@ def test_scores_csv_lists_every_cell_with_the_final_scores(experiment, written):
     _, cells = experiment
     rows = list(csv.DictReader(io.StringIO((written[0] / "scores.csv").read_text())))
     assert [r["cell_id"] for r in rows] == [c.cell_id for c in cells]
-    assert list(rows[0])[:8] == ["cell_id", "configuration", "env", "seed", "status", "run_id", "final_score",
-                                 "env_steps"]
-    assert list(rows[0])[8:] == ["algorithm", "environment.env_id", "setting.seed"]
+    assert list(rows[0])[:9] == ["cell_id", "configuration", "env", "seed", "status", "run_id", "final_score",
+                                 "env_steps", "late_change"]
+    assert list(rows[0])[9:] == ["algorithm", "environment.env_id", "setting.seed"]
     for row, cell in zip(rows, cells):
         assert (row["configuration"], row["env"], int(row["seed"]), row["status"]) == \
             (cell.configuration, cell.env, cell.seed, cell.status)
@@ -170,8 +182,10 @@ def test_scores_csv_lists_every_cell_with_the_final_scores(experiment, written):
             assert float(row["final_score"]) == pytest.approx(expected_final(cell.configuration, cell.env, cell.seed),
                                                               abs=1e-12)
             assert row["env_steps"] == "10000"
+            assert float(row["late_change"]) == pytest.approx(
+                expected_late_change(cell.configuration, cell.env, cell.seed), abs=1e-12)
         else:
-            assert row["final_score"] == ""
+            assert row["final_score"] == row["late_change"] == ""
     failed = next(r for r in rows if r["status"] == "failed")
     assert failed["env_steps"] == "5000"
     assert rows[-1]["status"] == "pending" and rows[-1]["run_id"] == ""
@@ -213,6 +227,50 @@ def test_report_numbers_are_mosaic_stats_on_the_same_scores(written):
                                                    stats.derived_seed("poi:algorithm=ippo>algorithm=mappo", 3))
     assert row["P(X > Y) [95% CI]"] == fmt_interval(iv) and (row["seeds X"], row["seeds Y"]) == ("4", "5")
     assert next(r for r in poi if r["X"] == "algorithm=qmix")["P(X > Y) [95% CI]"] == "no data"
+
+
+def test_the_late_change_says_whether_the_runs_still_improve(written):
+    """Every synthetic curve rises linearly: each configuration is still improving in each env, and the table's
+    numbers are MOSAIC's interval of the changes computed here from the curves themselves."""
+    markdown = (written[0] / "report.md").read_text()
+    rows = {(r["configuration"], r["env"]): r for r in table_after(markdown, "## Still improving at the end?")}
+    for conf in CONFIGS:
+        for env in ENVS:
+            changes = np.array([[expected_late_change(conf, env, s)] for s in SEEDS if (conf, env, s) != FAILED])
+            iv = stats.interval(changes, stats.mean, REPS, 0.95, stats.derived_seed(f"{env}:late_change:{conf}", 3))
+            row = rows[(conf, env)]
+            assert row["change over the last 10% [95% CI]"] == fmt_interval(iv)
+            assert iv.point == pytest.approx(changes.mean()) and float(iv.low) > 0
+            assert (row["seeds"], row["runs improving"], row["verdict"]) == \
+                (str(len(changes)), f"{len(changes)} of {len(changes)}", "still improving")
+    assert rows[("algorithm=qmix", "simple_spread_v3")]["verdict"] == "–"
+    caveats = markdown.split("## What these numbers do not support")[1]
+    assert "Still improving at the end: algorithm=mappo on simple_spread_v3" in caveats
+
+
+def test_flat_and_falling_curves_get_their_own_verdicts(tmp_path):
+    """Flat curves whose runs end a little up or a little down: no change detected (and the caveat says what that
+    does not exclude). A rising curve where lower is better: getting worse."""
+    store = RunStore(tmp_path / "home")
+    cells = []
+    for conf, slope in (("flat", 0.0), ("rising", 1.0)):
+        for seed in range(5):
+            end = 0.5 if seed % 2 else -0.5  # the last 10% (x >= 18,000) up for odd seeds, down for even ones
+            points = [(1000.0 * k, slope * k + (end if k >= 18 else 0.0)) for k in range(1, 21)]
+            root = write_run(store, f"{conf}-{seed}", points)
+            cells.append(ReportCell(f"c{len(cells):03d}", conf, "e", seed, "completed", f"{conf}-{seed}", root,
+                                    {"seed": seed}, "ray", "ppo", 20_000))
+    higher = write_report(tmp_path / "higher", report_input(cells, normalisation=None)).read_text()
+    rows = {r["configuration"]: r for r in table_after(higher, "## Still improving at the end?")}
+    assert rows["flat"]["verdict"] == "no change detected" and rows["rising"]["verdict"] == "still improving"
+    flat = stats.interval(np.array([[0.5 if seed % 2 else -0.5] for seed in range(5)]), stats.mean, REPS, 0.95,
+                          stats.derived_seed("e:late_change:flat", 3))
+    assert rows["flat"]["change over the last 10% [95% CI]"] == fmt_interval(flat)
+    assert flat.point == pytest.approx(-0.1) and flat.low < 0 < flat.high
+    assert "No change detected at the end (flat on e)" in higher.split("## What these numbers do not support")[1]
+    lower = write_report(tmp_path / "lower", report_input(cells, normalisation=None, higher_is_better=False))
+    rows = {r["configuration"]: r for r in table_after(lower.read_text(), "## Still improving at the end?")}
+    assert rows["rising"]["verdict"] == "getting worse" and rows["rising"]["runs improving"] == "0 of 5"
 
 
 def test_report_states_what_was_run_and_what_is_not_supported(experiment, written):

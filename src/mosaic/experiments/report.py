@@ -109,6 +109,8 @@ class _Analysis:
     env_metrics: dict[str, dict[str, dict[str, stats.Interval]]] = field(default_factory=dict)
     aggregate: dict[str, dict[str, stats.Interval]] = field(default_factory=dict)
     poi: dict[tuple[str, str], stats.Interval] = field(default_factory=dict)
+    #: (configuration, env) -> (mean late change with its interval, runs that improved, runs with a change)
+    late: dict[tuple[str, str], tuple[stats.Interval, int, int]] = field(default_factory=dict)
 
 
 def _metric_set(normalised: bool, per_env: bool) -> dict[str, tuple[str, Callable[[np.ndarray], Any]]]:
@@ -227,6 +229,25 @@ def _estimate(a: _Analysis) -> None:
                 a.poi[(x, y)] = stats.probability_of_improvement_interval(
                     a.direction * agg[x], a.direction * agg[y], d.reps, d.confidence,
                     stats.derived_seed(f"poi:{x}>{y}", d.seed))
+    for env in a.envs:
+        for conf in a.configurations:
+            changes = [s.result.late_change for s in a.included.get((conf, env), [])
+                       if s.result is not None and s.result.late_change is not None]
+            if changes:
+                iv = stats.interval(np.array(changes, dtype=float)[:, None], stats.mean, d.reps, d.confidence,
+                                    stats.derived_seed(f"{env}:late_change:{conf}", d.seed))
+                a.late[(conf, env)] = (iv, sum(a.direction * c > 0 for c in changes), len(changes))
+
+
+def late_verdict(iv: stats.Interval, direction: int) -> str:
+    """What a mean late change's interval says: the whole interval on the better side of 0, on the worse side,
+    or 0 inside it."""
+    low, high = sorted((direction * float(iv.low), direction * float(iv.high)))
+    if low > 0:
+        return "still improving"
+    if high < 0:
+        return "getting worse"
+    return "no change detected"
 
 
 # -- report.md ------------------------------------------------------------------------------------------
@@ -382,6 +403,29 @@ def _results(a: _Analysis) -> list[str]:
     return lines + [""]
 
 
+def _late_section(a: _Analysis) -> list[str]:
+    d = a.data
+    pct, share = fmt(100 * d.confidence), fmt(100 * d.final_fraction)
+    lines = ["## Still improving at the end?", "",
+             f"Each run's change at the end of its budget: its final score (the last {share}% of its env steps) "
+             f"minus its mean over the {share}% before, in raw units; the {pct}% interval is a stratified bootstrap "
+             "of the seeds' mean change. *Still improving*: the whole interval lies on the better side of 0, so the "
+             "scores above are at this budget, not where the curves level off. *No change detected*: 0 is inside "
+             "the interval; the curve may still move by less than the interval's width.", ""]
+    rows = []
+    for env in a.envs:
+        for conf in a.configurations:
+            found = a.late.get((conf, env))
+            if found is None:
+                rows.append([conf, env, 0, "no data", "–", "–"])
+                continue
+            iv, better, n = found
+            rows.append([conf, env, n, fmt_interval(iv), f"{better} of {n}", late_verdict(iv, a.direction)])
+    lines += _table(["configuration", "env", "seeds", f"change over the last {share}% [{pct}% CI]",
+                     "runs improving", "verdict"], rows)
+    return lines + [""]
+
+
 def _overlap(p: stats.Interval, q: stats.Interval) -> bool:
     return float(p.low) <= float(q.high) and float(q.low) <= float(p.high)
 
@@ -431,6 +475,18 @@ def caveats(a: _Analysis) -> list[str]:
     if undecided:
         out.append(f"Probability of improvement: the intervals of {'; '.join(undecided)} include 0.5: "
                    "neither is shown to tend to outscore the other.")
+    share = fmt(100 * d.final_fraction)
+    rising = [f"{c} on {e} ({fmt_interval(iv)}, {better} of {n} runs)" for (c, e), (iv, better, n) in a.late.items()
+              if late_verdict(iv, a.direction) == "still improving"]
+    if rising:
+        out.append(f"Still improving at the end: {'; '.join(rising)} over the last {share}% of the env steps: "
+                   "these scores are at this budget, not where the curves level off; a larger budget may change "
+                   "them and any ranking.")
+    level = [f"{c} on {e}" for (c, e), (iv, _, _) in a.late.items()
+             if late_verdict(iv, a.direction) == "no change detected"]
+    if level:
+        out.append(f"No change detected at the end ({', '.join(level)}): the change over the last {share}% lies "
+                   "within its interval (\"Still improving at the end?\"); a slower rise than that is not excluded.")
     if not a.normalised and len(a.envs) > 1:
         out.append("No normalisation: the aggregate across envs is in raw units, dominated by the envs with "
                    "the largest scores; compare configurations per env.")
@@ -458,7 +514,7 @@ def _overlapping(intervals: dict[str, stats.Interval], configurations: list[str]
 
 
 def render_markdown(a: _Analysis) -> str:
-    lines = _what_was_run(a) + _results(a)
+    lines = _what_was_run(a) + _results(a) + _late_section(a)
     lines += ["## What these numbers do not support", ""]
     lines += [f"- {c}" for c in caveats(a)]
     excluded = [s for s in a.scored if s.excluded is not None]
@@ -483,7 +539,8 @@ def shared_curves(curves: list[tuple[tuple[float, ...], tuple[float, ...]]]) -> 
 
 
 # -- scores.csv, marl_eval.json ----------------------------------------------------------------------
-FIXED_COLUMNS = ("cell_id", "configuration", "env", "seed", "status", "run_id", "final_score", "env_steps")
+FIXED_COLUMNS = ("cell_id", "configuration", "env", "seed", "status", "run_id", "final_score", "env_steps",
+                 "late_change")
 
 
 def _number(value: float | None) -> str:
@@ -495,7 +552,7 @@ def _number(value: float | None) -> str:
 
 
 def render_csv(a: _Analysis) -> str:
-    """One row per cell; ``final_score`` only where the cell counts (completed with a score)."""
+    """One row per cell; ``final_score`` and ``late_change`` only where the cell counts (completed with a score)."""
     names = _unique([k for s in a.scored for k in s.cell.settings])
     header = list(FIXED_COLUMNS) + [f"setting.{n}" if n in FIXED_COLUMNS else n for n in names]
     buffer = io.StringIO()
@@ -506,6 +563,7 @@ def render_csv(a: _Analysis) -> str:
         writer.writerow([c.cell_id, c.configuration, c.env, c.seed, c.status, c.run_id or "",
                          _number(r.final_score if r is not None and s.excluded is None else None),
                          _number(r.env_steps if r is not None else None),
+                         _number(r.late_change if r is not None and s.excluded is None else None),
                          *[_json_value(c.settings[n]) if n in c.settings else "" for n in names]])
     return buffer.getvalue()
 

@@ -31,6 +31,8 @@ class RunResult:
     worker: str | None = None
     versions: tuple[tuple[str, str], ...] = ()  # (package, version) from the run's manifest
     env_family: str | None = None
+    #: the final window's mean minus the mean of the window just before it (:func:`late_change`); None: no curve
+    late_change: float | None = None
 
 
 def final_window(xs: tuple[float, ...], ys: tuple[float, ...], final_fraction: float) -> list[float]:
@@ -43,6 +45,22 @@ def final_window(xs: tuple[float, ...], ys: tuple[float, ...], final_fraction: f
     start = (1.0 - final_fraction) * xs[-1]
     window = [y for x, y in zip(xs, ys) if x >= start]
     return window or [ys[-1]]
+
+
+def late_change(xs: tuple[float, ...], ys: tuple[float, ...], final_fraction: float) -> float | None:
+    """How much a run still moved at the end of its budget: the mean metric over its final window (the last
+    ``final_fraction`` of its env steps, as :func:`final_window`) minus the mean over the window of the same share
+    just before it (``(1 - 2f) L <= x < (1 - f) L``, ``L`` the last x). None when either window holds no point
+    (too few points, or ``final_fraction`` 0 or above 0.5)."""
+    if not xs or not 0.0 < final_fraction <= 0.5:
+        return None
+    start = (1.0 - final_fraction) * xs[-1]
+    first = (1.0 - 2.0 * final_fraction) * xs[-1]
+    final = [y for x, y in zip(xs, ys) if x >= start]
+    before = [y for x, y in zip(xs, ys) if first <= x < start]
+    if not final or not before:
+        return None
+    return math.fsum(final) / len(final) - math.fsum(before) / len(before)
 
 
 def run_result(run_dir: "RunDir | Path | str", metric: str = "episode_return_mean", x: str = "timesteps_total",
@@ -71,7 +89,8 @@ def run_result(run_dir: "RunDir | Path | str", metric: str = "episode_return_mea
                      final_score=final, xs=xs, ys=ys, env_steps=steps[-1] if steps else None,
                      worker=_text(manifest.get("worker")), versions=_versions(manifest.get("versions")),
                      env_family=_text((manifest.get("env") or {}).get("family")
-                                      if isinstance(manifest.get("env"), dict) else None))
+                                      if isinstance(manifest.get("env"), dict) else None),
+                     late_change=late_change(xs, ys, final_fraction) if ys else None)
 
 
 def _fallback_score(metric: str, manifest: dict[str, Any], terminal: dict[str, Any] | None,
