@@ -273,6 +273,23 @@ def test_flat_and_falling_curves_get_their_own_verdicts(tmp_path):
     assert rows["rising"]["verdict"] == "getting worse" and rows["rising"]["runs improving"] == "0 of 5"
 
 
+def test_a_run_continued_from_a_checkpoint_is_read_with_the_runs_before_it(tmp_path):
+    """Attempt 1 logged 1k..6k and saved a checkpoint at 4k; attempt 2 went on from it (5k..10k): the curve is
+    attempt 1's up to the checkpoint, then attempt 2's; without the checkpoint's steps, up to attempt 2's start."""
+    store = RunStore(tmp_path / "home")
+    first = write_run(store, "a1", [(1000.0 * k, float(k)) for k in range(1, 7)], status="failed")
+    second = write_run(store, "a2", [(1000.0 * k, 10.0 * k) for k in range(5, 11)])
+    joined = run_result(second, before=((first, 4000.0),))
+    assert joined.xs == (1000.0, 2000.0, 3000.0, 4000.0, 5000.0, 6000.0, 7000.0, 8000.0, 9000.0, 10000.0)
+    assert joined.ys == (1.0, 2.0, 3.0, 4.0, 50.0, 60.0, 70.0, 80.0, 90.0, 100.0)
+    assert joined.final_score == 95.0 and joined.late_change == 95.0 - 80.0 and joined.status == "completed"
+    assert run_result(second, before=((first, None),)).xs == joined.xs  # cut at attempt 2's first point
+    cells = [ReportCell("c000", "x", "e", 0, "completed", "a2", second, {}, "ray", "ppo", 10_000,
+                        before=((first, 4000.0),))]
+    markdown = write_report(tmp_path / "r", report_input(cells, normalisation=None)).read_text()
+    assert "Continued from a checkpoint after an interruption: c000 (from a1 at 4000 env steps)" in markdown
+
+
 def test_report_states_what_was_run_and_what_is_not_supported(experiment, written):
     markdown = (written[0] / "report.md").read_text()
     runs = {row["configuration"]: row for row in table_after(markdown, "## What was run")}

@@ -8,6 +8,7 @@ be interrupted) for killing the coordinator, the daemon and a worker mid-grid. O
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -44,6 +45,7 @@ def _spec(**fields):
     ({"axes": {"a": [1, 2], "b": [1]}, "combine": "zip"}, "axes:"),
     ({"settings": {"seed": 3}}, "settings.seed:"),
     ({"retries": -1}, "retries:"),
+    ({"retry_from": "middle"}, "retry_from:"),
     ({"score": {"metric": ""}}, "score.metric:"),
     ({"score": {"final": 0.1}}, "score.final:"),
     ({"normalise": {"x": {"random": 1.0}}}, "normalise.x:"),
@@ -349,6 +351,57 @@ def test_a_crashed_worker_is_retried_and_its_cause_kept(exp_home, tmp_path):
     row = _status(exp_home, "crash")["cells"][0]
     assert row["state"] == "completed" and row["attempts"] == 2 and row["run_id"] == "crash-c000-a2"
     assert row["causes"] and "SIGKILL" in row["causes"][0], row
+
+
+def test_a_crashed_cell_continues_from_its_checkpoint_with_retry_from_checkpoint(exp_home, tmp_path):
+    """``retry_from: checkpoint``: the worker dies after a checkpoint; the retry restores it (counters go on from
+    there), the journal says from which, and the report joins the two runs' curves at the checkpoint and says so."""
+    from mosaic.experiments.results import run_result
+    from mosaic.host.daemon.client import DaemonClient, state_name
+    from mosaic.runs import RunStore
+
+    spec = _random_spec("continued", cells=1, delay=0.05, steps=400)
+    spec["retry_from"] = "checkpoint"
+    spec["base"]["random"]["checkpoint"] = {"every_timesteps": 100}
+    coordinator = _start(exp_home, "run", str(_write(tmp_path / "k.json", spec)))
+    store = RunStore(exp_home)
+    client = wait_until(lambda: DaemonClient.for_home(exp_home), 60, "the daemon", proc=coordinator)
+    try:
+        info = wait_until(lambda: (i := _get(client, "continued-c000-a1")) and state_name(i.state) == "RUNNING"
+                          and i.pid and i, 120, "cell c000 to run", proc=coordinator)
+        saved = wait_until(lambda: store.exists("continued-c000-a1") and
+                           store.get("continued-c000-a1").read_manifest().get("checkpoints"), 120,
+                           "a checkpoint of c000", proc=coordinator)
+        os.kill(info.pid, signal.SIGKILL)
+    finally:
+        client.close()
+    out, err = coordinator.communicate(timeout=300)
+    assert coordinator.returncode == 0, err[-3000:]
+    (submitted,) = [e for e in _journal_of(exp_home, "continued") if e["event"] == "submitted" and e["attempt"] == 2]
+    checkpoints = {c["path"]: c["timesteps_total"] for c in
+                   store.get("continued-c000-a1").read_manifest()["checkpoints"]}
+    restored = submitted["restored_from"]
+    assert restored in checkpoints and checkpoints[restored] >= saved[0]["timesteps_total"], (restored, checkpoints)
+    assert f"c000: retrying (attempt 2, 1 of 2 retries used, from {restored})" in err, err
+    second = store.get("continued-c000-a2")
+    assert any(e["type"] == "log" and e["message"].startswith(f"restored from {restored} ")
+               for e in second.iter_events())
+    metrics = [e for e in second.iter_events() if e["type"] == "metrics"]
+    assert metrics[0]["timesteps_total"] > checkpoints[restored] and metrics[-1]["timesteps_total"] == 400
+
+    report = run_cli("experiment", "report", "continued", home=exp_home, timeout=300)
+    assert report.returncode == 0, report.stderr[-3000:]
+    text = (exp_home / "experiments" / "continued" / "report" / "report.md").read_text()
+    assert (f"Continued from a checkpoint after an interruption: c000 (from continued-c000-a1 at "
+            f"{checkpoints[restored]} env steps)") in text
+    joined = run_result(second.root, before=((store.path_for("continued-c000-a1"), float(checkpoints[restored])),))
+    first = run_result(store.path_for("continued-c000-a1"))
+    alone = run_result(second.root)
+    assert joined.xs[0] == first.xs[0] and joined.xs[-1] == alone.xs[-1] and list(joined.xs) == sorted(set(joined.xs))
+    assert joined.xs[-len(alone.xs):] == alone.xs and len(joined.xs) > len(alone.xs)
+    assert max(x for x in joined.xs if x <= checkpoints[restored]) <= checkpoints[restored] < metrics[0]["timesteps_total"]
+    rows = list(csv.DictReader((exp_home / "experiments" / "continued" / "report" / "scores.csv").open()))
+    assert float(rows[0]["final_score"]) == pytest.approx(joined.final_score)
 
 
 def _get(client, run_id):

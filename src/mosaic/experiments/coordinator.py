@@ -4,7 +4,8 @@ One loop, a second apart: ask the backend how the attempts in flight stand and j
 stop (cancelling what runs) if a cancel was asked for; submit every cell that has no live attempt and
 retries left; report the counts. A cell that completed is never submitted again, by this coordinator or
 a later ``resume``; a failed or cancelled attempt is retried while the cell has retries left, its cause
-kept in the journal. Killing the coordinator loses nothing: the runs go on in the backend and the next
+kept in the journal; with the spec's ``retry_from: checkpoint`` the retry continues from the newest checkpoint
+the cell's earlier attempts saved (the journal's ``restored_from``), else it starts from scratch. Killing the coordinator loses nothing: the runs go on in the backend and the next
 coordinator takes them up from the journal.
 """
 
@@ -15,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from mosaic.experiments.backends import Backend, BackendUnavailable
-from mosaic.experiments.store import (EXPERIMENT_CANCELLED, CellState, Experiment, refresh_attempts,
-                                      run_id_for)
+from mosaic.experiments.store import (EXPERIMENT_CANCELLED, CellState, Experiment, newest_checkpoint,
+                                      refresh_attempts, run_id_for)
 
 EXIT_DONE, EXIT_SOME_FAILED, EXIT_CANCELLED = 0, 1, 3
 
@@ -91,11 +92,19 @@ def run(exp: Experiment, backend: Backend, *, report: Callable[[Progress], None]
                     state = cells[cell.cell_id]
                     attempt = len(state.attempts) + 1
                     run_id = run_id_for(exp.name, cell.cell_id, attempt)
+                    config = {**cell.config, "run_id": run_id}
+                    restored = ""
                     if state.attempts:
+                        if exp.plan.retry_from == "checkpoint":
+                            restored = newest_checkpoint(exp.home, state.attempts)
+                        if restored:
+                            config["checkpoint"] = {**(config.get("checkpoint") or {}), "restore_from": restored}
                         events.append(f"{cell.cell_id}: retrying (attempt {attempt}, "
-                                      f"{state.failures} of {exp.plan.retries} retries used)")
-                    exp.log("submitted", cell=cell.cell_id, run_id=run_id, attempt=attempt)
-                    batch.append((cell.cell_id, run_id, {**cell.config, "run_id": run_id}))
+                                      f"{state.failures} of {exp.plan.retries} retries used"
+                                      + (f", from {restored})" if restored else ")"))
+                    exp.log("submitted", cell=cell.cell_id, run_id=run_id, attempt=attempt,
+                            **({"restored_from": restored} if restored else {}))
+                    batch.append((cell.cell_id, run_id, config))
                     states[cell.cell_id] = "queued"
                 refusals = backend.submit_many([(run_id, config) for _, run_id, config in batch]) if batch else []
                 for (cell_id, run_id, _), exc in zip(batch, refusals):

@@ -24,15 +24,17 @@ class Plan:
     retries: int
     backend: str
     spec_digest: str
+    retry_from: str = "start"  # "checkpoint": a retry continues from the newest checkpoint saved before
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "spec_digest": self.spec_digest, "retries": self.retries,
-                "backend": self.backend, "cells": [c.to_dict() for c in self.cells]}
+                "retry_from": self.retry_from, "backend": self.backend, "cells": [c.to_dict() for c in self.cells]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Plan":
         return cls(str(data["name"]), [Cell.from_dict(c) for c in data["cells"]], int(data["retries"]),
-                   str(data.get("backend", "local")), str(data["spec_digest"]))
+                   str(data.get("backend", "local")), str(data["spec_digest"]),
+                   str(data.get("retry_from", "start")))  # plans written before retry_from: from the start
 
     def cell(self, cell_id: str) -> Cell:
         for cell in self.cells:
@@ -43,7 +45,7 @@ class Plan:
 
 
 def spec_digest(spec: ExperimentSpec) -> str:
-    """What makes two specs the same experiment: the cells they stand for (retries and report aside)."""
+    """What makes two specs the same experiment: the cells they stand for (retries, retry_from and report aside)."""
     cells = [{"cell": c.cell_id, "config": c.config} for c in spec.cells()]
     return hashlib.sha256(json.dumps(cells, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -62,7 +64,7 @@ def make_plan(spec: ExperimentSpec, validate: bool = True) -> Plan:
     if spec.normalise and missing:
         raise UserError(f"normalise: no scores for {', '.join(missing)}; allowed: random and reference scores for "
                         f"every env of the grid ({', '.join(envs)}), or no normalise at all")
-    return Plan(spec.name, cells, spec.retries, spec.backend, spec_digest(spec))
+    return Plan(spec.name, cells, spec.retries, spec.backend, spec_digest(spec), spec.retry_from)
 
 
 def _checked(cells: list[Cell]) -> list[Cell]:

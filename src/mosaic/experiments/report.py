@@ -62,6 +62,8 @@ class ReportCell:
     worker: str
     algorithm: str
     budget: int | None  # total_timesteps or episodes
+    #: the runs this cell's run continued from a checkpoint of, oldest first, with the checkpoint's env steps
+    before: tuple[tuple[Path, float | None], ...] = ()
 
 
 @dataclass
@@ -131,7 +133,8 @@ def _score_cells(data: ReportInput) -> list[_Scored]:
     for cell in data.cells:
         result = None
         if cell.run_dir is not None and Path(cell.run_dir).is_dir():
-            result = run_result(cell.run_dir, metric=data.metric, final_fraction=data.final_fraction)
+            result = run_result(cell.run_dir, metric=data.metric, final_fraction=data.final_fraction,
+                                before=cell.before)
         if cell.status != "completed":
             excluded = f"status {cell.status}"
         elif result is None:
@@ -475,6 +478,16 @@ def caveats(a: _Analysis) -> list[str]:
     if undecided:
         out.append(f"Probability of improvement: the intervals of {'; '.join(undecided)} include 0.5: "
                    "neither is shown to tend to outscore the other.")
+    def joined(before: tuple[tuple[Path, float | None], ...]) -> str:
+        return ", ".join(f"{Path(p).name} at {'?' if x is None else fmt(x)} env steps" for p, x in before)
+
+    continued = [f"{s.cell.cell_id} (from {joined(s.cell.before)})" for s in a.scored
+                 if s.cell.before and s.excluded is None]
+    if continued:
+        out.append(f"Continued from a checkpoint after an interruption: {'; '.join(continued)}. Each of these "
+                   "curves joins the runs of the cell's attempts at the checkpoint's env steps; a continued run "
+                   "need not be the run an uninterrupted one would have been (what a checkpoint restores differs "
+                   "by worker: each worker's doc).")
     share = fmt(100 * d.final_fraction)
     rising = [f"{c} on {e} ({fmt_interval(iv)}, {better} of {n} runs)" for (c, e), (iv, better, n) in a.late.items()
               if late_verdict(iv, a.direction) == "still improving"]

@@ -63,13 +63,7 @@ def late_change(xs: tuple[float, ...], ys: tuple[float, ...], final_fraction: fl
     return math.fsum(final) / len(final) - math.fsum(before) / len(before)
 
 
-def run_result(run_dir: "RunDir | Path | str", metric: str = "episode_return_mean", x: str = "timesteps_total",
-               final_fraction: float = 0.1) -> RunResult:
-    """Read ``run_dir``'s manifest and telemetry into a :class:`RunResult` (never raises for a missing file)."""
-    if not 0.0 <= final_fraction <= 1.0:
-        raise ValueError(f"final_fraction: must lie in [0, 1], got {final_fraction!r}")
-    run = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
-    manifest = run.read_manifest()
+def _read(run: RunDir) -> tuple[RunCurves, dict[str, Any] | None]:
     curves = RunCurves(run_id=run.run_id)
     terminal: dict[str, Any] | None = None
     for event in run.iter_events():
@@ -78,7 +72,29 @@ def run_result(run_dir: "RunDir | Path | str", metric: str = "episode_return_mea
         kind = curves.add(event)
         if RunState.from_terminal_event(kind) is not None:
             terminal = event
+    return curves, terminal
+
+
+def run_result(run_dir: "RunDir | Path | str", metric: str = "episode_return_mean", x: str = "timesteps_total",
+               final_fraction: float = 0.1, before: tuple[tuple[Path, float | None], ...] = ()) -> RunResult:
+    """Read ``run_dir``'s manifest and telemetry into a :class:`RunResult` (never raises for a missing file).
+
+    ``before``: the runs this one continued from a checkpoint of, oldest first, each with the env steps of the
+    checkpoint the next one started from (None: unknown). Their points up to there come first in the curve, so
+    the curve, final score and late change are those of the whole chain; status and env steps are this run's."""
+    if not 0.0 <= final_fraction <= 1.0:
+        raise ValueError(f"final_fraction: must lie in [0, 1], got {final_fraction!r}")
+    run = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
+    manifest = run.read_manifest()
+    curves, terminal = _read(run)
     xs, ys = (tuple(v) for v in increasing(*curves.series(metric, x)))
+    for earlier, cut in reversed(before):  # newest first: each goes before what is already there
+        first = xs[0] if xs else math.inf
+        limit = first if cut is None else min(cut, first)
+        ex, ey = increasing(*_read(RunDir(Path(earlier)))[0].series(metric, x))
+        kept = [(a, b) for a, b in zip(ex, ey) if a <= limit and a < first]
+        xs = tuple(a for a, _ in kept) + xs
+        ys = tuple(b for _, b in kept) + ys
     steps = [p["timesteps_total"] for p in curves.points if "timesteps_total" in p]
     if ys:
         window = final_window(xs, ys, final_fraction)

@@ -19,6 +19,7 @@ A spec is one YAML or JSON file::
     combine: product                 # or zip: the axes' i-th values together
     seeds: 5                         # seeds 0..4, or a list [1, 7, 11]
     retries: 2                       # a failed or cancelled cell is run again up to this many times
+    retry_from: start                # or checkpoint: a retry continues from the last checkpoint saved before
     score: {metric: episode_return_mean, final_fraction: 0.1}
     normalise: {simple_spread_v3: {random: -120.0, reference: -40.0}}
 
@@ -49,8 +50,10 @@ from mosaic.experiments.backends import BACKENDS
 
 #: The spec's own keys.
 SPEC_KEYS = ("name", "description", "base", "settings", "translate", "axes", "combine", "seeds", "retries",
-             "score", "normalise", "report", "backend")
+             "retry_from", "score", "normalise", "report", "backend")
 COMBINE = ("product", "zip")
+#: Where a retried cell starts: from scratch, or from the newest checkpoint its earlier attempts saved.
+RETRY_FROM = ("start", "checkpoint")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: Paths that say which environment a cell runs: kept out of its configuration's label.
 ENV_PATHS = ("environment", "env_id", "env")
@@ -105,6 +108,7 @@ class ExperimentSpec:
     translate: dict[str, dict[str, Any]] = field(default_factory=dict)
     combine: str = "product"
     retries: int = 2
+    retry_from: str = "start"
     score: Score = field(default_factory=Score)
     normalise: dict[str, tuple[float, float]] = field(default_factory=dict)
     report: ReportSettings = field(default_factory=ReportSettings)
@@ -289,6 +293,9 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> Experimen
                                 "algo_params.lambda_, null, or {path: ..., values: {...}}")
         translate[name_] = dict(mapping)
     retries = _number(data.get("retries", 2), "retries", low=0, high=100, integer=True)
+    retry_from = data.get("retry_from", "start")
+    if retry_from not in RETRY_FROM:
+        raise UserError(f"retry_from: {one_of(retry_from, RETRY_FROM)}; allowed: {', '.join(RETRY_FROM)}")
     score_in = _object(data.get("score", {}), "score")
     _keys(score_in, ("metric", "higher_is_better", "final_fraction"), "score.")
     metric = score_in.get("metric", Score.metric)
@@ -325,7 +332,7 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> Experimen
         raise UserError("description: expected text")
     source = {**{k: copy.deepcopy(v) for k, v in data.items()}, "base": copy.deepcopy(base)}
     spec = ExperimentSpec(name=name, base=base, axes=axes, seeds=seeds, settings=settings, translate=translate,
-                          combine=combine, retries=retries, score=score, normalise=normalise, report=report,
+                          combine=combine, retries=retries, retry_from=retry_from, score=score, normalise=normalise, report=report,
                           backend=backend, description=description, source=source)
     for worker in workers:
         spec.base.setdefault(worker, {})

@@ -38,6 +38,7 @@ class Attempt:
     cause: str = ""
     submitted_at: float = 0.0
     ended_at: float | None = None
+    restored_from: str = ""  # the checkpoint this attempt continued from ("": it started from scratch)
 
     @property
     def ended(self) -> bool:
@@ -147,6 +148,11 @@ class Experiment:
         return self.root / "journal.jsonl"
 
     @property
+    def home(self) -> Path:
+        """The MOSAIC_HOME the experiment lives in (``HOME/experiments/NAME``): its runs are in that run store."""
+        return self.root.parent.parent
+
+    @property
     def spec(self) -> dict[str, Any]:
         return json.loads((self.root / "spec.json").read_text(encoding="utf-8"))
 
@@ -165,7 +171,8 @@ class Experiment:
             kind = event.get("event")
             if kind == "submitted" and event.get("cell") in states:
                 attempt = Attempt(str(event["run_id"]), int(event.get("attempt", 1)),
-                                  submitted_at=float(event.get("ts", 0)))
+                                  submitted_at=float(event.get("ts", 0)),
+                                  restored_from=str(event.get("restored_from") or ""))
                 states[event["cell"]].attempts.append(attempt)
                 by_run[attempt.run_id] = attempt
             elif kind in ("running", "ended") and event.get("run_id") in by_run:
@@ -215,6 +222,24 @@ class Experiment:
                 self.coordinator_path.unlink()
             except FileNotFoundError:
                 pass
+
+
+def newest_checkpoint(home: Path, attempts: list[Attempt]) -> str:
+    """The newest checkpoint a cell's attempts left that is still on disk, newest attempt first (one that saved
+    none falls back to the checkpoint it continued from); "" if there is none."""
+    from mosaic.runs import RunStore
+
+    store = RunStore(home)
+    for attempt in reversed(attempts):
+        if store.exists(attempt.run_id):
+            entries = store.get(attempt.run_id).read_manifest().get("checkpoints") or []
+            for entry in reversed(entries):
+                path = entry.get("path") if isinstance(entry, dict) else None
+                if path and Path(path).exists():
+                    return str(path)
+        if attempt.restored_from and Path(attempt.restored_from).exists():
+            return attempt.restored_from
+    return ""
 
 
 def refresh_attempts(exp: Experiment, cells: dict[str, CellState],
