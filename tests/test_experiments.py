@@ -444,7 +444,9 @@ def test_cancel_stops_the_grid_and_resume_finishes_it(exp_home, tmp_path):
     states = wait_until(lambda: (s := [c["state"] for c in _status(exp_home, "cancelled")["cells"]])
                         and "running" not in s and "queued" not in s and s, 60, "the cancelled runs to end")
     assert "cancelled" in states, states
-    resumed = run_cli("experiment", "resume", "cancelled", home=exp_home, timeout=300)
+    resumed = run_cli("experiment", "resume", "cancelled", "--retry-from", "checkpoint", home=exp_home, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
+    plan = json.loads((exp_home / "experiments" / "cancelled" / "plan.json").read_text())
+    assert plan["retry_from"] == "checkpoint"  # kept for later resumes; these cells saved no checkpoint
     status = _status(exp_home, "cancelled")
     assert [c["state"] for c in status["cells"]] == ["completed"] * 4  # retries 0: a cancel used none

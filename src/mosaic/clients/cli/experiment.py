@@ -180,12 +180,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     exp = _store().get(args.name)
-    if args.retries is not None:
-        if args.retries < 0:
-            raise UserError(f"--retries: must be >= 0, got {args.retries}")
+    if args.retries is not None and args.retries < 0:
+        raise UserError(f"--retries: must be >= 0, got {args.retries}")
+    if args.retries is not None or args.retry_from is not None:
         from mosaic.runs import write_json_atomic
 
-        exp.plan.retries = args.retries
+        if args.retries is not None:
+            exp.plan.retries = args.retries
+        if args.retry_from is not None:
+            exp.plan.retry_from = args.retry_from
         write_json_atomic(exp.root / "plan.json", exp.plan.to_dict())
     return _run(exp, args)
 
@@ -347,6 +350,11 @@ def add_parsers(sub: Any) -> None:
     q = esub.add_parser("resume", help="run what is left of an experiment: never repeats a completed cell")
     q.add_argument("name")
     q.add_argument("--retries", type=int, help="raise (or lower) how often a failed cell is run again")
+    from mosaic.experiments.spec import RETRY_FROM
+
+    q.add_argument("--retry-from", choices=RETRY_FROM,
+                   help="where a retried cell starts from now on (the spec's retry_from): from scratch, or from "
+                        "the newest checkpoint its earlier attempts saved")
     _backend_flags(q)
     q.set_defaults(func=cmd_resume)
     q = esub.add_parser("status", help="every cell's state, attempts, run and last failure cause")
