@@ -155,6 +155,23 @@ def test_status_with_no_backend_reads_how_runs_ended_from_their_folders(tmp_path
     assert cell_states(exp, exp.cells()) == {"c000": "cancelled", "c001": "running"}
 
 
+def test_a_new_experiment_is_refused_where_an_earlier_ones_runs_are_left(tmp_path):
+    """An experiment folder deleted by hand leaves its runs (``NAME-CELL-aN``) in the run store; a new experiment of
+    that name would take them for its own cells (a resume's rule), so it is refused, naming them."""
+    from mosaic.experiments.plan import make_plan
+    from mosaic.runs import RunStore
+
+    home = tmp_path / "home"
+    RunStore(home).create("t-c000-a1", {"worker": "random"}, {"worker": "random", "status": "cancelled"})
+    RunStore(home).create("t-other-run", {"worker": "random"}, {"worker": "random", "status": "completed"})
+    plan = make_plan(parse_spec(_spec()), validate=False)
+    with pytest.raises(UserError, match=r"^name: runs of an earlier experiment named 't' are still in the run "
+                                        r"store \(t-c000-a1\).*allowed: another name \(--name\)"):
+        ExperimentStore(home).create(plan, {})
+    assert not (home / "experiments" / "t").exists()
+    ExperimentStore(home).create(make_plan(parse_spec(_spec(name="u")), validate=False), {})  # another name: fine
+
+
 def test_the_cli_refuses_a_bad_spec_with_exit_2(tmp_path):
     spec = tmp_path / "bad.yaml"
     spec.write_text("name: x\nbase: {random: {}}\naxes: {seed: [1, 2]}\n")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,6 +114,11 @@ class ExperimentStore:
         final = self.path(plan.name)
         if final.exists():
             raise UserError(f"name: an experiment named {plan.name!r} already exists in {self.root}")
+        left = self._runs_named_like(plan)
+        if left:
+            raise UserError(f"name: runs of an earlier experiment named {plan.name!r} are still in the run store "
+                            f"({', '.join(left[:3])}{', ...' if len(left) > 3 else ''}): a new one would take them "
+                            "for its own cells; allowed: another name (--name), or remove those runs first")
         self.root.mkdir(parents=True, exist_ok=True)
         staging = self.root / f".{plan.name}.{os.getpid()}.{time.monotonic_ns()}"
         staging.mkdir()
@@ -129,6 +135,19 @@ class ExperimentStore:
         exp = Experiment(final)
         exp.log("created", cells=len(plan.cells))
         return exp
+
+    def _runs_named_like(self, plan: Plan) -> list[str]:
+        """Run folders whose ids this plan's cells would use (``NAME-CELL-aN``), left by an earlier experiment."""
+        from mosaic.runs import RunStore
+
+        runs = RunStore(self.home).runs_dir
+        if not runs.is_dir():
+            return []
+        cells = {c.cell_id for c in plan.cells}
+        prefix = f"{plan.name}-"
+        return sorted(p.name for p in runs.iterdir() if p.name.startswith(prefix)
+                      and re.fullmatch(r"(c\d+)-a\d+", p.name[len(prefix):])
+                      and p.name[len(prefix):].split("-a")[0] in cells)
 
     def get(self, name: str) -> "Experiment":
         if not self.exists(name):
