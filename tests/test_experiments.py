@@ -421,6 +421,23 @@ def test_a_crashed_cell_continues_from_its_checkpoint_with_retry_from_checkpoint
     assert float(rows[0]["final_score"]) == pytest.approx(joined.final_score)
 
 
+def test_a_run_the_daemon_lists_but_whose_folder_is_gone_is_not_taken_for_a_cell(exp_home, tmp_path):
+    """An experiment and its run folders deleted by hand, the daemon still listing the runs: the same spec again
+    does not take the old run for its cell (a resume's rule); that attempt is refused naming why, the next runs."""
+    import shutil
+
+    spec = _write(tmp_path / "g.json", _random_spec("gone", cells=1))
+    first = run_cli("experiment", "run", str(spec), home=exp_home, timeout=300)
+    assert first.returncode == 0, first.stderr[-3000:]
+    shutil.rmtree(exp_home / "experiments" / "gone")
+    shutil.rmtree(exp_home / "trainer" / "runs" / "gone-c000-a1")
+    again = run_cli("experiment", "run", str(spec), home=exp_home, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    row = _status(exp_home, "gone")["cells"][0]
+    assert row["state"] == "completed" and row["run_id"] == "gone-c000-a2", row
+    assert "whose folder is gone" in row["causes"][0], row
+
+
 def _get(client, run_id):
     from mosaic.host.daemon.client import DaemonError
 

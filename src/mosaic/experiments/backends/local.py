@@ -117,7 +117,17 @@ class LocalDaemon(Backend):
                     raise
                 except DaemonError as one:
                     answers.append(one)
-        return [None if not isinstance(answer, UserError) else _refusal(answer) for answer in answers]
+        from mosaic.runs import RunStore
+
+        store, out = RunStore(self.home), []
+        for (run_id, _), answer in zip(runs, answers):
+            refusal = _refusal(answer) if isinstance(answer, UserError) else None
+            if isinstance(answer, UserError) and refusal is None and not store.exists(run_id):
+                # the daemon knows the id, but the run's folder is gone: not a run this experiment submitted
+                refusal = UserError(f"run_id: the daemon still lists a run named {run_id!r} whose folder is gone "
+                                    f"from {store.runs_dir} (deleted by hand?); this attempt is skipped")
+            out.append(refusal)
+        return out
 
     def status(self, run_ids: list[str]) -> dict[str, RunStatus | None]:
         from mosaic.host.daemon.client import state_name
