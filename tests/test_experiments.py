@@ -401,8 +401,8 @@ def test_a_crashed_cell_continues_from_its_checkpoint_with_retry_from_checkpoint
     assert restored in checkpoints and checkpoints[restored] >= saved[0]["timesteps_total"], (restored, checkpoints)
     assert f"c000: retrying (attempt 2, 1 of 2 retries used, from {restored})" in err, err
     second = store.get("continued-c000-a2")
-    assert any(e["type"] == "log" and e["message"].startswith(f"restored from {restored} ")
-               for e in second.iter_events())
+    (started,) = [e for e in second.iter_events() if e["type"] == "run_started"]
+    assert started["restored_from"] == restored
     metrics = [e for e in second.iter_events() if e["type"] == "metrics"]
     assert metrics[0]["timesteps_total"] > checkpoints[restored] and metrics[-1]["timesteps_total"] == 400
 

@@ -163,6 +163,7 @@ class RandomWorkerRuntime:
             versions=package_versions(PACKAGES), resources={"cpus": 1, "gpus": 0},
             algorithm="random", env=cfg.environment.describe(), policy_configuration="RANDOM",
             seed=cfg.seed, total_timesteps=cfg.total_timesteps, agents=list(env.possible_agents),
+            restored_from=cfg.checkpoint.restore_from,
         )
         window: list[dict[str, Any]] = []
         structure = reward_structure(cfg.environment.family, cfg.environment.env_id)
