@@ -153,6 +153,17 @@ def test_status_with_no_backend_reads_how_runs_ended_from_their_folders(tmp_path
     (ended,) = _ended(home, "t", "cancelled")
     assert ended["run_id"] == "t-c000-a1" and ended["cause"] == "experiment cancelled", ended
     assert cell_states(exp, exp.cells()) == {"c000": "cancelled", "c001": "running"}
+    # a worker that ended itself on the cancel's SIGTERM says so in its folder; the experiment's cancel (journaled)
+    # is what stopped it, so the cell counts as cancelled by the experiment (no retry used), as the daemon would say
+    exp.log("cancel")
+    run = store.create("t-c001-a2", {"worker": "random"}, {"worker": "random", "status": "cancelled"})
+    exp.log("submitted", cell="c001", run_id="t-c001-a2", attempt=2)
+    with run.telemetry_path.open("a") as fh:
+        fh.write(json.dumps({"type": "run_cancelled", "reason": "received SIGTERM"}, separators=(",", ":")) + "\n")
+    status = _status(home, "t")
+    row = next(c for c in status["cells"] if c["cell"] == "c001")
+    ended = next(e for e in _journal_of(home, "t") if e["event"] == "ended" and e["run_id"] == "t-c001-a2")
+    assert ended["cause"] == "experiment cancelled (received SIGTERM)" and row["state"] == "cancelled", (ended, row)
 
 
 def test_a_new_experiment_is_refused_where_an_earlier_ones_runs_are_left(tmp_path):

@@ -198,23 +198,34 @@ def _refresh(exp: Any) -> None:
     none is, from the run folders here: a run whose manifest says it ended is journaled so, the rest stay as the
     journal has them (a daemon stopped after an experiment cancel leaves its runs ended, and nothing running)."""
     from mosaic.experiments.backends import BackendUnavailable, status_from_run_store
-    from mosaic.experiments.store import refresh_attempts
+    from mosaic.experiments.store import EXPERIMENT_CANCELLED, refresh_attempts
 
     cells = exp.cells()
     in_flight = [a.run_id for c in cells.values() for a in c.attempts if not a.ended]
     if not in_flight:
         return
     journaled = {a.run_id: (a.state, a.cause) for c in cells.values() for a in c.attempts}
-    home = _store().home
+    home, cancel_asked = _store().home, exp.cancel_requested()
+
+    def from_folder(run_id: str) -> tuple[str, str]:
+        found = status_from_run_store(home, run_id)
+        if found is None:
+            return journaled[run_id]
+        state, cause = found
+        if state == "cancelled" and cancel_asked and EXPERIMENT_CANCELLED not in cause:
+            # the worker's own words ("received SIGTERM"); the daemon's reason was the experiment's cancel
+            cause = f"{EXPERIMENT_CANCELLED} ({cause})" if cause else EXPERIMENT_CANCELLED
+        return state, cause
+
     try:
         backend = _backend(exp, start=False)
     except BackendUnavailable:
-        refresh_attempts(exp, cells, lambda run_id: status_from_run_store(home, run_id) or journaled[run_id])
+        refresh_attempts(exp, cells, from_folder)
         return
     try:
         refresh_attempts(exp, cells, backend.status(in_flight).get)
     except BackendUnavailable:
-        refresh_attempts(exp, cells, lambda run_id: status_from_run_store(home, run_id) or journaled[run_id])
+        refresh_attempts(exp, cells, from_folder)
     finally:
         backend.close()
 
