@@ -5,8 +5,9 @@ stop (cancelling what runs) if a cancel was asked for; submit every cell that ha
 retries left; report the counts. A cell that completed is never submitted again, by this coordinator or
 a later ``resume``; a failed or cancelled attempt is retried while the cell has retries left, its cause
 kept in the journal; with the spec's ``retry_from: checkpoint`` the retry continues from the newest checkpoint
-the cell's earlier attempts saved (the journal's ``restored_from``), else it starts from scratch. Killing the coordinator loses nothing: the runs go on in the backend and the next
-coordinator takes them up from the journal.
+the cell's earlier attempts saved (the journal's ``restored_from``), else it starts from scratch. Killing the
+coordinator loses nothing: the runs go on in the backend and the next coordinator takes them up from the
+journal.
 """
 
 from __future__ import annotations
