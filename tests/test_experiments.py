@@ -427,7 +427,8 @@ def test_a_crashed_cell_continues_from_its_checkpoint_with_retry_from_checkpoint
     alone = run_result(second.root)
     assert joined.xs[0] == first.xs[0] and joined.xs[-1] == alone.xs[-1] and list(joined.xs) == sorted(set(joined.xs))
     assert joined.xs[-len(alone.xs):] == alone.xs and len(joined.xs) > len(alone.xs)
-    assert max(x for x in joined.xs if x <= checkpoints[restored]) <= checkpoints[restored] < metrics[0]["timesteps_total"]
+    cut = checkpoints[restored]
+    assert max(x for x in joined.xs if x <= cut) <= cut < metrics[0]["timesteps_total"]
     rows = list(csv.DictReader((exp_home / "experiments" / "continued" / "report" / "scores.csv").open()))
     assert float(rows[0]["final_score"]) == pytest.approx(joined.final_score)
 

@@ -332,7 +332,8 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> Experimen
         raise UserError("description: expected text")
     source = {**{k: copy.deepcopy(v) for k, v in data.items()}, "base": copy.deepcopy(base)}
     spec = ExperimentSpec(name=name, base=base, axes=axes, seeds=seeds, settings=settings, translate=translate,
-                          combine=combine, retries=retries, retry_from=retry_from, score=score, normalise=normalise, report=report,
+                          combine=combine, retries=retries, retry_from=retry_from, score=score,
+                          normalise=normalise, report=report,
                           backend=backend, description=description, source=source)
     for worker in workers:
         spec.base.setdefault(worker, {})
