@@ -361,6 +361,26 @@ def test_a_killed_coordinator_is_resumed_without_repeating_a_finished_cell(exp_h
     assert runs == [f"killed-c{i:03d}-a1" for i in range(6)]
 
 
+def test_cancel_without_a_coordinator_stops_the_runs_in_flight_itself(exp_home, tmp_path):
+    """The coordinator was killed: its runs go on in the daemon, and `cancel` asks each of them to stop, once."""
+    doc = _random_spec("orphaned", cells=2, delay=0.4, steps=10, retries=0)
+    coordinator = _start(exp_home, "run", str(_write(tmp_path / "o.json", doc)))
+    wait_until(lambda: sum(e["event"] == "running" for e in _journal_of(exp_home, "orphaned")) == 2, 120,
+               "both cells to run", proc=coordinator)
+    coordinator.kill()
+    coordinator.communicate(timeout=60)
+    proc = run_cli("experiment", "cancel", "orphaned", home=exp_home, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "2 run(s) in flight asked to stop" in proc.stderr, proc.stderr
+    states = wait_until(lambda: (s := [c["state"] for c in _status(exp_home, "orphaned")["cells"]])
+                        and "running" not in s and "queued" not in s and s, 60, "the cancelled runs to end")
+    assert states == ["cancelled"] * 2, states
+    for row in _status(exp_home, "orphaned")["cells"]:
+        last = json.loads((exp_home / "trainer" / "runs" / row["run_id"] / "telemetry.jsonl").read_text()
+                          .splitlines()[-1])
+        assert last["type"] == "run_cancelled" and "SIGKILL" not in last["reason"], (row, last)
+
+
 def test_a_crashed_worker_is_retried_and_its_cause_kept(exp_home, tmp_path):
     from mosaic.host.daemon.client import DaemonClient, state_name
 
@@ -479,7 +499,12 @@ def test_a_killed_daemon_mid_grid_is_replaced_and_the_grid_finishes(exp_home, tm
 
 
 def test_cancel_stops_the_grid_and_resume_finishes_it(exp_home, tmp_path):
-    spec = _write(tmp_path / "x.json", _random_spec("cancelled", cells=4, delay=0.05, retries=0))
+    """The cancel is asked of each run once, so each worker ends itself gracefully: a second cancel of the same
+    run means "stop waiting" to the daemon (SIGKILL). Steps of 0.4 s: a worker takes longer to reach its safe
+    point than the coordinator takes to see the cancel, as a training run would."""
+    doc = _random_spec("cancelled", cells=4, delay=0.4, steps=10, retries=0)
+    doc["base"]["random"]["reporting"] = {"every_timesteps": 5}
+    spec = _write(tmp_path / "x.json", doc)
     coordinator = _start(exp_home, "run", str(spec))
     wait_until(lambda: any(e["event"] == "running" for e in _journal_of(exp_home, "cancelled")), 120,
                "a cell to run", proc=coordinator)
@@ -490,6 +515,10 @@ def test_cancel_stops_the_grid_and_resume_finishes_it(exp_home, tmp_path):
     states = wait_until(lambda: (s := [c["state"] for c in _status(exp_home, "cancelled")["cells"]])
                         and "running" not in s and "queued" not in s and s, 60, "the cancelled runs to end")
     assert "cancelled" in states, states
+    for ended in _ended(exp_home, "cancelled", "cancelled"):
+        events = (exp_home / "trainer" / "runs" / ended["run_id"] / "telemetry.jsonl").read_text().splitlines()
+        last = json.loads(events[-1])
+        assert last["type"] == "run_cancelled" and "SIGKILL" not in last["reason"], (ended, last)
     resumed = run_cli("experiment", "resume", "cancelled", "--retry-from", "checkpoint", home=exp_home, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     plan = json.loads((exp_home / "experiments" / "cancelled" / "plan.json").read_text())

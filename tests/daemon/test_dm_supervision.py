@@ -7,7 +7,6 @@ import os
 import signal
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import psutil
@@ -80,6 +79,23 @@ def test_cancel_kills_the_whole_process_group(daemon_factory, tmp_path):
     assert group_members(info.pid) == []
     last = d.events(run_id)[-1]
     assert last["type"] == "run_cancelled" and last.get("origin") != "daemon"
+
+
+def test_a_second_cancel_stops_waiting_for_the_worker(daemon_factory):
+    """The first cancel waits for the worker's safe point (here up to a 10 s step); the second kills at once."""
+    d = daemon_factory("--cancel-grace", "60")
+    run_id = d.submit(random_config(total_timesteps=100, step_delay_s=10))
+    d.wait_state(run_id, "RUNNING")
+    wait_until(lambda: any(e["type"] == "run_started" for e in d.events(run_id)), 60, "the worker's first event")
+    d.client.cancel(run_id, reason="first")
+    assert d.state(run_id) == "RUNNING"  # still stepping: the cancel is honoured at the next step
+    d.client.cancel(run_id, reason="second")
+    info = d.wait_state(run_id, "CANCELLED", timeout=8)  # well before the step (or the 60 s grace) ends
+    assert info.exit_code == -signal.SIGKILL
+    last = d.events(run_id)[-1]
+    assert last["type"] == "run_cancelled" and last["origin"] == "daemon"
+    assert last["reason"] == "first (worker stopped by SIGKILL)", last
+    assert "cancel asked again (second): SIGKILL now" in d.log()
 
 
 def test_garbage_on_stdout_disturbs_neither_the_daemon_nor_other_runs(daemon_factory, tmp_path):

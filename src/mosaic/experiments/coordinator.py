@@ -154,12 +154,13 @@ def _cancel_in_flight(exp: Experiment, backend: Backend, cells: dict[str, CellSt
 
 
 def cancel(exp: Experiment, backend: Backend | None) -> int:
-    """Ask the experiment to stop: the coordinator (if one runs) sees it; runs in flight are cancelled here too.
-    Returns how many runs were asked to stop."""
+    """Ask the experiment to stop. A running coordinator sees the journaled cancel and cancels its runs in
+    flight itself; without one, they are cancelled here. Never both: a second cancel of a run tells the daemon
+    to stop waiting for the worker's safe point (SIGKILL). Returns how many runs were asked to stop here."""
     exp.log("cancel")
     cells = exp.cells()
     stopped = 0
-    if backend is not None:
+    if backend is not None and exp.coordinator() is None:
         for cell in cells.values():
             for attempt in cell.attempts:
                 if not attempt.ended:

@@ -280,10 +280,12 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     from mosaic.experiments.backends import BackendUnavailable
 
     exp = _store().get(args.name)
-    try:
-        backend = _backend(exp, start=False)
-    except BackendUnavailable:
-        backend = None
+    running, backend = exp.coordinator(), None
+    if running is None:  # otherwise the coordinator cancels its runs itself
+        try:
+            backend = _backend(exp, start=False)
+        except BackendUnavailable:
+            pass
     try:
         stopped = coordinator.cancel(exp, backend)
     finally:
@@ -292,8 +294,11 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + args.wait
     while exp.coordinator() is not None and time.monotonic() < deadline:
         time.sleep(0.1)
-    _say(f"experiment {exp.name}: cancel asked; {stopped} run(s) in flight asked to stop"
-         + ("" if backend is not None else " (no daemon is running: nothing was in flight)"))
+    if running is not None:
+        _say(f"experiment {exp.name}: cancel asked; its coordinator (pid {running['pid']}) stops the runs in flight")
+    else:
+        _say(f"experiment {exp.name}: cancel asked; {stopped} run(s) in flight asked to stop"
+             + ("" if backend is not None else " (no daemon is running: nothing was in flight)"))
     return 0
 
 

@@ -358,6 +358,7 @@ class Supervisor:
 
     def _request_cancel(self, active: ActiveRun, reason: str, grace_s: float) -> None:
         if active.cancel_requested:  # asked twice: stop waiting
+            log.info("run %s: cancel asked again (%s): SIGKILL now", active.run_id, reason)
             kill_group_now(active.handle)
             return
         active.cancel_requested = True
