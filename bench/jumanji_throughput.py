@@ -84,6 +84,7 @@ def main() -> int:
     config.write_text(json.dumps(fields))
     environ = {k: v for k, v in os.environ.items()
                if not k.startswith("JAX_COMPILATION_CACHE") and k != "PYTHONHASHSEED"}
+    environ["JAX_ENABLE_COMPILATION_CACHE"] = "false"  # the worker keeps compilations by default: not here
     environ["MOSAIC_HOME"] = str(home)
     dry = subprocess.run([sys.executable, "-m", "mosaic", "run", "--dry-run", str(config)], capture_output=True,
                          text=True, env=environ)

@@ -83,6 +83,32 @@ def xla_environment(threads: int | None, gpus: float = 0.0) -> dict[str, str]:
     return out
 
 
+#: The persistent compilation cache's bound: JAX then evicts the least recently used entries, and reads and writes
+#: each entry under a file lock, so runs side by side (an experiment's cells) share it safely.
+XLA_CACHE_MAX_BYTES = 2 << 30
+
+
+def compilation_cache_environment() -> dict[str, str]:
+    """Environment variables (for JAX, before it is imported) that keep what XLA compiles in MOSAIC's cache folder
+    (``$MOSAIC_CACHE_DIR/xla``, default ``~/.cache/mosaic/xla``), so a later run of the same programs (another seed,
+    a resumed or evaluated run, the next cell of an experiment) loads them instead of compiling again. XLA's output
+    for the same program, options and versions is the same executable, so the numbers are the same; JAX's key
+    holds the program, the compile options (XLA_FLAGS, JAX_DISABLE_MOST_OPTIMIZATIONS), the backend and the
+    versions. Measured on TSP (one epoch, 2 CPUs): 36.6 CPU-s compiling, 11.0 loading. Every program is kept
+    (JAX's default keeps only those that took a second to compile). JAX's own variables win: the user's
+    ``JAX_COMPILATION_CACHE_DIR``, or ``JAX_ENABLE_COMPILATION_CACHE=false`` to turn it off. Nothing is set
+    without the ``filelock`` package (JAX needs it to bound the cache, and its lock is what makes sharing safe)."""
+    from importlib.util import find_spec
+
+    from mosaic.diskcache import cache_root
+
+    if find_spec("filelock") is None:
+        return {}
+    return {"JAX_COMPILATION_CACHE_DIR": str(cache_root() / "xla"),
+            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+            "JAX_COMPILATION_CACHE_MAX_SIZE": str(XLA_CACHE_MAX_BYTES)}
+
+
 #: Env configs whose env loads data from the Hugging Face Hub when it is made (repo, file): not in Jumanji's wheel.
 HUB_DATA = {"sokoban": ("InstaDeepAI/boxoban-levels", "unfiltered-train.npy")}
 
@@ -113,8 +139,18 @@ def prepare_process(config: JumanjiConfig) -> None:
     """What must be set before JAX, matplotlib and jumanji.training are imported."""
     for key, value in xla_environment(config.resources.threads, config.resources.gpus).items():
         os.environ.setdefault(key, value)
+    for key, value in compilation_cache_environment().items():
+        os.environ.setdefault(key, value)
     headless()
     defer(*DEFERRED)
+
+
+def xla_cache_dir() -> str | None:
+    """Where JAX keeps what it compiles for this process, or None when it keeps nothing."""
+    import jax
+
+    enabled = jax.config.jax_enable_compilation_cache
+    return (jax.config.jax_compilation_cache_dir or None) if enabled else None
 
 
 def relay_cancel(control: RunControl) -> None:
@@ -282,7 +318,7 @@ class JumanjiRuntime:
             worker="jumanji", config_digest=config_digest(cfg.to_dict()), versions=package_versions(PACKAGES),
             resources={"cpus": cfg.resources.cpus or 1.0, "gpus": cfg.resources.gpus, "devices": [str(d) for d in jax.local_devices()],
                        "num_envs": hydra_cfg.env.training.total_batch_size,
-                       "xla_flags": os.environ.get("XLA_FLAGS", "")},
+                       "xla_flags": os.environ.get("XLA_FLAGS", ""), "xla_cache": xla_cache_dir()},
             algorithm=cfg.algorithm, env={"family": "jumanji", "env_id": hydra_cfg.env.registered_version,
                                           "api_type": "JUMANJI", "env_kwargs": {}, "config": cfg.env_name},
             policy_configuration="INDEPENDENT", seed=cfg.seed, total_timesteps=cfg.num_epochs * cfg.steps_per_epoch,

@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,13 @@ TIMER = ("time", "steps_per_second")
 RUN_ID = "jumanji-tsp-long"
 
 
+def cache_of(home) -> dict[str, str]:
+    """The environment of this module's runs: the worker's own choice of XLA cache (not the session's of
+    conftest.py), in a MOSAIC cache folder of the module's, empty when the long run starts."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT"))}
+    return {**env, "MOSAIC_HOME": str(home.root), "MOSAIC_CACHE_DIR": str(home.root.parent / "mosaic-cache")}
+
+
 @pytest.fixture(scope="module")
 def long_run(module_home):
     """A TSP run with a budget it never reaches, a checkpoint every epoch and FastLane on: paused and resumed
@@ -39,7 +47,7 @@ def long_run(module_home):
                          reporting={"heartbeat_interval_s": 0.5})
     proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config), "--run-id", RUN_ID],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "MOSAIC_HOME": str(home.root)})
+                            env=cache_of(home))
     run = home.root / "trainer" / "runs" / RUN_ID
     try:
         wait_until(lambda: (run / "telemetry.jsonl").exists() and len(run_events(run, "metrics")) >= 3, 900,
@@ -129,9 +137,21 @@ def test_a_resumed_run_continues_the_saved_training_state(module_home, long_run)
     training values are the uninterrupted run's epoch 2, value for value."""
     run = long_run[0]
     first = run_events(run, "checkpoint_saved")[0]
-    proc, resumed = module_home.run("tsp", checkpoint={"restore_from": first["path"]},
-                                    total_timesteps=2 * STEPS_PER_EPOCH)
+    env = cache_of(module_home)
+    xla = Path(env["MOSAIC_CACHE_DIR"]) / "xla"
+    compiled, started_at = {p.name for p in xla.glob("*-cache")}, time.time()
+    config = module_home.config("resumed", seed=0, **TINY["tsp"], checkpoint={"restore_from": first["path"]},
+                                total_timesteps=2 * STEPS_PER_EPOCH)
+    proc = subprocess.run([sys.executable, "-m", "mosaic", "run", str(config)], capture_output=True, text=True,
+                          timeout=900, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    resumed = module_home.runs()[-1]
+    # the same programs as the long run's: each loaded from XLA's cache (its use stamped), nothing compiled again
+    assert module_home.events(resumed, "run_started")[0]["resources"]["xla_cache"] == str(xla)
+    assert {p.name for p in xla.glob("*-cache")} == compiled
+    loaded = {p.name.split("-")[0] for p in xla.glob("*-atime")
+              if int.from_bytes(p.read_bytes(), "little") / 1e9 >= started_at}
+    assert "pmap_epoch_fn" in loaded, sorted(loaded)  # an epoch of A2C: the program that takes longest to compile
     assert module_home.events(resumed)[0]["type"] == "run_started"  # the restore is logged after it
     (m,) = module_home.events(resumed, "metrics")
     assert (m["iteration"], m["timesteps_total"]) == (2, 2 * STEPS_PER_EPOCH)
