@@ -23,13 +23,15 @@ def jumanji_env(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session", autouse=True)
 def jax_compilation_cache(tmp_path_factory):
     """One persistent XLA compilation cache for every process the tests start: each computation is
-    compiled once per session (the cache holds compiled code; results are the same either way)."""
+    compiled once per session (the cache holds compiled code; results are the same either way). Bounded as the
+    worker bounds its own, which turns on JAX's file lock: both pytest processes read and write it."""
     base = tmp_path_factory.getbasetemp()
     folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "jax-cache"  # xdist: shared
     folder.mkdir(exist_ok=True)
     wanted = {"JAX_COMPILATION_CACHE_DIR": str(folder),
               "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-              "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+              "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+              "JAX_COMPILATION_CACHE_MAX_SIZE": str(2 << 30)}
     before = {k: os.environ.get(k) for k in wanted}
     os.environ.update(wanted)
     yield wanted
