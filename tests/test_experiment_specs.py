@@ -49,7 +49,13 @@ def plans(spec_home):
 
     def plan(spec: Path):
         if spec not in made:
-            made[spec] = run_cli("experiment", "plan", str(spec), "--json", home=spec_home, timeout=600)
+            planned = spec
+            if read_spec(spec).continue_from:  # planned without the earlier experiment's runs (none here): the
+                source = json.loads(json.dumps(read_spec(spec).source))  # same cells, without their checkpoints
+                source.pop("continue_from")
+                planned = spec_home.parent / f"without-continue-{spec.stem}.json"
+                planned.write_text(json.dumps(source))
+            made[spec] = run_cli("experiment", "plan", str(planned), "--json", home=spec_home, timeout=600)
         return made[spec]
 
     return plan
@@ -91,6 +97,17 @@ def test_every_cell_of_every_spec_is_accepted_by_its_worker(spec, plans):
     for cell, expected in zip(plan["cells"], grid):
         assert cell["worker"] == expected.worker and cell["config"]["worker"] == expected.worker
         assert cell["config"]["seed"] == expected.seed
+
+
+def test_a_spec_that_continues_another_names_one_shipped_here_with_the_same_cells():
+    names = {read_spec(p).name: p for p in SPECS}
+    for spec in SPECS:
+        parsed = read_spec(spec)
+        if parsed.continue_from:
+            assert parsed.continue_from in names, f"{spec.name}: continue_from {parsed.continue_from!r}"
+            earlier = read_spec(names[parsed.continue_from])
+            key = [(c.worker, c.configuration, c.env, c.seed) for c in parsed.cells()]
+            assert key == [(c.worker, c.configuration, c.env, c.seed) for c in earlier.cells()], spec.name
 
 
 def _cross_library_specs() -> list[Path]:

@@ -46,6 +46,8 @@ def _spec(**fields):
     ({"settings": {"seed": 3}}, "settings.seed:"),
     ({"retries": -1}, "retries:"),
     ({"retry_from": "middle"}, "retry_from:"),
+    ({"continue_from": ["a"]}, "continue_from:"),
+    ({"continue_from": "t"}, "continue_from:"),  # itself
     ({"score": {"metric": ""}}, "score.metric:"),
     ({"score": {"final": 0.1}}, "score.final:"),
     ({"normalise": {"x": {"random": 1.0}}}, "normalise.x:"),
@@ -451,6 +453,45 @@ def test_a_crashed_cell_continues_from_its_checkpoint_with_retry_from_checkpoint
     assert max(x for x in joined.xs if x <= cut) <= cut < metrics[0]["timesteps_total"]
     rows = list(csv.DictReader((exp_home / "experiments" / "continued" / "report" / "scores.csv").open()))
     assert float(rows[0]["final_score"]) == pytest.approx(joined.final_score)
+
+
+def test_continue_from_runs_an_experiments_cells_on_to_a_larger_budget(exp_home, tmp_path):
+    """``continue_from``: each cell restores the earlier experiment's run of the same configuration, env and seed
+    (its newest checkpoint) and trains on to the new budget; the report joins each curve to the earlier run's and
+    says so. A cell with no counterpart, or an unknown experiment, is refused before anything runs."""
+    from mosaic.experiments.results import run_result
+    from mosaic.runs import RunStore
+
+    short = _random_spec("short", cells=2, steps=100)
+    assert run_cli("experiment", "run", str(_write(tmp_path / "s.json", short)), home=exp_home,
+                   timeout=300).returncode == 0
+    longer = {**_random_spec("longer", cells=2, steps=200), "continue_from": "short"}
+    for bad, words in (({**longer, "seeds": 3}, "cell c002 (default, env tictactoe_v3, seed 2): experiment 'short' has "
+                                                "no cell of worker random"),
+                       ({**longer, "continue_from": "nope"}, "continue_from: no experiment named 'nope'")):
+        proc = run_cli("experiment", "plan", str(_write(tmp_path / "bad.json", bad)), home=exp_home)
+        assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+    proc = run_cli("experiment", "run", str(_write(tmp_path / "l.json", longer)), home=exp_home, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    store = RunStore(exp_home)
+    for cell in ("c000", "c001"):
+        earlier, run = store.get(f"short-{cell}-a1"), store.get(f"longer-{cell}-a1")
+        (checkpoint,) = earlier.read_manifest()["checkpoints"]
+        (started,) = [e for e in run.iter_events() if e["type"] == "run_started"]
+        assert started["restored_from"] == checkpoint["path"] and checkpoint["timesteps_total"] == 100
+        metrics = [e for e in run.iter_events() if e["type"] == "metrics"]
+        assert metrics[0]["timesteps_total"] > 100 and metrics[-1]["timesteps_total"] == 200
+        (submitted,) = [e for e in _journal_of(exp_home, "longer") if e["event"] == "submitted" and e["cell"] == cell]
+        assert submitted["restored_from"] == checkpoint["path"]
+    report = run_cli("experiment", "report", "longer", home=exp_home, timeout=300)
+    assert report.returncode == 0, report.stderr[-3000:]
+    text = (exp_home / "experiments" / "longer" / "report" / "report.md").read_text()
+    assert ("Continued from a checkpoint after an interruption, or of experiment short's run (continue_from): "
+            "c000 (from short-c000-a1 at 100 env steps); c001 (from short-c001-a1 at 100 env steps)") in text
+    joined = run_result(store.path_for("longer-c000-a1"), before=((store.path_for("short-c000-a1"), 100.0),))
+    alone = run_result(store.path_for("longer-c000-a1"))
+    assert joined.xs[0] == run_result(store.path_for("short-c000-a1")).xs[0] < alone.xs[0]
+    assert joined.xs[-len(alone.xs):] == alone.xs and joined.xs[-1] > 100
 
 
 def test_a_run_the_daemon_lists_but_whose_folder_is_gone_is_not_taken_for_a_cell(exp_home, tmp_path):

@@ -103,6 +103,8 @@ def run(exp: Experiment, backend: Backend, *, report: Callable[[Progress], None]
                         events.append(f"{cell.cell_id}: retrying (attempt {attempt}, "
                                       f"{state.failures} of {exp.plan.retries} retries used"
                                       + (f", from {restored})" if restored else ")"))
+                    # a cell that starts from a checkpoint (continue_from) says so too: the report joins the curves
+                    restored = restored or str((config.get("checkpoint") or {}).get("restore_from") or "")
                     exp.log("submitted", cell=cell.cell_id, run_id=run_id, attempt=attempt,
                             **({"restored_from": restored} if restored else {}))
                     batch.append((cell.cell_id, run_id, config))

@@ -54,9 +54,10 @@ def cell_title(cell: Cell) -> str:
     return f"cell {cell.cell_id} ({cell.configuration}, env {cell.env}, seed {cell.seed})"
 
 
-def make_plan(spec: ExperimentSpec, validate: bool = True) -> Plan:
-    """The spec's cells, each checked and normalised by its worker; :class:`UserError` naming every bad cell."""
-    cells = spec.cells()
+def make_plan(spec: ExperimentSpec, validate: bool = True, cells: list[Cell] | None = None) -> Plan:
+    """The spec's cells (or ``cells``: the spec's, as ``store.continue_cells`` set them to go on from an
+    earlier experiment's), each checked and normalised by its worker; :class:`UserError` naming every bad cell."""
+    cells = spec.cells() if cells is None else cells
     if validate:
         cells = _checked(cells)
     envs = sorted({c.env for c in cells})

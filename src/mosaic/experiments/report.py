@@ -484,8 +484,10 @@ def caveats(a: _Analysis) -> list[str]:
     continued = [f"{s.cell.cell_id} (from {joined(s.cell.before)})" for s in a.scored
                  if s.cell.before and s.excluded is None]
     if continued:
-        out.append(f"Continued from a checkpoint after an interruption: {'; '.join(continued)}. Each of these "
-                   "curves joins the runs of the cell's attempts at the checkpoint's env steps; a continued run "
+        how = ("an interruption" if not d.spec.get("continue_from") else
+               f"an interruption, or of experiment {d.spec['continue_from']}'s run (continue_from)")
+        out.append(f"Continued from a checkpoint after {how}: {'; '.join(continued)}. Each of these "
+                   "curves joins the runs it continued at the checkpoint's env steps; a continued run "
                    "need not be the run an uninterrupted one would have been (what a checkpoint restores differs "
                    "by worker: each worker's doc).")
     share = fmt(100 * d.final_fraction)

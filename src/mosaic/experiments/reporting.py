@@ -43,19 +43,30 @@ def report_input(exp: Experiment, home: Path | str | None = None) -> ReportInput
 
 def _continued_from(store: RunStore, attempts: list[Attempt]) -> tuple[tuple[Path, float | None], ...]:
     """The runs a cell's last attempt continued from (``restored_from`` in the journal), oldest first, each with
-    the env steps of the checkpoint the next attempt started from (None if its manifest does not say)."""
+    the env steps of the checkpoint the next attempt started from (None if its manifest does not say). A source
+    is an earlier attempt, or any run in the store (an earlier experiment's, ``continue_from``), whose own
+    journaled start is not known here: the chain ends with it."""
     chain: list[tuple[Path, float | None]] = []
-    current, seen = attempts[-1], set()
-    while current.restored_from and current.run_id not in seen:
-        seen.add(current.run_id)
-        checkpoint = Path(current.restored_from).resolve()
+    restored, seen = attempts[-1].restored_from, {attempts[-1].run_id}
+    while restored:
+        checkpoint = Path(restored).resolve()
         source = next((a for a in attempts if store.exists(a.run_id)
                        and checkpoint.is_relative_to(store.path_for(a.run_id).resolve())), None)
-        if source is None:  # a checkpoint from outside the experiment's runs: nothing to join
-            break
-        entries = store.get(source.run_id).read_manifest().get("checkpoints") or []
+        run_id = source.run_id if source is not None else _run_holding(store, checkpoint)
+        if run_id is None or (source is not None and source.run_id in seen):
+            break  # a checkpoint from outside the run store: nothing to join
+        entries = store.get(run_id).read_manifest().get("checkpoints") or []
         steps = next((e.get("timesteps_total") for e in entries if isinstance(e, dict) and e.get("path")
                       and Path(e["path"]).resolve() == checkpoint), None)
-        chain.append((store.path_for(source.run_id), float(steps) if isinstance(steps, (int, float)) else None))
-        current = source
+        chain.append((store.path_for(run_id), float(steps) if isinstance(steps, (int, float)) else None))
+        if source is None:
+            break
+        seen.add(source.run_id)
+        restored = source.restored_from
     return tuple(reversed(chain))
+
+
+def _run_holding(store: RunStore, checkpoint: Path) -> str | None:
+    """The id of the run in ``store`` whose folder holds ``checkpoint`` (``RUN/checkpoints/NAME``), or None."""
+    runs = store.runs_dir.resolve()
+    return next((f.name for f in checkpoint.parents if f.parent == runs and f.is_dir()), None)

@@ -20,6 +20,7 @@ A spec is one YAML or JSON file::
     seeds: 5                         # seeds 0..4, or a list [1, 7, 11]
     retries: 2                       # a failed or cancelled cell is run again up to this many times
     retry_from: start                # or checkpoint: a retry continues from the last checkpoint saved before
+    continue_from: spread-200k       # optional: each cell goes on from the same cell's run of that experiment
     score: {metric: episode_return_mean, final_fraction: 0.1}
     normalise: {simple_spread_v3: {random: -120.0, reference: -40.0}}
 
@@ -50,7 +51,7 @@ from mosaic.experiments.backends import BACKENDS
 
 #: The spec's own keys.
 SPEC_KEYS = ("name", "description", "base", "settings", "translate", "axes", "combine", "seeds", "retries",
-             "retry_from", "score", "normalise", "report", "backend")
+             "retry_from", "continue_from", "score", "normalise", "report", "backend")
 COMBINE = ("product", "zip")
 #: Where a retried cell starts: from scratch, or from the newest checkpoint its earlier attempts saved.
 RETRY_FROM = ("start", "checkpoint")
@@ -109,6 +110,9 @@ class ExperimentSpec:
     combine: str = "product"
     retries: int = 2
     retry_from: str = "start"
+    #: An earlier experiment whose cells this one continues (a larger budget): each cell restores the newest
+    #: checkpoint of the earlier cell with the same worker, configuration, env and seed (see ``continue_cells``).
+    continue_from: str | None = None
     score: Score = field(default_factory=Score)
     normalise: dict[str, tuple[float, float]] = field(default_factory=dict)
     report: ReportSettings = field(default_factory=ReportSettings)
@@ -296,6 +300,12 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> Experimen
     retry_from = data.get("retry_from", "start")
     if retry_from not in RETRY_FROM:
         raise UserError(f"retry_from: {one_of(retry_from, RETRY_FROM)}; allowed: {', '.join(RETRY_FROM)}")
+    continue_from = data.get("continue_from")
+    if continue_from is not None and (not isinstance(continue_from, str) or not NAME_PATTERN.match(continue_from)):
+        raise UserError(f"continue_from: {continue_from!r} is not an experiment name; allowed: the name of an "
+                        "experiment in this MOSAIC_HOME (`mosaic experiment list`)")
+    if continue_from is not None and continue_from == name:
+        raise UserError(f"continue_from: {name!r} is this experiment; allowed: an earlier experiment's name")
     score_in = _object(data.get("score", {}), "score")
     _keys(score_in, ("metric", "higher_is_better", "final_fraction"), "score.")
     metric = score_in.get("metric", Score.metric)
@@ -332,7 +342,8 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> Experimen
         raise UserError("description: expected text")
     source = {**{k: copy.deepcopy(v) for k, v in data.items()}, "base": copy.deepcopy(base)}
     spec = ExperimentSpec(name=name, base=base, axes=axes, seeds=seeds, settings=settings, translate=translate,
-                          combine=combine, retries=retries, retry_from=retry_from, score=score,
+                          combine=combine, retries=retries, retry_from=retry_from, continue_from=continue_from,
+                          score=score,
                           normalise=normalise, report=report,
                           backend=backend, description=description, source=source)
     for worker in workers:

@@ -15,12 +15,13 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from mosaic.errors import UserError
 from mosaic.experiments.plan import Plan
+from mosaic.experiments.spec import Cell
 from mosaic.pids import is_running, start_ticks
 from mosaic.runs import append_jsonl, mosaic_home, read_jsonl, write_json_atomic
 
@@ -241,6 +242,45 @@ class Experiment:
                 self.coordinator_path.unlink()
             except FileNotFoundError:
                 pass
+
+
+def continue_cells(name: str, cells: list[Cell], home: Path | str | None = None) -> list[Cell]:
+    """``cells`` (a spec's, ``continue_from: name``), each set to restore the newest checkpoint of the completed
+    cell of experiment ``name`` with the same worker, configuration, env and seed: the same training, run on to
+    this spec's budget. :class:`UserError` naming every cell that has no such cell, or no checkpoint of it."""
+    store = ExperimentStore(home)
+    if not store.exists(name):
+        known = ", ".join(store.names()[-5:]) or "none yet"
+        raise UserError(f"continue_from: no experiment named {name!r} in {store.root} (known: {known})")
+    earlier = store.get(name)
+    states = earlier.cells()
+    by_key = {(c.worker, c.configuration, c.env, c.seed): c for c in earlier.plan.cells}
+    out, problems = [], []
+    for cell in cells:
+        title = f"cell {cell.cell_id} ({cell.configuration}, env {cell.env}, seed {cell.seed})"
+        match = by_key.get((cell.worker, cell.configuration, cell.env, cell.seed))
+        if match is None:
+            problems.append(f"{title}: experiment {name!r} has no cell of worker {cell.worker}, that configuration, "
+                            "env and seed")
+            continue
+        if (cell.config.get("checkpoint") or {}).get("restore_from"):
+            problems.append(f"{title}: checkpoint.restore_from is set by continue_from; allowed: one of the two")
+            continue
+        state = states[match.cell_id]
+        if state.last is None or state.last.state != "completed":
+            found = state.last.state if state.last else "not run"
+            problems.append(f"{title}: cell {match.cell_id} of {name!r} is {found}; allowed: continuing completed "
+                            f"cells (`mosaic experiment resume {name}` first)")
+            continue
+        path = newest_checkpoint(earlier.home, state.attempts)
+        if not path:
+            problems.append(f"{title}: cell {match.cell_id} of {name!r} left no checkpoint on disk")
+            continue
+        config = {**cell.config, "checkpoint": {**(cell.config.get("checkpoint") or {}), "restore_from": path}}
+        out.append(replace(cell, config=config))
+    if problems:
+        raise UserError("continue_from: " + "; ".join(problems))
+    return out
 
 
 def newest_checkpoint(home: Path, attempts: list[Attempt]) -> str:

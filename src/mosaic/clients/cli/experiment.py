@@ -69,11 +69,19 @@ class GridProgress:
 
 
 def _plan_of(spec_path: str, check: bool = True) -> tuple[Any, Any]:
-    from mosaic.experiments.plan import make_plan
     from mosaic.experiments.spec import read_spec
 
     spec = read_spec(spec_path)
-    return spec, make_plan(spec, validate=check)
+    return spec, _make_plan(spec, check)
+
+
+def _make_plan(spec: Any, check: bool = True) -> Any:
+    """The spec's plan; with ``continue_from``, each cell set to restore the earlier experiment's run."""
+    from mosaic.experiments.plan import make_plan
+    from mosaic.experiments.store import continue_cells
+
+    cells = continue_cells(spec.continue_from, spec.cells(), _store().home) if spec.continue_from else None
+    return make_plan(spec, validate=check, cells=cells)
 
 
 def _plan_table(plan: Any) -> str:
@@ -171,9 +179,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                             f"name (--name), or `mosaic experiment resume {spec.name}` to finish that one")
         _say(f"experiment {spec.name} exists with the same cells: resuming it (finished cells are kept)")
         return _run(exp, args)
-    from mosaic.experiments.plan import make_plan
-
-    plan = make_plan(spec)
+    plan = _make_plan(spec)
     _say(_grid_summary(plan) + "; every cell checked by its worker")
     return _run(store.create(plan, spec.source), args)
 
