@@ -468,7 +468,10 @@ def test_continue_from_runs_an_experiments_cells_on_to_a_larger_budget(exp_home,
     longer = {**_random_spec("longer", cells=2, steps=200), "continue_from": "short"}
     for bad, words in (({**longer, "seeds": 3}, "cell c002 (default, env tictactoe_v3, seed 2): experiment 'short' has "
                                                 "no cell of worker random"),
-                       ({**longer, "continue_from": "nope"}, "continue_from: no experiment named 'nope'")):
+                       ({**longer, "continue_from": "nope"}, "continue_from: no experiment named 'nope'"),
+                       (_random_spec("longer", cells=2, steps=100) | {"continue_from": "short"},
+                        "cell c000 (default, env tictactoe_v3, seed 0): a budget of 100 env steps is not above the 100 "
+                        "that cell c000 of 'short' trained; allowed: a larger budget")):
         proc = run_cli("experiment", "plan", str(_write(tmp_path / "bad.json", bad)), home=exp_home)
         assert proc.returncode == 2 and words in proc.stderr, proc.stderr
     proc = run_cli("experiment", "run", str(_write(tmp_path / "l.json", longer)), home=exp_home, timeout=300)

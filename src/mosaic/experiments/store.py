@@ -24,6 +24,7 @@ from mosaic.experiments.plan import Plan
 from mosaic.experiments.spec import Cell
 from mosaic.pids import is_running, start_ticks
 from mosaic.runs import append_jsonl, mosaic_home, read_jsonl, write_json_atomic
+from mosaic.workerkit.run_fields import summarize
 
 #: A cell's states. ``pending``: no attempt yet, or one to retry; ``retrying`` is pending after a failure.
 CELL_STATES = ("pending", "queued", "running", "completed", "failed", "cancelled")
@@ -271,6 +272,12 @@ def continue_cells(name: str, cells: list[Cell], home: Path | str | None = None)
             found = state.last.state if state.last else "not run"
             problems.append(f"{title}: cell {match.cell_id} of {name!r} is {found}; allowed: continuing completed "
                             f"cells (`mosaic experiment resume {name}` first)")
+            continue
+        (budget, before), unit = ((summarize(c.config, worker=c.worker).budget for c in (cell, match)),
+                                  summarize(cell.config, worker=cell.worker).budget_unit)
+        if budget is not None and before is not None and budget <= before:
+            problems.append(f"{title}: a budget of {budget} {unit} is not above the {before} that cell "
+                            f"{match.cell_id} of {name!r} trained; allowed: a larger budget")
             continue
         path = newest_checkpoint(earlier.home, state.attempts)
         if not path:
