@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from mosaic.errors import UserError
-from mosaic.experiments.plan import Plan
+from mosaic.experiments.plan import Plan, cell_title
 from mosaic.experiments.spec import Cell
 from mosaic.pids import is_running, start_ticks
 from mosaic.runs import append_jsonl, mosaic_home, read_jsonl, write_json_atomic
@@ -258,7 +258,7 @@ def continue_cells(name: str, cells: list[Cell], home: Path | str | None = None)
     by_key = {(c.worker, c.configuration, c.env, c.seed): c for c in earlier.plan.cells}
     out, problems = [], []
     for cell in cells:
-        title = f"cell {cell.cell_id} ({cell.configuration}, env {cell.env}, seed {cell.seed})"
+        title = cell_title(cell)
         match = by_key.get((cell.worker, cell.configuration, cell.env, cell.seed))
         if match is None:
             problems.append(f"{title}: experiment {name!r} has no cell of worker {cell.worker}, that configuration, "
