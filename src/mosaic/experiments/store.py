@@ -273,11 +273,10 @@ def continue_cells(name: str, cells: list[Cell], home: Path | str | None = None)
             problems.append(f"{title}: cell {match.cell_id} of {name!r} is {found}; allowed: continuing completed "
                             f"cells (`mosaic experiment resume {name}` first)")
             continue
-        (budget, before), unit = ((summarize(c.config, worker=c.worker).budget for c in (cell, match)),
-                                  summarize(cell.config, worker=cell.worker).budget_unit)
-        if budget is not None and before is not None and budget <= before:
-            problems.append(f"{title}: a budget of {budget} {unit} is not above the {before} that cell "
-                            f"{match.cell_id} of {name!r} trained; allowed: a larger budget")
+        now, then = (summarize(c.config, worker=c.worker) for c in (cell, match))
+        if now.budget is not None and then.budget is not None and now.budget <= then.budget:
+            problems.append(f"{title}: a budget of {now.budget} {now.budget_unit} is not above the {then.budget} "
+                            f"that cell {match.cell_id} of {name!r} trained; allowed: a larger budget")
             continue
         path = newest_checkpoint(earlier.home, state.attempts)
         if not path:
