@@ -48,6 +48,11 @@ def expected_late_change(conf: str, env: str, seed: int) -> float:
     return expected_final(conf, env, seed) - curve_value(conf, env, seed, 8)
 
 
+def expected_gain(conf: str, env: str, seed: int) -> float:
+    """The final score minus the first point's value (at 1,000 env steps)."""
+    return expected_final(conf, env, seed) - curve_value(conf, env, seed, 1)
+
+
 def write_run(store: RunStore, run_id: str, points: list[tuple[float, float]], *, status: str = "completed",
               summary: dict | None = None, x_key: str = "timesteps_total") -> Path:
     run = store.create(run_id, {"worker": "ray"}, {"worker": "ray", "status": "created"})
@@ -172,9 +177,9 @@ def test_scores_csv_lists_every_cell_with_the_final_scores(experiment, written):
     _, cells = experiment
     rows = list(csv.DictReader(io.StringIO((written[0] / "scores.csv").read_text())))
     assert [r["cell_id"] for r in rows] == [c.cell_id for c in cells]
-    assert list(rows[0])[:9] == ["cell_id", "configuration", "env", "seed", "status", "run_id", "final_score",
-                                 "env_steps", "late_change"]
-    assert list(rows[0])[9:] == ["algorithm", "environment.env_id", "setting.seed"]
+    assert list(rows[0])[:10] == ["cell_id", "configuration", "env", "seed", "status", "run_id", "final_score",
+                                  "env_steps", "late_change", "gain"]
+    assert list(rows[0])[10:] == ["algorithm", "environment.env_id", "setting.seed"]
     for row, cell in zip(rows, cells):
         assert (row["configuration"], row["env"], int(row["seed"]), row["status"]) == \
             (cell.configuration, cell.env, cell.seed, cell.status)
@@ -184,8 +189,10 @@ def test_scores_csv_lists_every_cell_with_the_final_scores(experiment, written):
             assert row["env_steps"] == "10000"
             assert float(row["late_change"]) == pytest.approx(
                 expected_late_change(cell.configuration, cell.env, cell.seed), abs=1e-12)
+            assert float(row["gain"]) == pytest.approx(expected_gain(cell.configuration, cell.env, cell.seed),
+                                                       abs=1e-12)
         else:
-            assert row["final_score"] == row["late_change"] == ""
+            assert row["final_score"] == row["late_change"] == row["gain"] == ""
     failed = next(r for r in rows if r["status"] == "failed")
     assert failed["env_steps"] == "5000"
     assert rows[-1]["status"] == "pending" and rows[-1]["run_id"] == ""
@@ -271,6 +278,40 @@ def test_flat_and_falling_curves_get_their_own_verdicts(tmp_path):
     lower = write_report(tmp_path / "lower", report_input(cells, normalisation=None, higher_is_better=False))
     rows = {r["configuration"]: r for r in table_after(lower.read_text(), "## Still improving at the end?")}
     assert rows["rising"]["verdict"] == "getting worse" and rows["rising"]["runs improving"] == "0 of 5"
+
+
+def test_curves_that_level_off_are_told_from_curves_still_rising(tmp_path):
+    """Saturating curves still creep up at the end of the budget (every run, so the change alone says "still
+    improving"), but their last 10% adds about 1% of what they gained: levelled off within the default 2%, not
+    within 0.5%. The share's interval is MOSAIC's interval of shares computed here from the points; a run that
+    gained nothing is left out of the share and counted."""
+    store = RunStore(tmp_path / "home")
+    cells, shares = [], []
+    for seed in range(6):
+        rate = 0.24 + 0.01 * seed
+        points = [(1000.0 * k, 50.0 * (1.0 - math.exp(-rate * k))) for k in range(1, 21)]
+        if seed == 5:
+            points = [(x, 3.0 - 0.1 * k + 0.4 * (k >= 18)) for k, (x, _) in enumerate(points, start=1)]
+        else:
+            ys = [y for _, y in points]
+            final = sum(ys[17:]) / 3  # x >= 18,000
+            late = final - sum(ys[15:17]) / 2  # 16,000 <= x < 18,000
+            shares.append(late / (final - ys[0]))
+        cells.append(ReportCell(f"c{seed:03d}", "saturating", "e", seed, "completed", f"s{seed}",
+                                write_run(store, f"s{seed}", points), {"seed": seed}, "ray", "ppo", 20_000))
+    assert all(0.005 < share < 0.02 for share in shares)
+    markdown = write_report(tmp_path / "r", report_input(cells, normalisation=None)).read_text()
+    row = table_after(markdown, "## Still improving at the end?")[0]
+    iv = stats.interval(np.array(shares)[:, None], stats.mean, REPS, 0.95, stats.derived_seed("e:late_share:saturating", 3))
+    assert row["share of the whole gain [95% CI]"] == \
+        f"{fmt(100 * iv.point)}% [{fmt(100 * iv.low)}%, {fmt(100 * iv.high)}%] (1 without a gain left out)"
+    assert (row["runs improving"], row["verdict"]) == ("6 of 6", "levelled off")
+    caveats = markdown.split("## What these numbers do not support")[1]
+    assert "Levelled off, not flat: saturating on e" in caveats and "Still improving at the end" not in caveats
+    assert "added less than 2% of its runs' whole gain" in markdown
+    strict = write_report(tmp_path / "strict", report_input(cells, normalisation=None, level_within=0.005)).read_text()
+    assert table_after(strict, "## Still improving at the end?")[0]["verdict"] == "still improving"
+    assert "Still improving at the end: saturating on e" in strict
 
 
 def test_a_run_continued_from_a_checkpoint_is_read_with_the_runs_before_it(tmp_path):

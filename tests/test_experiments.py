@@ -50,6 +50,8 @@ def _spec(**fields):
     ({"continue_from": "t"}, "continue_from:"),  # itself
     ({"score": {"metric": ""}}, "score.metric:"),
     ({"score": {"final": 0.1}}, "score.final:"),
+    ({"score": {"level_within": 1.5}}, "score.level_within:"),
+    ({"score": {"level_within": "2%"}}, "score.level_within:"),
     ({"normalise": {"x": {"random": 1.0}}}, "normalise.x:"),
     ({"normalise": {"x": {"random": 1.0, "reference": 1.0}}}, "normalise.x:"),
     ({"report": {"confidence": 1.5}}, "report.confidence:"),

@@ -78,6 +78,8 @@ class ReportInput:
     confidence: float = 0.95
     seed: int = 0
     final_fraction: float = 0.1  # a run's final score: its mean metric over this last part of its env steps
+    #: a curve has levelled off when its last window adds less than this share of its whole gain (either way)
+    level_within: float = 0.02
 
 
 # -- the numbers ------------------------------------------------------------------------------------
@@ -113,6 +115,9 @@ class _Analysis:
     poi: dict[tuple[str, str], stats.Interval] = field(default_factory=dict)
     #: (configuration, env) -> (mean late change with its interval, runs that improved, runs with a change)
     late: dict[tuple[str, str], tuple[stats.Interval, int, int]] = field(default_factory=dict)
+    #: (configuration, env) -> (mean share of the whole gain its last window added, with its interval; runs without
+    #: a gain in the better direction, left out of it). No entry: no run has both a late change and a gain.
+    share: dict[tuple[str, str], tuple[stats.Interval, int]] = field(default_factory=dict)
 
 
 def _metric_set(normalised: bool, per_env: bool) -> dict[str, tuple[str, Callable[[np.ndarray], Any]]]:
@@ -240,6 +245,31 @@ def _estimate(a: _Analysis) -> None:
                 iv = stats.interval(np.array(changes, dtype=float)[:, None], stats.mean, d.reps, d.confidence,
                                     stats.derived_seed(f"{env}:late_change:{conf}", d.seed))
                 a.late[(conf, env)] = (iv, sum(a.direction * c > 0 for c in changes), len(changes))
+            runs = [s.result for s in a.included.get((conf, env), []) if s.result is not None
+                    and s.result.late_change is not None and s.result.gain is not None]
+            shares = [r.late_change / r.gain for r in runs if a.direction * r.gain > 0]  # type: ignore[operator]
+            if shares:
+                iv = stats.interval(np.array(shares, dtype=float)[:, None], stats.mean, d.reps, d.confidence,
+                                    stats.derived_seed(f"{env}:late_share:{conf}", d.seed))
+                a.share[(conf, env)] = (iv, len(runs) - len(shares))
+
+
+def level_verdict(late: stats.Interval, share: stats.Interval | None, direction: int, level_within: float) -> str:
+    """The report's verdict on a configuration's ends: *levelled off* when the whole interval of the share of the
+    runs' gain that their last window added lies within ``±level_within``; else what :func:`late_verdict` says."""
+    if share is not None and -level_within <= float(share.low) and float(share.high) <= level_within:
+        return "levelled off"
+    return late_verdict(late, direction)
+
+
+def _verdict(a: _Analysis, key: tuple[str, str]) -> str:
+    share = a.share.get(key)
+    return level_verdict(a.late[key][0], share[0] if share else None, a.direction, a.data.level_within)
+
+
+def fmt_percent_interval(iv: stats.Interval) -> str:
+    """A share's interval in percent: ``1.2% [0.8%, 1.6%]``."""
+    return f"{fmt(100 * iv.point)}% [{fmt(100 * iv.low)}%, {fmt(100 * iv.high)}%]"
 
 
 def late_verdict(iv: stats.Interval, direction: int) -> str:
@@ -325,6 +355,8 @@ def _what_was_run(a: _Analysis) -> list[str]:
              "## What was run", "",
              f"- Score of a run: `{d.metric}` ({direction}), averaged over the last "
              f"{fmt(100 * d.final_fraction)}% of its env steps (at least its last logged value).",
+             f"- Levelled off: the last {fmt(100 * d.final_fraction)}% of a configuration's env steps added less than "
+             f"{fmt(100 * d.level_within)}% of its runs' whole gain, the whole interval (`score.level_within`).",
              f"- Intervals: {fmt(100 * d.confidence)}% stratified bootstrap percentile intervals "
              f"({d.reps} resamples of the seeds within each env, seed {d.seed}).",
              f"- Cells: {len(d.cells)} ({sum(s.excluded is None for s in a.scored)} scored); "
@@ -409,23 +441,32 @@ def _results(a: _Analysis) -> list[str]:
 def _late_section(a: _Analysis) -> list[str]:
     d = a.data
     pct, share = fmt(100 * d.confidence), fmt(100 * d.final_fraction)
+    tol = fmt(100 * d.level_within)
     lines = ["## Still improving at the end?", "",
              f"Each run's change at the end of its budget: its final score (the last {share}% of its env steps) "
              f"minus its mean over the {share}% before, in raw units; the {pct}% interval is a stratified bootstrap "
-             "of the seeds' mean change. *Still improving*: the whole interval lies on the better side of 0, so the "
-             "scores above are at this budget, not where the curves level off. *No change detected*: 0 is inside "
-             "the interval; the curve may still move by less than the interval's width.", ""]
+             "of the seeds' mean change. The same change as a share of the run's whole gain (its final score minus "
+             "its first logged value; runs that gained nothing are left out of it). "
+             f"*Levelled off*: the whole interval of that share lies within ±{tol}% (`score.level_within`): the "
+             "curves may still creep, but the scores above are near where they end at these settings. Otherwise: "
+             "*still improving* when the whole interval of the change lies on the better side of 0, so the scores "
+             "above are at this budget, not where the curves level off; *no change detected* when 0 is inside it "
+             "(the curve may still move by less than the interval's width); *getting worse* when it lies on the "
+             "worse side.", ""]
     rows = []
     for env in a.envs:
         for conf in a.configurations:
             found = a.late.get((conf, env))
             if found is None:
-                rows.append([conf, env, 0, "no data", "–", "–"])
+                rows.append([conf, env, 0, "no data", "–", "–", "–"])
                 continue
             iv, better, n = found
-            rows.append([conf, env, n, fmt_interval(iv), f"{better} of {n}", late_verdict(iv, a.direction)])
+            gained = a.share.get((conf, env))
+            share_text = "–" if gained is None else fmt_percent_interval(gained[0]) + (
+                f" ({gained[1]} without a gain left out)" if gained[1] else "")
+            rows.append([conf, env, n, fmt_interval(iv), f"{better} of {n}", share_text, _verdict(a, (conf, env))])
     lines += _table(["configuration", "env", "seeds", f"change over the last {share}% [{pct}% CI]",
-                     "runs improving", "verdict"], rows)
+                     "runs improving", f"share of the whole gain [{pct}% CI]", "verdict"], rows)
     return lines + [""]
 
 
@@ -492,13 +533,21 @@ def caveats(a: _Analysis) -> list[str]:
                    "by worker: each worker's doc).")
     share = fmt(100 * d.final_fraction)
     rising = [f"{c} on {e} ({fmt_interval(iv)}, {better} of {n} runs)" for (c, e), (iv, better, n) in a.late.items()
-              if late_verdict(iv, a.direction) == "still improving"]
+              if _verdict(a, (c, e)) == "still improving"]
     if rising:
         out.append(f"Still improving at the end: {'; '.join(rising)} over the last {share}% of the env steps: "
                    "these scores are at this budget, not where the curves level off; a larger budget may change "
                    "them and any ranking.")
+    levelled = [f"{c} on {e} ({fmt_percent_interval(a.share[(c, e)][0])} of the gain; the change "
+                f"{fmt_interval(iv)}, {better} of {n} runs up)" for (c, e), (iv, better, n) in a.late.items()
+                if _verdict(a, (c, e)) == "levelled off"]
+    if levelled:
+        out.append(f"Levelled off, not flat: {'; '.join(levelled)}. The last {share}% of the env steps added less than "
+                   f"{fmt(100 * d.level_within)}% of the runs' whole gain (score.level_within), so these scores are "
+                   "near where the curves end at these settings; a curve that still creeps may gain a little more "
+                   "with a larger budget, and a ranking closer than that is not settled by this budget.")
     level = [f"{c} on {e}" for (c, e), (iv, _, _) in a.late.items()
-             if late_verdict(iv, a.direction) == "no change detected"]
+             if _verdict(a, (c, e)) == "no change detected"]
     if level:
         out.append(f"No change detected at the end ({', '.join(level)}): the change over the last {share}% lies "
                    "within its interval (\"Still improving at the end?\"); a slower rise than that is not excluded.")
@@ -555,7 +604,7 @@ def shared_curves(curves: list[tuple[tuple[float, ...], tuple[float, ...]]]) -> 
 
 # -- scores.csv, marl_eval.json ----------------------------------------------------------------------
 FIXED_COLUMNS = ("cell_id", "configuration", "env", "seed", "status", "run_id", "final_score", "env_steps",
-                 "late_change")
+                 "late_change", "gain")
 
 
 def _number(value: float | None) -> str:
@@ -567,7 +616,8 @@ def _number(value: float | None) -> str:
 
 
 def render_csv(a: _Analysis) -> str:
-    """One row per cell; ``final_score`` and ``late_change`` only where the cell counts (completed with a score)."""
+    """One row per cell; ``final_score``, ``late_change`` and ``gain`` only where the cell counts (completed with a
+    score)."""
     names = _unique([k for s in a.scored for k in s.cell.settings])
     header = list(FIXED_COLUMNS) + [f"setting.{n}" if n in FIXED_COLUMNS else n for n in names]
     buffer = io.StringIO()
@@ -579,6 +629,7 @@ def render_csv(a: _Analysis) -> str:
                          _number(r.final_score if r is not None and s.excluded is None else None),
                          _number(r.env_steps if r is not None else None),
                          _number(r.late_change if r is not None and s.excluded is None else None),
+                         _number(r.gain if r is not None and s.excluded is None else None),
                          *[_json_value(c.settings[n]) if n in c.settings else "" for n in names]])
     return buffer.getvalue()
 

@@ -37,6 +37,7 @@ def report_input(exp: Experiment, home: Path | str | None = None) -> ReportInput
     return ReportInput(name=exp.name, spec=spec, cells=out, metric=score.get("metric", "episode_return_mean"),
                        higher_is_better=bool(score.get("higher_is_better", True)), normalisation=normalise or None,
                        final_fraction=float(score.get("final_fraction", 0.1)),
+                       level_within=float(score.get("level_within", 0.02)),
                        reps=int(report.get("reps", 2000)), confidence=float(report.get("confidence", 0.95)),
                        seed=int(report.get("seed", 0)))
 

@@ -33,6 +33,8 @@ class RunResult:
     env_family: str | None = None
     #: the final window's mean minus the mean of the window just before it (:func:`late_change`); None: no curve
     late_change: float | None = None
+    #: the final window's mean minus the first window's (:func:`whole_gain`); None: too few points
+    gain: float | None = None
 
 
 def final_window(xs: tuple[float, ...], ys: tuple[float, ...], final_fraction: float) -> list[float]:
@@ -61,6 +63,16 @@ def late_change(xs: tuple[float, ...], ys: tuple[float, ...], final_fraction: fl
     if not final or not before:
         return None
     return math.fsum(final) / len(final) - math.fsum(before) / len(before)
+
+
+def whole_gain(xs: tuple[float, ...], ys: tuple[float, ...], final_fraction: float) -> float | None:
+    """How far a run came: the mean metric over its final window (as :func:`final_window`) minus its first
+    logged value (what it scored before it had learned much; a window at the start would begin later in
+    training the larger the budget). None with fewer than two points, or ``final_fraction`` 0 or above 0.5."""
+    if len(xs) < 2 or not 0.0 < final_fraction <= 0.5:
+        return None
+    final = final_window(xs, ys, final_fraction)
+    return math.fsum(final) / len(final) - ys[0]
 
 
 def _read(run: RunDir) -> tuple[RunCurves, dict[str, Any] | None]:
@@ -106,7 +118,8 @@ def run_result(run_dir: "RunDir | Path | str", metric: str = "episode_return_mea
                      worker=_text(manifest.get("worker")), versions=_versions(manifest.get("versions")),
                      env_family=_text((manifest.get("env") or {}).get("family")
                                       if isinstance(manifest.get("env"), dict) else None),
-                     late_change=late_change(xs, ys, final_fraction) if ys else None)
+                     late_change=late_change(xs, ys, final_fraction) if ys else None,
+                     gain=whole_gain(xs, ys, final_fraction))
 
 
 def _fallback_score(metric: str, manifest: dict[str, Any], terminal: dict[str, Any] | None,

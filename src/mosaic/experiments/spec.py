@@ -68,6 +68,9 @@ class Score:
     metric: str = "episode_return_mean"
     higher_is_better: bool = True
     final_fraction: float = 0.1
+    #: a report calls a configuration's curves levelled off when their last ``final_fraction`` of env steps added
+    #: less than this share of their whole gain (the whole interval)
+    level_within: float = 0.02
 
 
 @dataclass(frozen=True)
@@ -307,7 +310,7 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> Experimen
     if continue_from is not None and continue_from == name:
         raise UserError(f"continue_from: {name!r} is this experiment; allowed: an earlier experiment's name")
     score_in = _object(data.get("score", {}), "score")
-    _keys(score_in, ("metric", "higher_is_better", "final_fraction"), "score.")
+    _keys(score_in, ("metric", "higher_is_better", "final_fraction", "level_within"), "score.")
     metric = score_in.get("metric", Score.metric)
     if not isinstance(metric, str) or not metric:
         raise UserError(f"score.metric: expected a metric name such as episode_return_mean, got {metric!r}")
@@ -315,7 +318,9 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> Experimen
     if not isinstance(hib, bool):
         raise UserError(f"score.higher_is_better: expected true or false, got {hib!r}")
     score = Score(metric, hib, float(_number(score_in.get("final_fraction", 0.1), "score.final_fraction",
-                                             low=0.0, high=1.0)))
+                                             low=0.0, high=1.0)),
+                  float(_number(score_in.get("level_within", Score.level_within), "score.level_within",
+                                low=0.0, high=1.0)))
     normalise: dict[str, tuple[float, float]] = {}
     for env, pair in _object(data.get("normalise", {}), "normalise").items():
         pair = _object(pair, f"normalise.{env}")
