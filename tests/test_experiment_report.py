@@ -308,7 +308,7 @@ def test_curves_that_level_off_are_told_from_curves_still_rising(tmp_path):
     assert (row["runs improving"], row["verdict"]) == ("6 of 6", "levelled off")
     caveats = markdown.split("## What these numbers do not support")[1]
     assert "Levelled off, not flat: saturating on e" in caveats and "Still improving at the end" not in caveats
-    assert "added less than 2% of its runs' whole gain" in markdown
+    assert "added less than 2% of the runs' whole gain (the whole 95% interval" in markdown
     strict = write_report(tmp_path / "strict", report_input(cells, normalisation=None, level_within=0.005)).read_text()
     assert table_after(strict, "## Still improving at the end?")[0]["verdict"] == "still improving"
     assert "Still improving at the end: saturating on e" in strict

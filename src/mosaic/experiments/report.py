@@ -355,8 +355,9 @@ def _what_was_run(a: _Analysis) -> list[str]:
              "## What was run", "",
              f"- Score of a run: `{d.metric}` ({direction}), averaged over the last "
              f"{fmt(100 * d.final_fraction)}% of its env steps (at least its last logged value).",
-             f"- Levelled off: the last {fmt(100 * d.final_fraction)}% of a configuration's env steps added less than "
-             f"{fmt(100 * d.level_within)}% of its runs' whole gain, the whole interval (`score.level_within`).",
+             f"- Levelled off: the last {fmt(100 * d.final_fraction)}% of the env steps added less than "
+             f"{fmt(100 * d.level_within)}% of the runs' whole gain (the whole {fmt(100 * d.confidence)}% interval of "
+             "the seeds' mean share; `score.level_within`).",
              f"- Intervals: {fmt(100 * d.confidence)}% stratified bootstrap percentile intervals "
              f"({d.reps} resamples of the seeds within each env, seed {d.seed}).",
              f"- Cells: {len(d.cells)} ({sum(s.excluded is None for s in a.scored)} scored); "
