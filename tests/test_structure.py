@@ -11,6 +11,7 @@ inside functions count, imports only for type checkers do not.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -38,22 +39,24 @@ def module_name(path: Path, base: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _type_checking_only(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
-    while node in parents:
-        node = parents[node]
+def _type_checking_nodes(tree: ast.AST) -> set[ast.AST]:
+    """The nodes inside an ``if TYPE_CHECKING:`` block (imports there are only for type checkers)."""
+    guarded: set[ast.AST] = set()
+    for node in ast.walk(tree):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            return True
-    return False
+            for child in node.body:  # an ``else:`` branch runs
+                guarded.update(ast.walk(child))
+    return guarded
 
 
 def imports_of(path: Path, name: str) -> set[str]:
     """Every module ``path`` imports (absolute dotted names), lazy ones included."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    guarded = _type_checking_nodes(tree)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
-        if _type_checking_only(node, parents):
+        if node in guarded:
             continue
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
@@ -69,12 +72,18 @@ def imports_of(path: Path, name: str) -> set[str]:
     return found
 
 
-def core_graph() -> dict[str, set[str]]:
+@functools.lru_cache(maxsize=1)
+def _core_graph() -> dict[str, frozenset[str]]:
     modules = {module_name(p, SRC): p for p in (SRC / "mosaic").rglob("*.py") if "proto" not in p.parts}
     graph = {}
     for name, path in modules.items():
-        graph[name] = {m for m in imports_of(path, name) if m in modules and m != name}
+        graph[name] = frozenset(m for m in imports_of(path, name) if m in modules and m != name)
     return graph
+
+
+def core_graph() -> dict[str, set[str]]:
+    """Module -> the core modules it imports, read once a session (a fresh copy for each caller)."""
+    return {name: set(targets) for name, targets in _core_graph().items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -110,6 +119,15 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         if v not in index:
             visit(v)
     return out
+
+
+def test_imports_are_read_with_lazy_ones_and_without_those_for_type_checkers(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("import a.b\nfrom typing import TYPE_CHECKING\nfrom . import sibling\n"
+                      "if TYPE_CHECKING:\n    import only.typed\nelse:\n    import at.runtime\n"
+                      "def f():\n    from c import d\n", encoding="utf-8")
+    assert imports_of(source, "pkg.m") == {"a.b", "typing", "typing.TYPE_CHECKING", "pkg", "pkg.sibling",
+                                           "at.runtime", "c", "c.d"}
 
 
 def test_no_import_circle_inside_the_core():
