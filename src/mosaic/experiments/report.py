@@ -295,6 +295,11 @@ def fmt(value: Any) -> str:
     return "0" if text in ("-0", "0") else text
 
 
+def _steps(value: float) -> str:
+    """A count of env steps, whole (``1224000``, not ``1.224e+06``)."""
+    return str(int(value)) if float(value).is_integer() else fmt(value)
+
+
 def fmt_interval(iv: stats.Interval) -> str:
     return f"{fmt(iv.point)} [{fmt(iv.low)}, {fmt(iv.high)}]"
 
@@ -521,7 +526,7 @@ def caveats(a: _Analysis) -> list[str]:
         out.append(f"Probability of improvement: the intervals of {'; '.join(undecided)} include 0.5: "
                    "neither is shown to tend to outscore the other.")
     def joined(before: tuple[tuple[Path, float | None], ...]) -> str:
-        return ", ".join(f"{Path(p).name} at {'?' if x is None else fmt(x)} env steps" for p, x in before)
+        return ", ".join(f"{Path(p).name} at {'?' if x is None else _steps(x)} env steps" for p, x in before)
 
     continued = [f"{s.cell.cell_id} (from {joined(s.cell.before)})" for s in a.scored
                  if s.cell.before and s.excluded is None]
