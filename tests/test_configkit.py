@@ -89,3 +89,26 @@ def test_upstream_param_with_a_none_default():
     assert optional.schema() == {"default": None, "type": ["number", "null"]}
     with pytest.raises(ConfigError, match=r"^f: 'x' is not a number or null \(Lib's default is None\)$"):
         optional.check("x", "f")
+
+
+@dataclass
+class Sections:
+    merged: Inner = option(default_factory=lambda: Inner(name="b"), merge=True, help="keys left out keep 'b'")
+    replaced: Inner = option(default_factory=lambda: Inner(name="b"), help="keys left out take Inner's defaults")
+
+
+def test_a_merged_section_given_in_part_keeps_its_own_defaults_for_the_rest():
+    config = configkit.from_dict(Sections, {"merged": {"rate": 0.25}, "replaced": {"rate": 0.25}})
+    assert config.merged == Inner(name="b", rate=0.25) and config.replaced == Inner(name="a", rate=0.25)
+    assert configkit.from_dict(Sections, {}).merged == Inner(name="b")
+    with pytest.raises(ConfigError) as err:  # the given keys are still checked, with their paths
+        configkit.from_dict(Sections, {"merged": {"rate": 2.0}})
+    assert err.value.field == "merged.rate"
+    schema = configkit.json_schema(Sections)["properties"]
+    assert schema["merged"]["properties"]["name"]["default"] == "b"  # what a key left out becomes
+    assert schema["replaced"]["properties"]["name"]["default"] == "a"
+    assert schema["merged"]["default"] == schema["replaced"]["default"] == {"name": "b", "rate": 0.5}
+    lines = configkit.explain(Sections)
+    assert "merged.name = 'b': a name (one of a, b)" in lines and "replaced.name = 'a': a name (one of a, b)" in lines
+    with pytest.raises(TypeError, match="default_factory"):
+        option(Inner(), merge=True)

@@ -270,6 +270,50 @@ def test_every_refused_shared_field_is_refused_by_name_through_the_worker(name, 
             assert line.startswith(f"mosaic: error: {path}: ") and refused[path] in line, (path, line)
 
 
+#: Shared sections whose keys do not depend on each other: a section given in part keeps the worker's defaults for
+#: the rest (an env section is not one: its family decides its ids).
+INDEPENDENT_SECTIONS = ("resources", "reporting", "checkpoint")
+#: The key given alone, by section (another where a worker refuses it): each leaves the interesting keys out.
+KEY_GIVEN = {"resources": ("cpus",), "reporting": ("heartbeat_interval_s",), "checkpoint": ("every_timesteps",)}
+
+
+@pytest.mark.parametrize("name", WORKERS.names())
+def test_a_shared_section_given_in_part_keeps_the_workers_defaults_for_the_rest(name, documents, monkeypatch):
+    """For every worker and each of its shared sections: one key given alone (``resources: {cpus: 1}``); the
+    worker's own interpreter normalises the config, and every other key of the section keeps the section's
+    default as the worker describes it (``resources.threads`` stays 1 where the worker makes that its default:
+    before, giving ``cpus`` alone gave torch every core)."""
+    from mosaic.host.launcher import validate_configs
+    from mosaic.testing.stub_llm_server import StubServer
+
+    document = documents[name]
+    refused = set(document["shared_fields"]["refused"])
+    properties = document["config_schema"]["properties"]
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    with StubServer(["ACTION: done"]) as server:
+        base = dict(document["default_config"])
+        if isinstance(base.get("model"), dict):
+            base["model"] = {**base["model"], "base_url": server.base_url}
+        cases = []
+        for section in INDEPENDENT_SECTIONS:
+            schema = properties.get(section)
+            if schema is None or not isinstance(schema.get("default"), dict):
+                continue
+            keys = [k for k in schema["default"] if f"{section}.{k}" not in refused and k != "restore_from"]
+            if not keys:
+                continue
+            key = next((k for k in KEY_GIVEN[section] if k in keys), keys[0])
+            value = _other_value(_leaf(document["config_schema"], f"{section}.{key}"), schema["default"][key])
+            config = {k: v for k, v in json.loads(json.dumps(base)).items() if k != section}
+            cases.append((section, key, value, {**config, section: {key: value}}))
+        assert cases, f"{name} describes none of {INDEPENDENT_SECTIONS}"
+        answers = validate_configs(WORKERS.get(name), [config for *_, config in cases])
+    for (section, key, value, _), answer in zip(cases, answers):
+        assert isinstance(answer, dict), (section, key, value, answer)
+        expected = {**properties[section]["default"], key: value}
+        assert answer[section] == expected, (section, key, value)
+
+
 def _leaf_value(config: dict, path: str):
     node = config
     for part in path.split("."):

@@ -21,9 +21,18 @@ _MISSING = dataclasses.MISSING
 
 
 def option(default: Any = _MISSING, *, help: str = "", choices: tuple | None = None,
-           min: float | None = None, max: float | None = None, default_factory: Any = _MISSING) -> Any:
-    """A dataclass field carrying its own documentation and constraints."""
-    meta = {"help": help, "choices": choices, "min": min, "max": max}
+           min: float | None = None, max: float | None = None, default_factory: Any = _MISSING,
+           merge: bool = False) -> Any:
+    """A dataclass field carrying its own documentation and constraints.
+
+    ``merge``: for a section (a dataclass field) whose default instance differs from its class's defaults
+    (``Resources(threads=1)``): a section given in part is laid over that instance, so the keys left out keep
+    the section's defaults (``resources: {cpus: 1}`` keeps ``threads: 1``). Not for sections whose keys depend
+    on each other (an env's family and its ids).
+    """
+    if merge and default_factory is _MISSING:
+        raise TypeError("option(merge=True) needs a default_factory: the section's default instance")
+    meta = {"help": help, "choices": choices, "min": min, "max": max, "merge": merge}
     if default_factory is not _MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -133,7 +142,10 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
     for name, f in fields.items():
         field_path = f"{prefix}{name}"
         if name in data:
-            value = _convert(data[name], hints[name], field_path)
+            given = data[name]
+            if f.metadata.get("merge") and isinstance(given, Mapping):
+                given = {**to_dict(f.default_factory()), **given}  # type: ignore[misc]
+            value = _convert(given, hints[name], field_path)
         elif f.default is not _MISSING:
             value = f.default
         elif f.default_factory is not _MISSING:
@@ -158,17 +170,19 @@ def to_dict(obj: Any) -> Any:
     return obj
 
 
-def explain(cls: type, path: str = "") -> list[str]:
-    """One line per field: path, type, default and help, for ``--help-config``."""
+def explain(cls: type, path: str = "", defaults: Any = None) -> list[str]:
+    """One line per field: path, type, default and help, for ``--help-config``. ``defaults``: an instance of
+    ``cls`` whose values are the defaults (a section declared with ``merge``)."""
     lines = []
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         field_path = f"{path}.{f.name}" if path else f.name
         tp = hints[f.name]
         if dataclasses.is_dataclass(tp):
-            lines.extend(explain(tp, field_path))
+            lines.extend(explain(tp, field_path, f.default_factory() if f.metadata.get("merge") else None))
             continue
-        default = (f.default if f.default is not _MISSING else
+        default = (getattr(defaults, f.name) if defaults is not None else
+                   f.default if f.default is not _MISSING else
                    f.default_factory() if f.default_factory is not _MISSING else "(required)")
         extra = []
         if f.metadata.get("choices"):
@@ -228,6 +242,9 @@ def _object_schema(cls: type) -> dict[str, Any]:
             schema["default"] = to_dict(f.default)
         elif f.default_factory is not _MISSING:
             schema["default"] = to_dict(f.default_factory())
+            if meta.get("merge"):  # a key left out of the section keeps the section's default
+                schema["properties"] = {k: {**v, "default": schema["default"][k]} if k in schema["default"] else v
+                                        for k, v in schema["properties"].items()}
         else:
             required.append(f.name)
         if meta.get("choices"):  # None (when allowed) is not checked against the choices

@@ -204,7 +204,7 @@ class JumanjiConfig(RunConfig):
     total_timesteps: int | None = option(100_000, min=1,
                                          help="env steps; rounded up to whole epochs of n_steps × num_envs × "
                                               "num_learner_steps_per_epoch; null = 100000")
-    resources: Resources = option(default_factory=lambda: Resources(threads=1),
+    resources: Resources = option(merge=True, default_factory=lambda: Resources(threads=1),
                                   help="XLA's CPU threads (default 1), CPUs, and GPUs (JAX's GPU backend)")
     n_steps: int | None = option(None, min=1, help="steps of each env per learner step; default: the env yaml's")
     num_learner_steps_per_epoch: int | None = option(None, min=1, help="learner steps per epoch (one metrics "

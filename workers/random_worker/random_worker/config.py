@@ -46,7 +46,7 @@ class RandomWorkerConfig(RunConfig):
     algorithm: str = option("random", help="always 'random'")
     environment: EnvironmentConfig = option(default_factory=EnvironmentConfig, help="the PettingZoo env to play")
     total_timesteps: int | None = option(2_000, min=1, help="env steps to play (one AEC move = one step)")
-    reporting: Reporting = option(default_factory=lambda: Reporting(every_timesteps=500),
+    reporting: Reporting = option(merge=True, default_factory=lambda: Reporting(every_timesteps=500),
                                   help="metrics and heartbeat cadence")
     max_episode_steps: int | None = option(None, min=1, help="cut episodes longer than this")
     step_delay_s: float = option(0.0, min=0.0, max=10.0, help="sleep after each step (demos, tests)")

@@ -223,9 +223,9 @@ class RayWorkerConfig(WandbTracking, RunConfig):
                                               f"null = {DEFAULT_TOTAL_TIMESTEPS}")
     num_envs: int | None = option(None, min=1, help="vectorised envs per env runner (RLlib's "
                                                     f"num_envs_per_env_runner, at most {MAX_NUM_ENVS}); null = 1")
-    checkpoint: Checkpointing = option(default_factory=lambda: Checkpointing(keep=3),
+    checkpoint: Checkpointing = option(merge=True, default_factory=lambda: Checkpointing(keep=3),
                                        help="checkpoints and resume (keeps the newest 3 periodic ones)")
-    resources: Resources = option(default_factory=lambda: Resources(threads=1),
+    resources: Resources = option(merge=True, default_factory=lambda: Resources(threads=1),
                                   help="threads (torch threads of the worker process; default 1: more pays off "
                                        "only for large networks on an idle machine), CPUs and learner GPUs")
     policy_configuration: PolicyConfiguration = option(PolicyConfiguration.PARAMETER_SHARING,

@@ -192,7 +192,7 @@ class TianshouConfig(RunConfig):
                                          help="online: env steps; offline: gradient steps; null = 50000")
     num_envs: int | None = option(1, min=1, max=256, help="training envs stepped together (Tianshou's "
                                                           "DummyVectorEnv); null = 1")
-    resources: Resources = option(default_factory=lambda: Resources(threads=1),
+    resources: Resources = option(merge=True, default_factory=lambda: Resources(threads=1),
                                   help="threads: torch threads of the worker (default 1: these small networks "
                                        "run fastest on one; null = torch's default)")
     learner_seat: str | None = option(None, help="classic: the seat DQN learns in (e.g. player_2); the other plays "

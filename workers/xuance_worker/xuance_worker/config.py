@@ -202,8 +202,8 @@ class XuanCeConfig(RunConfig):
                                          help="env steps (a parallel step of all agents is one); null = "
                                               f"{DEFAULT_TOTAL_TIMESTEPS}")
     reporting: Reporting = option(default_factory=lambda: Reporting(every_timesteps=DEFAULT_REPORT_EVERY),
-                                  help="metrics (an 'iteration') every N env steps, and heartbeats")
-    resources: Resources = option(default_factory=lambda: Resources(threads=1),
+                                  help="metrics (an 'iteration') every N env steps, and heartbeats", merge=True)
+    resources: Resources = option(merge=True, default_factory=lambda: Resources(threads=1),
                                   help="torch threads of the worker (default 1: mosaic/workerkit/threads.py), CPUs")
     backend: str = option("torch", choices=("torch",),
                           help="XuanCe's dl_toolbox; only torch: XuanCe's TensorFlow and MindSpore backends are "
