@@ -5,6 +5,7 @@ The walk over installed workers runs each one's real ``--describe`` in its own i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -227,6 +228,19 @@ def _other_value(schema: dict, default):
     return "something_else"
 
 
+@contextlib.contextmanager
+def _runnable_default(document: dict, monkeypatch):
+    """A worker's default config, an LLM worker's model pointed at a local stub server (up while in use)."""
+    from mosaic.testing.stub_llm_server import StubServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    with StubServer(["ACTION: done"]) as server:
+        base = dict(document["default_config"])
+        if isinstance(base.get("model"), dict):
+            base["model"] = {**base["model"], "base_url": server.base_url}
+        yield base
+
+
 @pytest.mark.parametrize("name", WORKERS.names())
 def test_every_refused_shared_field_is_refused_by_name_through_the_worker(name, documents, monkeypatch):
     """For every worker and every field its map refuses: a value other than the default is refused naming the
@@ -235,16 +249,11 @@ def test_every_refused_shared_field_is_refused_by_name_through_the_worker(name, 
     ``--validate``, which exits 2."""
     from mosaic.host.launcher import validate_configs
     from mosaic.errors import UserError
-    from mosaic.testing.stub_llm_server import StubServer
 
     worker = WORKERS.get(name)
     document = documents[name]
     refused = document["shared_fields"]["refused"]
-    monkeypatch.setenv("OPENAI_API_KEY", "local")
-    with StubServer(["ACTION: done"]) as server:
-        base = dict(document["default_config"])
-        if isinstance(base.get("model"), dict):
-            base["model"] = {**base["model"], "base_url": server.base_url}
+    with _runnable_default(document, monkeypatch) as base:
         cases = []
         for path in refused:
             default = _leaf_value(base, path)
@@ -284,16 +293,11 @@ def test_a_shared_section_given_in_part_keeps_the_workers_defaults_for_the_rest(
     default as the worker describes it (``resources.threads`` stays 1 where the worker makes that its default:
     before, giving ``cpus`` alone gave torch every core)."""
     from mosaic.host.launcher import validate_configs
-    from mosaic.testing.stub_llm_server import StubServer
 
     document = documents[name]
     refused = set(document["shared_fields"]["refused"])
     properties = document["config_schema"]["properties"]
-    monkeypatch.setenv("OPENAI_API_KEY", "local")
-    with StubServer(["ACTION: done"]) as server:
-        base = dict(document["default_config"])
-        if isinstance(base.get("model"), dict):
-            base["model"] = {**base["model"], "base_url": server.base_url}
+    with _runnable_default(document, monkeypatch) as base:
         cases = []
         for section in INDEPENDENT_SECTIONS:
             schema = properties.get(section)
