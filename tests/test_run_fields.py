@@ -207,6 +207,8 @@ def test_the_contracts_new_worker_skeleton_is_a_complete_run_config():
     assert sorted([*fields.honoured, *fields.refused]) == sorted(SHARED_PATHS)
     config = config_class.from_dict({"run_id": "r", "algorithm": "PPO", "environment": {"env_id": "CartPole-v1"}})
     assert config.algorithm == "ppo" and config.seed == 1
+    given = config_class.from_dict({"run_id": "r", "algorithm": "ppo", "resources": {"cpus": 1}})
+    assert (given.resources.threads, given.resources.cpus) == (1, 1.0)  # the section's own default kept
     with pytest.raises(ConfigError) as err:
         config_class.from_dict({"run_id": "r", "algorithm": "ppo", "batch_size": 64})
     assert err.value.field == "batch_size"
