@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from mosaic.experiments.report import ReportCell, ReportInput
+from mosaic.experiments.spec import Score
 from mosaic.experiments.store import Attempt, Experiment
 from mosaic.runs import RunStore
 from mosaic.workerkit.run_fields import summarize
@@ -37,7 +38,7 @@ def report_input(exp: Experiment, home: Path | str | None = None) -> ReportInput
     return ReportInput(name=exp.name, spec=spec, cells=out, metric=score.get("metric", "episode_return_mean"),
                        higher_is_better=bool(score.get("higher_is_better", True)), normalisation=normalise or None,
                        final_fraction=float(score.get("final_fraction", 0.1)),
-                       level_within=float(score.get("level_within", 0.02)),
+                       level_within=float(score.get("level_within", Score.level_within)),
                        reps=int(report.get("reps", 2000)), confidence=float(report.get("confidence", 0.95)),
                        seed=int(report.get("seed", 0)))
 

@@ -33,7 +33,7 @@ class RunResult:
     env_family: str | None = None
     #: the final window's mean minus the mean of the window just before it (:func:`late_change`); None: no curve
     late_change: float | None = None
-    #: the final window's mean minus the first window's (:func:`whole_gain`); None: too few points
+    #: the final window's mean minus the first logged value (:func:`whole_gain`); None: too few points
     gain: float | None = None
 
 
