@@ -63,6 +63,38 @@ def quiet() -> None:
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
 
+#: Tianshou's modules whose numba functions it compiles whenever a policy, a vector buffer or a prioritised
+#: buffer is built (returns, buffer indices, segment trees): about 7 CPU-seconds in every process.
+NUMBA_MODULES = ("tianshou.algorithm.algorithm_base", "tianshou.data.buffer.manager", "tianshou.data.utils.segtree")
+
+
+def cache_numba_functions() -> list[Any]:
+    """Turn on numba's own on-disk cache for Tianshou's jitted functions, before anything compiles them.
+
+    Tianshou declares them ``@njit`` without ``cache=True``, so each process compiled them afresh. With the
+    cache (what ``cache=True`` switches on: the dispatcher's ``enable_caching``), the first process in an
+    environment compiles them and writes numba's cache files beside Tianshou's sources (``__pycache__``, or
+    numba's user-wide folder where that is read-only); later processes load the same machine code. Numba keys
+    the cache by the source file, the argument types and the CPU, and recompiles when any differs. A function
+    numba cannot cache anywhere compiles as before. Returns the dispatchers (``.stats`` counts hits)."""
+    import importlib
+
+    from numba.core.caching import NullCache
+    from numba.core.dispatcher import Dispatcher
+
+    found: dict[int, Any] = {}
+    for name in NUMBA_MODULES:
+        for value in vars(importlib.import_module(name)).values():
+            if isinstance(value, Dispatcher) and id(value) not in found:
+                found[id(value)] = value
+                if isinstance(value._cache, NullCache):  # not cached yet (Tianshou's own declaration)
+                    try:
+                        value.enable_caching()
+                    except RuntimeError:  # no folder numba can write its cache to: compile per process
+                        pass
+    return list(found.values())
+
+
 def seed_everything(seed: int) -> None:
     import numpy as np
     import torch
@@ -73,7 +105,9 @@ def seed_everything(seed: int) -> None:
 
 def build_algorithm(config: TianshouConfig, spaces: algorithms.Spaces, expert_buffer: Any = None) -> Any:
     """The Tianshou algorithm; for a classic game, Tianshou's multi-agent one with it in the learner's seat.
-    ``expert_buffer``: an imitation algorithm's expert data (gail; None when only its policy is needed)."""
+    ``expert_buffer``: an imitation algorithm's expert data (gail; None when only its policy is needed).
+    Every path that builds a policy or a buffer comes here first, so numba's cache is on before they compile."""
+    cache_numba_functions()
     policy_kw, algo_kw = config.split_params()
     extra = {"expert_buffer": expert_buffer} if config.algo.expert_data else {}
     algo = algorithms.BUILDERS[config.algorithm](spaces, list(config.hidden_sizes), config.learning_rate,
