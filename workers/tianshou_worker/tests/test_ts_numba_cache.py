@@ -1,21 +1,26 @@
 """Tianshou compiles its numba functions in every process; the worker turns numba's on-disk cache on for them.
 
-Two real processes in the worker's environment build what compiles them (a policy's return functions, a vector
+Real processes in the worker's environment build what compiles them (a policy's return functions, a vector
 buffer's index functions, a prioritised buffer's segment tree), with NUMBA_CACHE_DIR set to a fresh folder so
-that the first has nothing to load: the first compiles and saves every function, the second loads every one.
+that the first has nothing to load: the first compiles and saves every function, the second loads every one,
+and a third, started while the test holds a cache folder's lock, waits for it before it loads.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
+
+LOCK_NAME = "mosaic-numba-cache.lock"  # tianshou_worker.numba_cache.LOCK_NAME (not importable here)
 
 BUILD = """
 import json
-from tianshou_worker.runtime import cache_numba_functions
+from tianshou_worker.numba_cache import cache_numba_functions
 found = cache_numba_functions()
 import numpy as np
 from tianshou.algorithm.algorithm_base import Policy
@@ -30,11 +35,27 @@ print(json.dumps({f"{d.py_func.__module__}.{d.py_func.__name__}": {
 """
 
 
-def _build(python: Path, cache: Path) -> dict[str, dict]:
+def _start(python: Path, cache: Path) -> subprocess.Popen:
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
-    proc = subprocess.run([str(python), "-c", BUILD], capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return subprocess.Popen([str(python), "-c", BUILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+
+
+def _result(proc: subprocess.Popen) -> dict[str, dict]:
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _build(python: Path, cache: Path) -> dict[str, dict]:
+    return _result(_start(python, cache))
+
+
+def _waits_for_lock(pid: int, lock: Path) -> bool:
+    """Whether process ``pid`` is blocked on a ``flock`` of ``lock`` (a waiter's line in /proc/locks: ``->``)."""
+    inode = os.stat(lock).st_ino
+    return any(line.split()[1] == "->" and line.split()[5] == str(pid) and line.split()[6].endswith(f":{inode}")
+               for line in Path("/proc/locks").read_text().splitlines() if len(line.split()) > 6)
 
 
 #: What the worker's start-up compiled in every process: a policy's returns, a vector buffer's indices, a
@@ -57,11 +78,23 @@ def test_the_second_process_loads_every_jitted_function_the_first_compiled(tians
     for name, seen in second.items():
         assert seen["misses"] == 0 and seen["hits"] == first[name]["compiled"], (name, "compiled again", seen)
 
+    # loads and saves hold the folder's lock: a process that would load waits while another holds it
+    lock = Path(first["tianshou.algorithm.algorithm_base._gae"]["path"]) / LOCK_NAME
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        third = _start(python, cache)
+        deadline = time.monotonic() + 240
+        while not _waits_for_lock(third.pid, lock):
+            assert third.poll() is None, ("it ended without waiting for the lock", third.communicate())
+            assert time.monotonic() < deadline, "the third process never waited for the lock"
+            time.sleep(0.05)
+    assert _result(third) == second  # let go, it loads everything
+
 
 def test_every_tianshou_module_with_numba_functions_is_listed(tianshou_env):
     """A Tianshou that jits in another module would compile it per process again: NUMBA_MODULES must name it."""
     python = tianshou_env / "bin" / "python"
-    listed = subprocess.run([str(python), "-c", "import json; from tianshou_worker.runtime import NUMBA_MODULES; "
+    listed = subprocess.run([str(python), "-c", "import json; from tianshou_worker.numba_cache import NUMBA_MODULES; "
                              "print(json.dumps(NUMBA_MODULES))"], capture_output=True, text=True, timeout=120)
     assert listed.returncode == 0, listed.stderr[-2000:]
     (package,) = (tianshou_env / "lib").glob("python3.*/site-packages/tianshou")

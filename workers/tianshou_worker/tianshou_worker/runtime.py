@@ -36,6 +36,7 @@ from mosaic.workerkit.threads import limit_torch_threads
 from mosaic.workerkit.cli import WorkerContext
 
 from tianshou_worker import algorithms
+from tianshou_worker.numba_cache import cache_numba_functions
 from tianshou_worker.config import TianshouConfig
 from tianshou_worker.envs import make_vector_env, probe_env
 from tianshou_worker.telemetry import Reporter, make_logger, observe_collector, observe_learner
@@ -61,38 +62,6 @@ def quiet() -> None:
     os.environ.setdefault("SDL_NO_SIGNAL_HANDLERS", "1")
     os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-
-
-#: Tianshou's modules whose numba functions it compiles whenever a policy, a vector buffer or a prioritised
-#: buffer is built (returns, buffer indices, segment trees): about 7 CPU-seconds in every process.
-NUMBA_MODULES = ("tianshou.algorithm.algorithm_base", "tianshou.data.buffer.manager", "tianshou.data.utils.segtree")
-
-
-def cache_numba_functions() -> list[Any]:
-    """Turn on numba's own on-disk cache for Tianshou's jitted functions, before anything compiles them.
-
-    Tianshou declares them ``@njit`` without ``cache=True``, so each process compiled them afresh. With the
-    cache (what ``cache=True`` switches on: the dispatcher's ``enable_caching``), the first process in an
-    environment compiles them and writes numba's cache files beside Tianshou's sources (``__pycache__``, or
-    numba's user-wide folder where that is read-only); later processes load the same machine code. Numba keys
-    the cache by the source file, the argument types and the CPU, and recompiles when any differs. A function
-    numba cannot cache anywhere compiles as before. Returns the dispatchers (``.stats`` counts hits)."""
-    import importlib
-
-    from numba.core.caching import NullCache
-    from numba.core.dispatcher import Dispatcher
-
-    found: dict[int, Any] = {}
-    for name in NUMBA_MODULES:
-        for value in vars(importlib.import_module(name)).values():
-            if isinstance(value, Dispatcher) and id(value) not in found:
-                found[id(value)] = value
-                if isinstance(value._cache, NullCache):  # not cached yet (Tianshou's own declaration)
-                    try:
-                        value.enable_caching()
-                    except RuntimeError:  # no folder numba can write its cache to: compile per process
-                        pass
-    return list(found.values())
 
 
 def seed_everything(seed: int) -> None:
