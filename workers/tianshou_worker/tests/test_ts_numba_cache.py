@@ -54,8 +54,8 @@ def _build(python: Path, cache: Path) -> dict[str, dict]:
 def _waits_for_lock(pid: int, lock: Path) -> bool:
     """Whether process ``pid`` is blocked on a ``flock`` of ``lock`` (a waiter's line in /proc/locks: ``->``)."""
     inode = os.stat(lock).st_ino
-    return any(line.split()[1] == "->" and line.split()[5] == str(pid) and line.split()[6].endswith(f":{inode}")
-               for line in Path("/proc/locks").read_text().splitlines() if len(line.split()) > 6)
+    rows = [line.split() for line in Path("/proc/locks").read_text().splitlines()]
+    return any(len(r) > 6 and r[1] == "->" and r[5] == str(pid) and r[6].endswith(f":{inode}") for r in rows)
 
 
 #: What the worker's start-up compiled in every process: a policy's returns, a vector buffer's indices, a
