@@ -331,6 +331,35 @@ def test_a_run_continued_from_a_checkpoint_is_read_with_the_runs_before_it(tmp_p
     assert "Continued from a checkpoint after an interruption: c000 (from a1 at 4000 env steps)" in markdown
 
 
+def test_a_continued_runs_chain_is_followed_through_an_earlier_experiments_runs(tmp_path):
+    """The cell's attempt continued from run old-a2 of an earlier experiment (continue_from), which itself had
+    continued from old-a1 after an interruption: the chain goes back to old-a1, which started from scratch, each
+    link cut at the checkpoint the next run started from; a chain that loops stops before visiting a run twice."""
+    from mosaic.experiments.reporting import _continued_from
+    from mosaic.experiments.store import Attempt
+    from mosaic.runs import write_json_atomic
+
+    store = RunStore(tmp_path / "home")
+    runs = {name: write_run(store, name, [(1000.0 * k, float(k)) for k in range(a, b)])
+            for name, a, b in (("old-a1", 1, 6), ("old-a2", 5, 11), ("new-a1", 9, 21))}
+
+    def link(run: str, checkpoint_at: int, restore_from: str = "") -> str:
+        path = str(runs[run] / "checkpoints" / f"checkpoint_{checkpoint_at}")
+        store.get(run).update_manifest(checkpoints=[{"path": path, "timesteps_total": checkpoint_at}])
+        write_json_atomic(runs[run] / "config.json", {"worker": "ray", "checkpoint": {"restore_from": restore_from}})
+        return path
+
+    first = link("old-a1", 4000)
+    second = link("old-a2", 8000, restore_from=first)
+    attempt = Attempt("new-a1", 1, "completed", restored_from=second)
+    assert _continued_from(store, [attempt]) == ((runs["old-a1"], 4000.0), (runs["old-a2"], 8000.0))
+    joined = run_result(runs["new-a1"], before=_continued_from(store, [attempt]))
+    assert joined.xs == tuple(1000.0 * k for k in range(1, 21)) and joined.ys[0] == 1.0
+    link("old-a1", 4000, restore_from=second)  # a loop: old-a1 said to start from old-a2's checkpoint
+    assert _continued_from(store, [attempt]) == ((runs["old-a1"], 4000.0), (runs["old-a2"], 8000.0))
+    assert _continued_from(store, [Attempt("new-a1", 1, "completed")]) == ()
+
+
 def test_report_states_what_was_run_and_what_is_not_supported(experiment, written):
     markdown = (written[0] / "report.md").read_text()
     runs = {row["configuration"]: row for row in table_after(markdown, "## What was run")}

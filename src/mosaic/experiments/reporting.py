@@ -44,10 +44,11 @@ def report_input(exp: Experiment, home: Path | str | None = None) -> ReportInput
 
 
 def _continued_from(store: RunStore, attempts: list[Attempt]) -> tuple[tuple[Path, float | None], ...]:
-    """The runs a cell's last attempt continued from (``restored_from`` in the journal), oldest first, each with
-    the env steps of the checkpoint the next attempt started from (None if its manifest does not say). A source
-    is an earlier attempt, or any run in the store (an earlier experiment's, ``continue_from``), whose own
-    journaled start is not known here: the chain ends with it."""
+    """The runs a cell's last attempt continued from, oldest first, each with the env steps of the checkpoint the
+    next one started from (None if its manifest does not say). A source is an earlier attempt (its start is
+    ``restored_from`` in the journal) or any run in the store, such as an earlier experiment's (``continue_from``;
+    its start is ``checkpoint.restore_from`` in its own config.json). The chain ends at a run that started from
+    scratch, at a checkpoint outside the run store, or where it would visit a run twice."""
     chain: list[tuple[Path, float | None]] = []
     restored, seen = attempts[-1].restored_from, {attempts[-1].run_id}
     while restored:
@@ -55,17 +56,26 @@ def _continued_from(store: RunStore, attempts: list[Attempt]) -> tuple[tuple[Pat
         source = next((a for a in attempts if store.exists(a.run_id)
                        and checkpoint.is_relative_to(store.path_for(a.run_id).resolve())), None)
         run_id = source.run_id if source is not None else _run_holding(store, checkpoint)
-        if run_id is None or (source is not None and source.run_id in seen):
-            break  # a checkpoint from outside the run store: nothing to join
+        if run_id is None or run_id in seen:
+            break  # a checkpoint from outside the run store (nothing to join), or a loop
         entries = store.get(run_id).read_manifest().get("checkpoints") or []
         steps = next((e.get("timesteps_total") for e in entries if isinstance(e, dict) and e.get("path")
                       and Path(e["path"]).resolve() == checkpoint), None)
         chain.append((store.path_for(run_id), float(steps) if isinstance(steps, (int, float)) else None))
-        if source is None:
-            break
-        seen.add(source.run_id)
-        restored = source.restored_from
+        seen.add(run_id)
+        restored = source.restored_from if source is not None else _restored_from(store, run_id)
     return tuple(reversed(chain))
+
+
+def _restored_from(store: RunStore, run_id: str) -> str:
+    """The checkpoint run ``run_id`` started from (its config's ``checkpoint.restore_from``), or ""."""
+    try:
+        config = store.get(run_id).read_config()
+    except (OSError, ValueError):
+        return ""
+    section = config.get("checkpoint") if isinstance(config, dict) else None
+    value = section.get("restore_from") if isinstance(section, dict) else None
+    return value if isinstance(value, str) else ""
 
 
 def _run_holding(store: RunStore, checkpoint: Path) -> str | None:
