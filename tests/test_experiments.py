@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -498,12 +499,37 @@ def test_continue_from_runs_an_experiments_cells_on_to_a_larger_budget(exp_home,
     assert joined.xs[0] == run_result(store.path_for("short-c000-a1")).xs[0] < alone.xs[0]
     assert joined.xs[-len(alone.xs):] == alone.xs and joined.xs[-1] > 100
 
+    # one report over both experiments (--with): their cells side by side, each scored as in its own report
+    report = run_cli("experiment", "report", "longer", "--with", "short", home=exp_home, timeout=300)
+    assert report.returncode == 0, report.stderr[-3000:]
+    folder = exp_home / "experiments" / "longer" / "report-with-short"
+    assert report.stdout.strip() == str(folder / "report.md")
+    rows = {r["cell_id"]: r for r in csv.DictReader((folder / "scores.csv").open())}
+    assert set(rows) == {"longer/c000", "longer/c001", "short/c000", "short/c001"}
+    assert {rows[c]["configuration"] for c in rows} == {"experiment=longer", "experiment=short"}  # both "default"
+    for name in ("longer", "short"):
+        if name == "short":
+            assert run_cli("experiment", "report", name, home=exp_home, timeout=300).returncode == 0
+        alone = {r["cell_id"]: r for r in csv.DictReader((exp_home / "experiments" / name / "report" / "scores.csv")
+                                                      .open())}
+        for cell, row in alone.items():
+            assert rows[f"{name}/{cell}"]["final_score"] == row["final_score"], (name, cell)
+    text = (folder / "report.md").read_text()
+    assert ("A joint report of 2 experiments: longer (2 cells), short (2 cells)" in text
+            and "Experiment short's spec" in text and "longer/c000 (from short-c000-a1 at 100 env steps)" in text)
+    shutil.copytree(exp_home / "experiments" / "short", exp_home / "experiments" / "short-lower")
+    spec_path = exp_home / "experiments" / "short-lower" / "spec.json"
+    spec_path.write_text(json.dumps({**json.loads(spec_path.read_text()), "score": {"higher_is_better": False}}))
+    for others, words in ((["short-lower"], "score.higher_is_better: experiment 'short-lower' has False and "
+                                            "'longer' has True; allowed: one value"),
+                          (["short", "longer"], "--with: experiment 'longer' is named twice")):
+        proc = run_cli("experiment", "report", "longer", *[a for o in others for a in ("--with", o)], home=exp_home)
+        assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
 
 def test_a_run_the_daemon_lists_but_whose_folder_is_gone_is_not_taken_for_a_cell(exp_home, tmp_path):
     """An experiment and its run folders deleted by hand, the daemon still listing the runs: the same spec again
     does not take the old run for its cell (a resume's rule); that attempt is refused naming why, the next runs."""
-    import shutil
-
     spec = _write(tmp_path / "g.json", _random_spec("gone", cells=1))
     first = run_cli("experiment", "run", str(spec), home=exp_home, timeout=300)
     assert first.returncode == 0, first.stderr[-3000:]

@@ -80,6 +80,8 @@ class ReportInput:
     final_fraction: float = 0.1  # a run's final score: its mean metric over this last part of its env steps
     #: a curve has levelled off when its last window adds less than this share of its whole gain (either way)
     level_within: float = 0.02
+    #: a joint report (``--with``): every experiment's spec by name, the first one's (also ``spec``) first
+    joined: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 # -- the numbers ------------------------------------------------------------------------------------
@@ -346,7 +348,7 @@ def _budgets(cells: list[ReportCell]) -> list[int | None]:
 def _versions_by_worker(a: _Analysis) -> dict[str, dict[tuple[tuple[str, str], ...], int]]:
     out: dict[str, dict[tuple[tuple[str, str], ...], int]] = {}
     for s in a.scored:
-        if s.result is not None and s.result.versions:
+        if s.result is not None and s.result.versions and s.cell.status not in ("pending", "queued"):
             worker = s.result.worker or s.cell.worker
             seen = out.setdefault(worker, {})
             seen[s.result.versions] = seen.get(s.result.versions, 0) + 1
@@ -367,6 +369,13 @@ def _what_was_run(a: _Analysis) -> list[str]:
              f"({d.reps} resamples of the seeds within each env, seed {d.seed}).",
              f"- Cells: {len(d.cells)} ({sum(s.excluded is None for s in a.scored)} scored); "
              f"envs: {', '.join(a.envs)}.", ""]
+    if d.joined:
+        names = list(d.joined)
+        counts = {n: sum(c.cell_id.startswith(f"{n}/") for c in d.cells) for n in names}
+        lines[-1:-1] = [f"- A joint report of {len(names)} experiments: "
+                        + ", ".join(f"{n} ({counts[n]} cells)" for n in names)
+                        + f". Cells are named EXPERIMENT/CELL; the score is the same in each; the intervals' "
+                        f"settings (resamples, confidence, seed) are {names[0]}'s."]
     rows = []
     for conf in a.configurations:
         cells = [c for c in d.cells if c.configuration == conf]
@@ -385,9 +394,12 @@ def _what_was_run(a: _Analysis) -> list[str]:
             for pins, count in sorted(versions[worker].items()):
                 lines.append(f"- {worker} ({count} run{'s' if count != 1 else ''}): "
                              + ", ".join(f"{p} {v}" for p, v in pins))
-    lines += ["", "<details><summary>The experiment's spec</summary>", "", "```json",
-              json.dumps(d.spec, indent=2, sort_keys=True, default=str), "```", "", "</details>", ""]
-    return lines
+    specs = d.joined or {"": d.spec}
+    for name, spec in specs.items():
+        title = f"Experiment {name}'s spec" if name else "The experiment's spec"
+        lines += ["", f"<details><summary>{title}</summary>", "", "```json",
+                  json.dumps(spec, indent=2, sort_keys=True, default=str), "```", "", "</details>"]
+    return lines + [""]
 
 
 def _metric_table(intervals: dict[str, dict[str, stats.Interval]], titles: dict[str, str],
@@ -531,8 +543,10 @@ def caveats(a: _Analysis) -> list[str]:
     continued = [f"{s.cell.cell_id} (from {joined(s.cell.before)})" for s in a.scored
                  if s.cell.before and s.excluded is None]
     if continued:
-        how = ("an interruption" if not d.spec.get("continue_from") else
-               f"an interruption, or of experiment {d.spec['continue_from']}'s run (continue_from)")
+        earlier = sorted({str(spec["continue_from"]) for spec in (d.spec, *d.joined.values())
+                          if spec.get("continue_from")})
+        how = ("an interruption" if not earlier else
+               f"an interruption, or of experiment {' or '.join(earlier)}'s run (continue_from)")
         out.append(f"Continued from a checkpoint after {how}: {'; '.join(continued)}. Each of these "
                    "curves joins the runs it continued at the checkpoint's env steps; a continued run "
                    "need not be the run an uninterrupted one would have been (what a checkpoint restores differs "

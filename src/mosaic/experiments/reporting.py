@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from mosaic.errors import UserError
 
 from mosaic.experiments.report import ReportCell, ReportInput
 from mosaic.experiments.spec import Score
@@ -41,6 +45,41 @@ def report_input(exp: Experiment, home: Path | str | None = None) -> ReportInput
                        level_within=float(score.get("level_within", Score.level_within)),
                        reps=int(report.get("reps", 2000)), confidence=float(report.get("confidence", 0.95)),
                        seed=int(report.get("seed", 0)))
+
+
+#: What must agree for runs of several experiments to be scored in one report: ReportInput field -> spec field.
+JOINT_SCORE = {"metric": "score.metric", "higher_is_better": "score.higher_is_better",
+               "final_fraction": "score.final_fraction", "level_within": "score.level_within",
+               "normalisation": "normalise"}
+
+
+def joint_report_input(exps: list[Experiment], home: Path | str | None = None) -> ReportInput:
+    """One report over several experiments' cells (``mosaic experiment report A --with B``), such as two libraries
+    run as two experiments at one budget. Their runs must be scored the same way (``JOINT_SCORE``); the intervals'
+    settings are the first experiment's. Cells are named ``EXPERIMENT/CELL``; a configuration label that two of
+    the experiments share gets ``experiment=NAME`` in front, so their runs stay apart."""
+    names = [e.name for e in exps]
+    twice = sorted(n for n, k in Counter(names).items() if k > 1)
+    if twice:
+        raise UserError(f"--with: experiment {twice[0]!r} is named twice; allowed: each experiment once")
+    inputs = [report_input(e, home) for e in exps]
+    first = inputs[0]
+    for other in inputs[1:]:
+        for name, spec_field in JOINT_SCORE.items():
+            if getattr(other, name) != getattr(first, name):
+                raise UserError(f"{spec_field}: experiment {other.name!r} has {getattr(other, name)!r} and "
+                                f"{first.name!r} has {getattr(first, name)!r}; allowed: one value for every "
+                                "experiment of a joint report (each run is scored the same way)")
+    shared = Counter(label for i in inputs for label in {c.configuration for c in i.cells})
+
+    def label(name: str, configuration: str) -> str:
+        if shared[configuration] == 1:
+            return configuration
+        return f"experiment={name}" + ("" if configuration == "default" else f" {configuration}")
+
+    cells = [dataclasses.replace(c, cell_id=f"{i.name}/{c.cell_id}", configuration=label(i.name, c.configuration))
+             for i in inputs for c in i.cells]
+    return dataclasses.replace(first, name=" + ".join(names), cells=cells, joined={i.name: i.spec for i in inputs})
 
 
 def _continued_from(store: RunStore, attempts: list[Attempt]) -> tuple[tuple[Path, float | None], ...]:

@@ -330,13 +330,20 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from mosaic.experiments.reporting import report_input
+    from mosaic.experiments.reporting import joint_report_input, report_input
     from mosaic.experiments.report import write_report
 
-    exp = _store().get(args.name)
-    _refresh(exp)
-    out = Path(args.out) if args.out else exp.root / "report"
-    path = write_report(out, report_input(exp, _store().home))
+    exps = [_store().get(name) for name in (args.name, *(args.joined or ()))]
+    for exp in exps:
+        _refresh(exp)
+    exp = exps[0]
+    if len(exps) == 1:
+        data = report_input(exp, _store().home)
+        out = Path(args.out) if args.out else exp.root / "report"
+    else:
+        data = joint_report_input(exps, _store().home)
+        out = Path(args.out) if args.out else exp.root / ("report-with-" + "-".join(e.name for e in exps[1:]))
+    path = write_report(out, data)
     print(path)
     return 0
 
@@ -389,7 +396,11 @@ def add_parsers(sub: Any) -> None:
     q.set_defaults(func=cmd_cancel)
     q = esub.add_parser("report", help="write the report folder: report.md, plots, scores.csv, marl_eval.json")
     q.add_argument("name")
-    q.add_argument("--out", help="folder to write (default: the experiment's report/)")
+    q.add_argument("--with", dest="joined", action="append", metavar="EXPERIMENT",
+                   help="another experiment whose cells join this report, scored the same way (repeatable): "
+                        "e.g. two libraries run as two experiments at one budget")
+    q.add_argument("--out", help="folder to write (default: the experiment's report/, or report-with-OTHERS/ "
+                                 "for a joint report)")
     q.set_defaults(func=cmd_report)
     q = esub.add_parser("list", help="every experiment with its counts")
     q.set_defaults(func=cmd_list)
