@@ -360,6 +360,25 @@ def test_a_continued_runs_chain_is_followed_through_an_earlier_experiments_runs(
     assert _continued_from(store, [Attempt("new-a1", 1, "completed")]) == ()
 
 
+def test_a_reference_taken_from_the_results_is_the_best_configurations_mean(experiment):
+    """``reference: best``: per env, the highest mean score of a configuration there (the lowest when lower is
+    better); the report names it and says the normalised numbers are relative to it."""
+    _, cells = experiment
+    data = report_input(cells, normalisation={env: (0.0, None) for env in ENVS})
+    a = report_module.analyse(data)
+    assert a.best_of == {env: "algorithm=mappo" for env in ENVS}
+    for env in ENVS:
+        best = float(np.mean([expected_final("algorithm=mappo", env, s) for s in SEEDS]))
+        assert a.normalisation[env] == (0.0, pytest.approx(best, rel=1e-12))
+        assert float(np.mean(report_module.env_matrix(a, "algorithm=mappo", env, normalised=True))) == \
+            pytest.approx(1.0, rel=1e-12)
+    markdown = report_module.render_markdown(a)
+    assert f"reference {fmt(a.normalisation['simple_spread_v3'][1])} (best: the mean score of algorithm=mappo)" \
+        in markdown and "Reference taken from the results (simple_spread_v3: algorithm=mappo" in markdown
+    assert report_module.analyse(dataclasses.replace(data, higher_is_better=False)).best_of == \
+        {env: "algorithm=ippo" for env in ENVS}
+
+
 def test_report_states_what_was_run_and_what_is_not_supported(experiment, written):
     markdown = (written[0] / "report.md").read_text()
     runs = {row["configuration"]: row for row in table_after(markdown, "## What was run")}

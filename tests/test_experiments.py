@@ -55,6 +55,11 @@ def _spec(**fields):
     ({"score": {"level_within": "2%"}}, "score.level_within:"),
     ({"normalise": {"x": {"random": 1.0}}}, "normalise.x:"),
     ({"normalise": {"x": {"random": 1.0, "reference": 1.0}}}, "normalise.x:"),
+    ({"normalise": {"x": {"random": "guess", "reference": 1.0}}}, "normalise.x.random:"),
+    ({"normalise": {"x": {"random": 0.0, "reference": "top"}}}, "normalise.x.reference:"),
+    ({"normalise": {"x": {"random": 0.0, "reference": 1.0, "measure_timesteps": 5}}}, "normalise.x.measure_timesteps:"),
+    ({"normalise": {"x": {"random": "measure", "reference": 1.0, "measure_timesteps": 0}}},
+     "normalise.x.measure_timesteps:"),
     ({"report": {"confidence": 1.5}}, "report.confidence:"),
     ({"backend": "slurm"}, "backend:"),
     ({"translate": {"lam": {"ray": "algo_params..lambda"}}}, "translate.lam.ray:"),
@@ -86,6 +91,31 @@ def test_the_grid_crosses_axes_and_seeds_and_translates_names_per_worker():
     zipped = parse_spec({"name": "z", "base": {"ray": {}}, "combine": "zip", "seeds": 1,
                          "axes": {"learning_rate": [0.1, 0.2], "gamma": [0.9, 0.99]}}).cells()
     assert [(c.config["learning_rate"], c.config["gamma"]) for c in zipped] == [(0.1, 0.9), (0.2, 0.99)]
+
+
+def test_a_measured_random_score_adds_one_random_play_cell_per_env_and_seed():
+    """``random: measure``: after the grid, one run of the random reference worker per seed on that env's
+    environment, for the env's smallest cell budget (or ``measure_timesteps``); an env with a given random
+    score gets none, and without a budget to copy the spec is refused naming the field."""
+    grid = {"name": "m", "base": {"ray": {"algorithm": "ppo", "environment": {"family": "mpe"}}}, "seeds": [3, 4],
+            "axes": {"environment.env_id": ["a_v1", "b_v1"], "total_timesteps": [500, 800]}}
+    cells = parse_spec({**grid, "normalise": {"a_v1": {"random": "measure", "reference": 1.0},
+                                              "b_v1": {"random": -1.0, "reference": 1.0}}}).cells()
+    assert len(cells) == 10 and not any(c.baseline for c in cells[:8])
+    assert [(c.cell_id, c.worker, c.seed, c.env, c.configuration, c.baseline) for c in cells[8:]] == [
+        ("c008", "random", 3, "a_v1", "random play", True), ("c009", "random", 4, "a_v1", "random play", True)]
+    assert cells[8].config == {"worker": "random", "seed": 3, "total_timesteps": 500,
+                               "environment": {"family": "mpe", "env_id": "a_v1"}, "reporting": {"every_timesteps": 5}}
+    measured = {"random": "measure", "reference": 1.0, "measure_timesteps": 2000}
+    cells = parse_spec({**grid, "normalise": {"a_v1": measured, "b_v1": measured}}).cells()
+    assert [(c.env, c.config["total_timesteps"]) for c in cells if c.baseline] == [("a_v1", 2000)] * 2 + \
+        [("b_v1", 2000)] * 2
+    from mosaic.experiments.spec import Cell
+    assert Cell.from_dict(cells[-1].to_dict()) == cells[-1] and "baseline" not in cells[0].to_dict()
+    no_budget = {**grid, "axes": {"environment.env_id": ["a_v1"]},
+                 "normalise": {"a_v1": {"random": "measure", "reference": 1.0}}}
+    with pytest.raises(UserError, match=r"^normalise.a_v1.measure_timesteps: the cells of a_v1 give no "):
+        parse_spec(no_budget).cells()
 
 
 def test_a_setting_a_worker_lacks_is_refused_naming_the_cell():
@@ -525,6 +555,40 @@ def test_continue_from_runs_an_experiments_cells_on_to_a_larger_budget(exp_home,
                           (["short", "longer"], "--with: experiment 'longer' is named twice")):
         proc = run_cli("experiment", "report", "longer", *[a for o in others for a in ("--with", o)], home=exp_home)
         assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_measured_random_score_normalises_the_report(exp_home, tmp_path):
+    """``normalise: {ENV: {random: measure}}``: the experiment also runs the random reference worker on the env,
+    once per seed; the report's random score is the mean of those runs' scores, and the normalised numbers
+    use it (checked here against the scores the report wrote per cell)."""
+    from mosaic.experiments.report import fmt
+
+    env = {"family": "mpe", "env_id": "simple_spread_v3", "env_kwargs": {"N": 3, "max_cycles": 25}}
+    spec = {"name": "measured", "seeds": 2, "base": {"random": {"environment": env, "total_timesteps": 200,
+                                                                "reporting": {"every_timesteps": 20}}},
+            "normalise": {"simple_spread_v3": {"random": "measure", "reference": 0.0, "measure_timesteps": 400}}}
+    proc = run_cli("experiment", "run", str(_write(tmp_path / "m.json", spec)), home=exp_home, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    folder = exp_home / "experiments" / "measured"
+    plan = json.loads((folder / "plan.json").read_text())
+    assert [(c["cell_id"], c["worker"], c["configuration"], c["config"]["total_timesteps"]) for c in plan["cells"]
+            if c.get("baseline")] == [("c002", "random", "random play", 400), ("c003", "random", "random play", 400)]
+    report = run_cli("experiment", "report", "measured", home=exp_home, timeout=300)
+    assert report.returncode == 0, report.stderr[-3000:]
+    rows = {r["cell_id"]: r for r in csv.DictReader((folder / "report" / "scores.csv").open())}
+    assert [rows[c]["configuration"] for c in ("c000", "c001", "c002", "c003")] == ["default"] * 2 + ["random play"] * 2
+    random_score = (float(rows["c002"]["final_score"]) + float(rows["c003"]["final_score"])) / 2
+    assert random_score < 0  # simple_spread's returns are distances and collisions: negative
+    text = (folder / "report" / "report.md").read_text()
+    assert (f"simple_spread_v3: random {fmt(random_score)} (measured: the mean score of 2 random-play runs), "
+            "reference 0") in text
+    assert "Measured random scores (simple_spread_v3: " in text
+    aggregate = text.split("## Aggregate across envs")[1].split("\n## ")[0]
+    means = {line.split("|")[1].strip(): float(line.split("|")[3].split("[")[0]) for line in aggregate.splitlines()
+             if line.startswith("| default |") or line.startswith("| random play |")}
+    expected = sum((float(rows[c]["final_score"]) - random_score) / (0.0 - random_score) for c in ("c000", "c001")) / 2
+    assert means["default"] == pytest.approx(expected, abs=1e-3, rel=1e-3), (means, expected)
+    assert means["random play"] == pytest.approx(0.0, abs=1e-3)  # its own mean, normalised
 
 
 def test_a_run_the_daemon_lists_but_whose_folder_is_gone_is_not_taken_for_a_cell(exp_home, tmp_path):

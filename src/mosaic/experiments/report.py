@@ -64,6 +64,8 @@ class ReportCell:
     budget: int | None  # total_timesteps or episodes
     #: the runs this cell's run continued from a checkpoint of, oldest first, with the checkpoint's env steps
     before: tuple[tuple[Path, float | None], ...] = ()
+    #: a random-play run that measures its env's random score (the spec's ``normalise``: ``random: measure``)
+    baseline: bool = False
 
 
 @dataclass
@@ -73,7 +75,9 @@ class ReportInput:
     cells: list[ReportCell]
     metric: str = "episode_return_mean"
     higher_is_better: bool = True
-    normalisation: dict[str, tuple[float, float]] | None = None  # env -> (random score, reference score)
+    #: env -> (random score, reference score); a random score of None: the mean score of the env's baseline cells;
+    #: a reference of None: the best configuration's mean score on the env
+    normalisation: dict[str, tuple[float | None, float | None]] | None = None
     reps: int = 2000
     confidence: float = 0.95
     seed: int = 0
@@ -120,6 +124,14 @@ class _Analysis:
     #: (configuration, env) -> (mean share of the whole gain its last window added, with its interval; runs without
     #: a gain in the better direction, left out of it). No entry: no run has both a late change and a gain.
     share: dict[tuple[str, str], tuple[stats.Interval, int]] = field(default_factory=dict)
+    #: env -> (random score, reference score) as used, measured random scores filled in (None: raw units)
+    normalisation: dict[str, tuple[float, float]] | None = None
+    #: env -> how many random-play runs its measured random score is the mean of
+    measured: dict[str, int] = field(default_factory=dict)
+    #: env -> the configuration whose mean score is its reference (``reference: best``)
+    best_of: dict[str, str] = field(default_factory=dict)
+    #: envs that cannot be normalised: a score to measure has no scored run, or random = reference
+    unmeasured: list[str] = field(default_factory=list)
 
 
 def _metric_set(normalised: bool, per_env: bool) -> dict[str, tuple[str, Callable[[np.ndarray], Any]]]:
@@ -181,11 +193,46 @@ def analyse(data: ReportInput) -> _Analysis:
     for conf in configurations:
         per_env = [{s.cell.seed for s in included.get((conf, env), [])} for env in envs]
         aggregate_seeds[conf] = sorted(set.intersection(*per_env)) if per_env else []
+    normalisation, measured, best_of, unmeasured = _measure_random_scores(data, scored)
     analysis = _Analysis(data, scored, configurations, envs, included, aggregate_seeds,
                          normalised=normalisation is not None,
-                         direction=1 if (normalisation is not None or data.higher_is_better) else -1)
+                         direction=1 if (normalisation is not None or data.higher_is_better) else -1,
+                         normalisation=normalisation, measured=measured, best_of=best_of, unmeasured=unmeasured)
     _estimate(analysis)
     return analysis
+
+
+def _measure_random_scores(data: ReportInput, scored: list[_Scored]
+                           ) -> tuple[dict[str, tuple[float, float]] | None, dict[str, int], dict[str, str], list[str]]:
+    """``data.normalisation`` with what the experiment measures filled in: a random score of None becomes the mean
+    score of that env's scored random-play runs, a reference of None the best mean score of a configuration there
+    (random play aside). Also returns env -> random-play runs measured, env -> the configuration taken as
+    reference, and the envs that cannot be normalised (nothing scored, or random = reference): then None."""
+    if data.normalisation is None:
+        return None, {}, {}, []
+    out: dict[str, tuple[float, float]] = {}
+    measured: dict[str, int] = {}
+    best_of: dict[str, str] = {}
+    unmeasured: list[str] = []
+    for env, (random_score, reference) in data.normalisation.items():
+        if random_score is None:
+            scores = [s.score for s in scored if s.cell.baseline and s.cell.env == env and s.excluded is None]
+            if scores:
+                random_score, measured[env] = float(np.mean(scores)), len(scores)
+        if reference is None:
+            means: dict[str, list[float]] = {}
+            for s in scored:
+                if not s.cell.baseline and s.cell.env == env and s.excluded is None:
+                    means.setdefault(s.cell.configuration, []).append(s.score)
+            if means:
+                pick = max if data.higher_is_better else min
+                best_of[env] = pick(means, key=lambda c: float(np.mean(means[c])))
+                reference = float(np.mean(means[best_of[env]]))
+        if random_score is None or reference is None or random_score == reference:
+            unmeasured.append(env)
+            continue
+        out[env] = (random_score, reference)
+    return (None if unmeasured else out), measured, best_of, unmeasured
 
 
 def env_matrix(analysis: _Analysis, conf: str, env: str, normalised: bool = False) -> np.ndarray | None:
@@ -195,7 +242,7 @@ def env_matrix(analysis: _Analysis, conf: str, env: str, normalised: bool = Fals
         return None
     column = np.array([[s.score] for s in cells], dtype=float)
     if normalised:
-        random_score, reference = analysis.data.normalisation[env]  # type: ignore[index]
+        random_score, reference = analysis.normalisation[env]  # type: ignore[index]
         column = stats.normalise(column, random_score, reference)
     return column
 
@@ -213,7 +260,7 @@ def aggregate_matrix(analysis: _Analysis, conf: str) -> np.ndarray | None:
             by_seed.setdefault(s.cell.seed, s.score)  # a seed run twice: its first cell counts
         column = np.array([by_seed[seed] for seed in seeds], dtype=float)
         if analysis.normalised:
-            random_score, reference = analysis.data.normalisation[env]  # type: ignore[index]
+            random_score, reference = analysis.normalisation[env]  # type: ignore[index]
             column = stats.normalise(column, random_score, reference)
         columns.append(column)
     return np.stack(columns, axis=1)
@@ -427,9 +474,14 @@ def _results(a: _Analysis) -> list[str]:
         lines.append("")
     lines += ["## Aggregate across envs", ""]
     if a.normalised:
-        norm = "; ".join(f"{e}: random {fmt(r)}, reference {fmt(ref)}"
-                         for e, (r, ref) in ((e, d.normalisation[e]) for e in a.envs))  # type: ignore[index]
+        norm = "; ".join(f"{e}: random {fmt(r)}" + (f" (measured: the mean score of {a.measured[e]} random-play "
+                                                       "runs)" if e in a.measured else "") + f", reference {fmt(ref)}"
+                         + (f" (best: the mean score of {a.best_of[e]})" if e in a.best_of else "")
+                         for e, (r, ref) in ((e, a.normalisation[e]) for e in a.envs))  # type: ignore[index]
         lines.append(f"Normalised scores: 0 = random, 1 = reference ({norm}).")
+    elif a.unmeasured:
+        lines.append(f"Raw units: {', '.join(a.unmeasured)} could not be normalised (a score to be measured has no "
+                     "scored run, or the random score equals the reference), so nothing is normalised.")
     else:
         lines.append("Raw units: no normalisation was given, so numbers pooled across envs mix their "
                      "scales and are only meaningful per env (above)." if len(a.envs) > 1 else
@@ -571,6 +623,18 @@ def caveats(a: _Analysis) -> list[str]:
     if level:
         out.append(f"No change detected at the end ({', '.join(level)}): the change over the last {share}% lies "
                    "within its interval (\"Still improving at the end?\"); a slower rise than that is not excluded.")
+    if a.measured and a.normalised:
+        out.append("Measured random scores (" + "; ".join(f"{e}: {fmt(a.normalisation[e][0])} from {n} random-play "
+                                                         f"runs" for e, n in a.measured.items())  # type: ignore
+                   + "): each is an estimate, and its noise moves every normalised number of its env; the intervals "
+                   "do not include that uncertainty. The random-play runs are a configuration of their own above.")
+    if a.best_of and a.normalised:
+        out.append("Reference taken from the results (" + "; ".join(f"{e}: {c}" for e, c in a.best_of.items())
+                   + "): that configuration's normalised mean is 1 by construction, so the normalised numbers say "
+                   "how the configurations stand against the best one here, not against an outside reference.")
+    if a.unmeasured:
+        out.append(f"Not normalised: {', '.join(a.unmeasured)} (a score to be measured has no scored run, or the "
+                   "random score equals the reference).")
     if not a.normalised and len(a.envs) > 1:
         out.append("No normalisation: the aggregate across envs is in raw units, dominated by the envs with "
                    "the largest scores; compare configurations per env.")

@@ -10,7 +10,7 @@ from typing import Any
 from mosaic.errors import UserError
 
 from mosaic.experiments.report import ReportCell, ReportInput
-from mosaic.experiments.spec import Score
+from mosaic.experiments.spec import BEST, MEASURE, Score
 from mosaic.experiments.store import Attempt, Experiment
 from mosaic.runs import RunStore
 from mosaic.workerkit.run_fields import summarize
@@ -37,8 +37,10 @@ def report_input(exp: Experiment, home: Path | str | None = None) -> ReportInput
         out.append(ReportCell(cell_id=cell.cell_id, configuration=cell.configuration, env=cell.env, seed=cell.seed,
                               status=states[cell.cell_id], run_id=run_id, run_dir=run_dir,
                               settings=dict(cell.settings), worker=cell.worker, algorithm=summary.algorithm,
-                              budget=summary.budget, before=before))
-    normalise = {env: (float(v["random"]), float(v["reference"])) for env, v in (spec.get("normalise") or {}).items()}
+                              budget=summary.budget, before=before, baseline=cell.baseline))
+    normalise = {env: (None if v["random"] == MEASURE else float(v["random"]),
+                       None if v["reference"] == BEST else float(v["reference"]))
+                 for env, v in (spec.get("normalise") or {}).items()}
     return ReportInput(name=exp.name, spec=spec, cells=out, metric=score.get("metric", "episode_return_mean"),
                        higher_is_better=bool(score.get("higher_is_better", True)), normalisation=normalise or None,
                        final_fraction=float(score.get("final_fraction", 0.1)),

@@ -22,7 +22,7 @@ A spec is one YAML or JSON file::
     retry_from: start                # or checkpoint: a retry continues from the last checkpoint saved before
     continue_from: spread-200k       # optional: each cell goes on from the same cell's run of that experiment
     score: {metric: episode_return_mean, final_fraction: 0.1}
-    normalise: {simple_spread_v3: {random: -120.0, reference: -40.0}}
+    normalise: {simple_spread_v3: {random: -120.0, reference: -40.0}}   # or random: measure
 
 Every cell is one run: the worker's base config, then ``settings``, then the cell's axis values, then
 its seed. A path names a config field with dots (``algo_params.clip_param``, ``environment.env_id``);
@@ -58,6 +58,13 @@ RETRY_FROM = ("start", "checkpoint")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: Paths that say which environment a cell runs: kept out of its configuration's label.
 ENV_PATHS = ("environment", "env_id", "env")
+#: ``normalise.ENV.random``: measure the random score (runs of the random reference worker)
+MEASURE = "measure"
+#: ``normalise.ENV.reference``: the best configuration's mean score on that env
+BEST = "best"
+RANDOM_WORKER = "random"
+#: the configuration label of those runs
+RANDOM_PLAY = "random play"
 
 
 @dataclass(frozen=True)
@@ -91,15 +98,18 @@ class Cell:
     config: dict[str, Any]
     configuration: str
     env: str
+    #: a run of the random reference worker that measures the env's random score (``normalise``: measure)
+    baseline: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"cell_id": self.cell_id, "worker": self.worker, "seed": self.seed, "settings": self.settings,
-                "configuration": self.configuration, "env": self.env, "config": self.config}
+                "configuration": self.configuration, "env": self.env, "config": self.config,
+                **({"baseline": True} if self.baseline else {})}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Cell":
         return cls(str(data["cell_id"]), str(data["worker"]), int(data["seed"]), dict(data["settings"]),
-                   dict(data["config"]), str(data["configuration"]), str(data["env"]))
+                   dict(data["config"]), str(data["configuration"]), str(data["env"]), bool(data.get("baseline")))
 
 
 @dataclass
@@ -117,7 +127,12 @@ class ExperimentSpec:
     #: checkpoint of the earlier cell with the same worker, configuration, env and seed (see ``continue_cells``).
     continue_from: str | None = None
     score: Score = field(default_factory=Score)
-    normalise: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: env -> (random score, reference score); a random score of None is measured by the experiment: it runs
+    #: the random reference worker on that env once per seed (``baseline_cells``); a reference of None is the
+    #: best configuration's mean score on that env (``best``)
+    normalise: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+    #: env -> env steps of each random-play run (default: the smallest budget of that env's cells)
+    measure_timesteps: dict[str, int] = field(default_factory=dict)
     report: ReportSettings = field(default_factory=ReportSettings)
     backend: str = "local"
     description: str = ""
@@ -148,6 +163,31 @@ class ExperimentSpec:
                 out.append(Cell(f"c{index:03d}", worker, seed, chosen, config,
                                 label({k: v for k, v in chosen.items() if not self.is_env_axis(k)}) or "default",
                                 env_label(config)))
+        return out + self.baseline_cells(out)
+
+    def baseline_cells(self, grid: list[Cell]) -> list[Cell]:
+        """For every env whose random score is measured (``normalise``: ``random: measure``), one run of the
+        random reference worker per seed, on the environment of that env's first cell, for
+        ``measure_timesteps`` env steps (default: the smallest budget of that env's cells). Its score, as any
+        run's, is the mean metric over its last ``score.final_fraction``; the env's random score is their mean."""
+        out: list[Cell] = []
+        for env, (random_score, _) in self.normalise.items():
+            if random_score is not None:
+                continue
+            cells = [c for c in grid if c.env == env]
+            if not cells:
+                continue  # an env the grid does not have: make_plan names it
+            budgets = [c.config["total_timesteps"] for c in cells if isinstance(c.config.get("total_timesteps"), int)]
+            steps = self.measure_timesteps.get(env) or (min(budgets) if budgets else None)
+            if steps is None:
+                raise UserError(f"normalise.{env}.measure_timesteps: the cells of {env} give no total_timesteps; "
+                                f"allowed: a number of env steps for the random-play runs")
+            for seed in self.seeds:
+                config = {"worker": RANDOM_WORKER, "seed": seed, "total_timesteps": steps,
+                          "environment": copy.deepcopy(cells[0].config.get("environment")),
+                          "reporting": {"every_timesteps": max(1, steps // 100)}}
+                out.append(Cell(f"c{len(grid) + len(out):03d}", RANDOM_WORKER, seed, {"worker": RANDOM_WORKER},
+                                config, RANDOM_PLAY, env, baseline=True))
         return out
 
     def _worker_of(self, chosen: Mapping[str, Any]) -> str:
@@ -321,16 +361,31 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> Experimen
                                              low=0.0, high=1.0)),
                   float(_number(score_in.get("level_within", Score.level_within), "score.level_within",
                                 low=0.0, high=1.0)))
-    normalise: dict[str, tuple[float, float]] = {}
+    normalise: dict[str, tuple[float | None, float | None]] = {}
+    measure_timesteps: dict[str, int] = {}
     for env, pair in _object(data.get("normalise", {}), "normalise").items():
         pair = _object(pair, f"normalise.{env}")
-        _keys(pair, ("random", "reference"), f"normalise.{env}.")
+        _keys(pair, ("random", "reference", "measure_timesteps"), f"normalise.{env}.")
         if "random" not in pair or "reference" not in pair:
-            raise UserError(f"normalise.{env}: give both scores; allowed: {{random: NUMBER, reference: NUMBER}}")
-        low = float(_number(pair["random"], f"normalise.{env}.random"))
-        high = float(_number(pair["reference"], f"normalise.{env}.reference"))
-        if low == high:
+            raise UserError(f"normalise.{env}: give both scores; allowed: {{random: NUMBER or {MEASURE}, "
+                            f"reference: NUMBER or {BEST}}}")
+        measured = pair["random"] == MEASURE
+        if isinstance(pair["random"], str) and not measured:
+            raise UserError(f"normalise.{env}.random: {pair['random']!r} is neither a number nor {MEASURE}; allowed: "
+                            f"a random score, or {MEASURE} (runs of the random worker measure it)")
+        low = None if measured else float(_number(pair["random"], f"normalise.{env}.random"))
+        if isinstance(pair["reference"], str) and pair["reference"] != BEST:
+            raise UserError(f"normalise.{env}.reference: {pair['reference']!r} is neither a number nor {BEST}; "
+                            f"allowed: a reference score, or {BEST} (the best configuration's mean score there)")
+        high = None if pair["reference"] == BEST else float(_number(pair["reference"], f"normalise.{env}.reference"))
+        if low is not None and low == high:
             raise UserError(f"normalise.{env}: random and reference are both {low:g}; allowed: two different scores")
+        if "measure_timesteps" in pair:
+            if not measured:
+                raise UserError(f"normalise.{env}.measure_timesteps: only with random: {MEASURE}; allowed: leave it "
+                                "out, or measure the random score")
+            measure_timesteps[str(env)] = int(_number(pair["measure_timesteps"],
+                                                      f"normalise.{env}.measure_timesteps", low=1, integer=True))
         normalise[str(env)] = (low, high)
     report_in = _object(data.get("report", {}), "report")
     _keys(report_in, ("reps", "confidence", "seed"), "report.")
@@ -349,7 +404,7 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> Experimen
     spec = ExperimentSpec(name=name, base=base, axes=axes, seeds=seeds, settings=settings, translate=translate,
                           combine=combine, retries=retries, retry_from=retry_from, continue_from=continue_from,
                           score=score,
-                          normalise=normalise, report=report,
+                          normalise=normalise, measure_timesteps=measure_timesteps, report=report,
                           backend=backend, description=description, source=source)
     for worker in workers:
         spec.base.setdefault(worker, {})

@@ -248,7 +248,8 @@ class Experiment:
 def continue_cells(name: str, cells: list[Cell], home: Path | str | None = None) -> list[Cell]:
     """``cells`` (a spec's, ``continue_from: name``), each set to restore the newest checkpoint of the completed
     cell of experiment ``name`` with the same worker, configuration, env and seed: the same training, run on to
-    this spec's budget. :class:`UserError` naming every cell that has no such cell, or no checkpoint of it."""
+    this spec's budget (random-play cells that measure a random score run afresh). :class:`UserError` naming
+    every cell that has no such cell, or no checkpoint of it."""
     store = ExperimentStore(home)
     if not store.exists(name):
         known = ", ".join(store.names()[-5:]) or "none yet"
@@ -258,6 +259,9 @@ def continue_cells(name: str, cells: list[Cell], home: Path | str | None = None)
     by_key = {(c.worker, c.configuration, c.env, c.seed): c for c in earlier.plan.cells}
     out, problems = [], []
     for cell in cells:
+        if cell.baseline:  # random play measures the env's random score afresh: nothing to continue
+            out.append(cell)
+            continue
         title = cell_title(cell)
         match = by_key.get((cell.worker, cell.configuration, cell.env, cell.seed))
         if match is None:
