@@ -98,6 +98,20 @@ def test_a_second_cancel_stops_waiting_for_the_worker(daemon_factory):
     assert "cancel asked again (second): SIGKILL now" in d.log()
 
 
+def test_stopping_the_daemon_does_not_kill_a_run_it_is_already_cancelling(daemon_factory):
+    """``experiment cancel`` then ``daemon stop``: the shutdown is not a second cancel; the run still reaches its
+    safe point (here the end of a 3 s step) and ends as the worker ends it, within the first cancel's grace."""
+    d = daemon_factory("--cancel-grace", "60")
+    run_id = d.submit(random_config(total_timesteps=100, step_delay_s=3))
+    d.wait_state(run_id, "RUNNING")
+    wait_until(lambda: any(e["type"] == "run_started" for e in d.events(run_id)), 60, "the worker's first event")
+    d.client.cancel(run_id, reason="first")
+    assert d.stop(timeout=60) == 0
+    last = d.events(run_id)[-1]
+    assert last["type"] == "run_cancelled" and last.get("origin") != "daemon", last
+    assert "SIGKILL" not in d.log()
+
+
 def test_garbage_on_stdout_disturbs_neither_the_daemon_nor_other_runs(daemon_factory, tmp_path):
     d = daemon_factory("--python", f"random={make_wrapper(tmp_path)}")
     noisy = d.submit(random_config(seed=666, total_timesteps=1500, step_delay_s=0.002))

@@ -115,7 +115,8 @@ class Supervisor:
         grace = self.settings.cancel_grace_s if grace_s is None else grace_s
         self._stopping = True
         for active in list(self.active.values()):
-            self._request_cancel(active, "daemon shutting down", grace)
+            if not active.cancel_requested:  # one already cancelled keeps stopping within its own grace
+                self._request_cancel(active, "daemon shutting down", grace)
         waits = [asyncio.ensure_future(a.finished.wait()) for a in self.active.values()]
         if waits:
             _, pending = await asyncio.wait(waits, timeout=grace + 5)
