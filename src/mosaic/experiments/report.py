@@ -193,7 +193,7 @@ def analyse(data: ReportInput) -> _Analysis:
     for conf in configurations:
         per_env = [{s.cell.seed for s in included.get((conf, env), [])} for env in envs]
         aggregate_seeds[conf] = sorted(set.intersection(*per_env)) if per_env else []
-    normalisation, measured, best_of, unmeasured = _measure_random_scores(data, scored)
+    normalisation, measured, best_of, unmeasured = _normalisation_used(data, scored)
     analysis = _Analysis(data, scored, configurations, envs, included, aggregate_seeds,
                          normalised=normalisation is not None,
                          direction=1 if (normalisation is not None or data.higher_is_better) else -1,
@@ -202,7 +202,7 @@ def analyse(data: ReportInput) -> _Analysis:
     return analysis
 
 
-def _measure_random_scores(data: ReportInput, scored: list[_Scored]
+def _normalisation_used(data: ReportInput, scored: list[_Scored]
                            ) -> tuple[dict[str, tuple[float, float]] | None, dict[str, int], dict[str, str], list[str]]:
     """``data.normalisation`` with what the experiment measures filled in: a random score of None becomes the mean
     score of that env's scored random-play runs, a reference of None the best mean score of a configuration there

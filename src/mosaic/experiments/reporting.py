@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from mosaic.errors import UserError
-
 from mosaic.experiments.report import ReportCell, ReportInput
 from mosaic.experiments.spec import BEST, MEASURE, Score
 from mosaic.experiments.store import Attempt, Experiment

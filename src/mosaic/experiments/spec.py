@@ -22,7 +22,7 @@ A spec is one YAML or JSON file::
     retry_from: start                # or checkpoint: a retry continues from the last checkpoint saved before
     continue_from: spread-200k       # optional: each cell goes on from the same cell's run of that experiment
     score: {metric: episode_return_mean, final_fraction: 0.1}
-    normalise: {simple_spread_v3: {random: -120.0, reference: -40.0}}   # or random: measure
+    normalise: {simple_spread_v3: {random: -120.0, reference: -40.0}}   # or random: measure, reference: best
 
 Every cell is one run: the worker's base config, then ``settings``, then the cell's axis values, then
 its seed. A path names a config field with dots (``algo_params.clip_param``, ``environment.env_id``);
@@ -62,8 +62,8 @@ ENV_PATHS = ("environment", "env_id", "env")
 MEASURE = "measure"
 #: ``normalise.ENV.reference``: the best configuration's mean score on that env
 BEST = "best"
+#: the worker that measures a random score, and the configuration label of its runs
 RANDOM_WORKER = "random"
-#: the configuration label of those runs
 RANDOM_PLAY = "random play"
 
 
@@ -245,6 +245,15 @@ def read_spec(path: str | Path) -> ExperimentSpec:
     return parse_spec(data, base_dir=path.parent)
 
 
+def _score_or(value: Any, word: str, where: str, what: str, meaning: str) -> float | None:
+    """A score given as a number, or None for ``word`` (what the experiment finds out itself)."""
+    if value == word:
+        return None
+    if isinstance(value, str):
+        raise UserError(f"{where}: {value!r} is neither a number nor {word}; allowed: {what}, or {word} ({meaning})")
+    return float(_number(value, where))
+
+
 def _number(value: Any, where: str, *, low: float | None = None, high: float | None = None,
             integer: bool = False) -> Any:
     kind = int if integer else (int, float)
@@ -370,14 +379,10 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> Experimen
             raise UserError(f"normalise.{env}: give both scores; allowed: {{random: NUMBER or {MEASURE}, "
                             f"reference: NUMBER or {BEST}}}")
         measured = pair["random"] == MEASURE
-        if isinstance(pair["random"], str) and not measured:
-            raise UserError(f"normalise.{env}.random: {pair['random']!r} is neither a number nor {MEASURE}; allowed: "
-                            f"a random score, or {MEASURE} (runs of the random worker measure it)")
-        low = None if measured else float(_number(pair["random"], f"normalise.{env}.random"))
-        if isinstance(pair["reference"], str) and pair["reference"] != BEST:
-            raise UserError(f"normalise.{env}.reference: {pair['reference']!r} is neither a number nor {BEST}; "
-                            f"allowed: a reference score, or {BEST} (the best configuration's mean score there)")
-        high = None if pair["reference"] == BEST else float(_number(pair["reference"], f"normalise.{env}.reference"))
+        low = _score_or(pair["random"], MEASURE, f"normalise.{env}.random", "a random score",
+                        "runs of the random worker measure it")
+        high = _score_or(pair["reference"], BEST, f"normalise.{env}.reference", "a reference score",
+                         "the best configuration's mean score there")
         if low is not None and low == high:
             raise UserError(f"normalise.{env}: random and reference are both {low:g}; allowed: two different scores")
         if "measure_timesteps" in pair:

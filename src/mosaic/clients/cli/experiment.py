@@ -333,15 +333,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     from mosaic.experiments.reporting import joint_report_input, report_input
     from mosaic.experiments.report import write_report
 
-    exps = [_store().get(name) for name in (args.name, *(args.joined or ()))]
+    store = _store()
+    exps = [store.get(name) for name in (args.name, *(args.joined or ()))]
     for exp in exps:
         _refresh(exp)
     exp = exps[0]
     if len(exps) == 1:
-        data = report_input(exp, _store().home)
+        data = report_input(exp, store.home)
         out = Path(args.out) if args.out else exp.root / "report"
     else:
-        data = joint_report_input(exps, _store().home)
+        data = joint_report_input(exps, store.home)
         out = Path(args.out) if args.out else exp.root / ("report-with-" + "-".join(e.name for e in exps[1:]))
     path = write_report(out, data)
     print(path)
