@@ -201,11 +201,12 @@ print(json.dumps(sum(totals) / len(totals)))
 @pytest.mark.slow
 def test_coma_learns_beyond_random_play_on_simple_spread(home):
     """COMA, XuanCe's simple_spread yaml but one actor per agent (no parameter sharing) and an update every 800 env
-    steps (buffer_size 800; the yaml's 3200 gives 25 updates in 80k steps), 80,000 env steps, 8 envs; then 100
+    steps (buffer_size 800; the yaml's 3200 gives 12 updates in 40k steps), 40,000 env steps, 8 envs; then 100
     episodes of its checkpoint against a uniform random policy on the same episode seeds. The summed return must
-    beat random play's by 5. Measured (docs/xuance-worker.md): seeds 1-3 at 80k beat random by 10 to 14; with the
-    yaml's parameter sharing COMA stayed at random play's level in 100k steps, or fell below it."""
-    proc, run = home.run("coma", environment=SPREAD, seed=1, total_timesteps=80_000, num_envs=8, batch_size=None,
+    beat random play's by 5. Measured (docs/xuance-worker.md): seeds 1-3 beat random by 10 to 14 at 80k and by
+    7 to 10 at 40k (seed 1, this test's: 9.7); with the yaml's parameter sharing COMA stayed at random play's
+    level in 100k steps, or fell below it."""
+    proc, run = home.run("coma", environment=SPREAD, seed=1, total_timesteps=40_000, num_envs=8, batch_size=None,
                          reporting={"every_timesteps": 10_000},
                          algo_params={"use_parameter_sharing": False, "buffer_size": 800})
     assert proc.returncode == 0, proc.stderr[-3000:]
