@@ -48,6 +48,9 @@ _JSON_TYPES = ("number", "integer", "boolean", "string", "array", "null")
 _REQUIRED_KEYS = ("type", "default", "description", "x-category", "x-rllib")
 _SCHEDULE_PARTS = ("start", "end", "steps")
 _UNSET = object()
+#: torch.nn.init's in-place initialisers that take only the tensor (RLlib's ``*_initializer`` model keys).
+INITIALIZERS = ("orthogonal_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+                "zeros_", "ones_")
 
 
 # --------------------------------------------------------------------------
@@ -120,6 +123,14 @@ def common_properties(*, lr: float | None = 5e-4, train_batch_size_per_learner: 
     props["fcnet_activation"] = _prop(
         "string", "tanh", "Activation function between the hidden layers.", "model",
         _at("model", "fcnet_activation"), enum=["tanh", "relu", "swish", "silu", "elu", "linear"])
+    props["fcnet_use_layernorm"] = _prop(
+        "boolean", False, "A LayerNorm in every hidden layer (after its linear transform, before the activation).",
+        "model", _at("model", "fcnet_use_layernorm"))
+    for name, part in (("fcnet_kernel_initializer", "weights"), ("fcnet_bias_initializer", "biases")):
+        props[name] = _prop(
+            ["string", "null"], None, f"torch.nn.init's in-place initialiser of the hidden layers' {part} (the "
+            "output heads keep torch's default); null: torch's default.", "model", _at("model", name),
+            enum=[None, *INITIALIZERS])
     if differs:
         raise ValueError(f"rllib_defaults for unknown common properties: {', '.join(differs)}")
     return props
@@ -569,7 +580,7 @@ def _check_value(value: Any, spec: Mapping[str, Any], path: str) -> Any:
     if "const" in spec and value != spec["const"]:
         raise ConfigError(path, f"must be {spec['const']!r}, got {value!r}")
     if "enum" in spec and value not in spec["enum"]:
-        raise ConfigError(path, one_of(value, spec["enum"]))
+        raise ConfigError(path, one_of(value, ["null" if a is None else a for a in spec["enum"]]))
     if "anyOf" in spec:
         for branch in spec["anyOf"]:
             try:

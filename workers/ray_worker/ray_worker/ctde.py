@@ -38,13 +38,31 @@ __all__ = ["CRITIC_ID", "CTDEActor", "CTDEMultiRLModule", "CTDEPPOTorchLearner",
 
 
 # -- the modules ---------------------------------------------------------------
-def _mlp(inputs: int, hidden: list[int], outputs: int, activation: str) -> torch.nn.Sequential:
+def _linear(inputs: int, outputs: int, weights: str | None, biases: str | None) -> torch.nn.Linear:
+    """A linear layer, its weights and biases set by torch.nn.init's ``weights``/``biases`` (None: torch's default)."""
+    layer = torch.nn.Linear(inputs, outputs)
+    if weights:
+        getattr(torch.nn.init, weights)(layer.weight)
+    if biases:
+        getattr(torch.nn.init, biases)(layer.bias)
+    return layer
+
+
+def _mlp(inputs: int, hidden: list[int], outputs: int, activation: str,
+         cfg: dict[str, Any] | None = None) -> torch.nn.Sequential:
+    """Hidden layers as RLlib's default encoders build them (linear, LayerNorm if asked, activation), then the
+    output layer at torch's default, as RLlib's PPO heads; the model keys ``fcnet_use_layernorm`` and
+    ``fcnet_{kernel,bias}_initializer`` mean what they mean to RLlib."""
+    cfg = cfg or {}
     act = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU, "elu": torch.nn.ELU,
            "swish": torch.nn.SiLU, "silu": torch.nn.SiLU}.get(activation, torch.nn.Tanh)
     layers: list[torch.nn.Module] = []
     size = inputs
     for width in hidden:
-        layers += [torch.nn.Linear(size, width), act()]
+        layers.append(_linear(size, width, cfg.get("fcnet_kernel_initializer"), cfg.get("fcnet_bias_initializer")))
+        if cfg.get("fcnet_use_layernorm"):
+            layers.append(torch.nn.LayerNorm(width))
+        layers.append(act())
         size = width
     layers.append(torch.nn.Linear(size, outputs))
     return torch.nn.Sequential(*layers)
@@ -91,14 +109,14 @@ def _network(space: gym.Space, outputs: int, cfg: dict[str, Any]) -> torch.nn.Se
     """MLP on vectors (as before, so vector checkpoints keep their parameter names); CNN + MLP on images."""
     hidden, activation = list(cfg.get("fcnet_hiddens", [64, 64])), cfg.get("fcnet_activation", "tanh")
     if not is_image(space):
-        return _mlp(int(np.prod(space.shape)), hidden, outputs, activation)
+        return _mlp(int(np.prod(space.shape)), hidden, outputs, activation, cfg)
     filters = cfg.get("conv_filters")
     if not filters:
         from ray_worker.algorithms import SMALL_CNN
 
         filters = SMALL_CNN
     encoder = ImageEncoder(space, filters, cfg.get("conv_activation", "relu"))
-    return torch.nn.Sequential(encoder, _mlp(encoder.output_size, hidden, outputs, activation))
+    return torch.nn.Sequential(encoder, _mlp(encoder.output_size, hidden, outputs, activation, cfg))
 
 
 def _part(obs: Any, key: str, image: bool) -> torch.Tensor:

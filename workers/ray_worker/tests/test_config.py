@@ -145,6 +145,9 @@ BAD_CONFIGS = [
     ({"checkpoint": {"restore_from": "/nonexistent/ckpt"}}, "checkpoint.restore_from: '/nonexistent/ckpt'"),
     ({"environment": {"env_kwargs": {"N": "three"}}}, "environment.env_kwargs"),
     ({"framework": "tf2"}, "framework: 'tf2' is not one of torch"),
+    ({"algo_params": {"fcnet_kernel_initializer": "orthogonal"}},
+     "algo_params.fcnet_kernel_initializer: 'orthogonal' is not one of null, orthogonal_, xavier_uniform_"),
+    ({"algo_params": {"fcnet_use_layernorm": "yes"}}, "algo_params.fcnet_use_layernorm: must be true or false"),
 ]
 
 

@@ -388,3 +388,47 @@ def test_critic_actions_need_a_vector_state():
                                        "env_kwargs": {"n_pistons": 3, "max_cycles": 20}}}), "run_id": "x"})
     with pytest.raises(ConfigError, match="critic_actions"):
         prepare(config)
+
+
+#: XuanCe's networks as RLlib can build them: a LayerNorm in every hidden layer, orthogonal weights, zero biases.
+XUANCE_LIKE = {"fcnet_use_layernorm": True, "fcnet_kernel_initializer": "orthogonal_",
+               "fcnet_bias_initializer": "zeros_"}
+
+
+@pytest.mark.parametrize("configuration", ["INDEPENDENT", "SHARED_VALUE_FUNCTION"])
+def test_layernorm_and_initialisers_reach_every_hidden_layer(ray_session, configuration):
+    """RLlib's default PPO module (INDEPENDENT) and MOSAIC's MAPPO modules (the actors and the central critic) build
+    the same hidden layers from the model keys: linear (orthogonal weights, zero biases), LayerNorm, activation."""
+    from ray.tune.registry import register_env
+
+    from ray_worker.algorithms import build_algorithm_config
+    from ray_worker.policies import prepare
+
+    params = {**TINY["algo_params"], **XUANCE_LIKE}
+    config = RayWorkerConfig.from_dict({**merge(TINY, {**CTDE, "policy_configuration": configuration}),
+                                        "algo_params": params, "run_id": f"init-{configuration.lower()}"})
+    factory, info, layout = prepare(config)
+    register_env(f"init-{configuration}", factory)
+    algo = build_algorithm_config(config, info, layout, f"init-{configuration}").build_algo()
+    try:
+        modules = dict(algo.learner_group._learner.module.items())
+        width = TINY["algo_params"]["fcnet_hiddens"][0]
+        for module_id, module in modules.items():
+            hidden = 0
+            for seq in (m for m in module.modules() if isinstance(m, torch.nn.Sequential)):
+                layers = list(seq)
+                for i, layer in enumerate(layers):
+                    if not (isinstance(layer, torch.nn.Linear) and layer.out_features == width):
+                        continue
+                    hidden += 1
+                    w = layer.weight.detach()
+                    gram = w.T @ w if w.shape[0] >= w.shape[1] else w @ w.T
+                    assert torch.allclose(gram, torch.eye(gram.shape[0]), atol=1e-4), f"{module_id}: not orthogonal"
+                    assert torch.all(layer.bias == 0), f"{module_id}: a hidden bias is not zero"
+                    assert isinstance(layers[i + 1], torch.nn.LayerNorm), f"{module_id}: no LayerNorm after {layer}"
+            # two hidden layers in each network: the actor's and the critic's (INDEPENDENT), or the one network
+            # of a MAPPO actor or of the central critic
+            assert hidden == (4 if configuration == "INDEPENDENT" else 2), (module_id, hidden)
+        assert len(modules) == (3 if configuration == "INDEPENDENT" else 4), sorted(modules)
+    finally:
+        algo.stop()
