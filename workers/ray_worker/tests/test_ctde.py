@@ -20,17 +20,21 @@ CTDE = {"policy_configuration": "SHARED_VALUE_FUNCTION",
                         "env_kwargs": {"N": 3, "max_cycles": 25}}}
 
 
-@pytest.fixture(scope="module")
-def built(ray_session):
+def build(config: RayWorkerConfig, env_name: str):
+    """The RLlib algorithm the worker would build for ``config`` (in this module's Ray session), and its env factory."""
     from ray.tune.registry import register_env
 
     from ray_worker.algorithms import build_algorithm_config
     from ray_worker.policies import prepare
 
-    config = RayWorkerConfig.from_dict({**merge(TINY, CTDE), "run_id": "ctde"})
     factory, info, layout = prepare(config)
-    register_env("ctde-test", factory)
-    algo = build_algorithm_config(config, info, layout, "ctde-test").build_algo()
+    register_env(env_name, factory)
+    return build_algorithm_config(config, info, layout, env_name).build_algo(), factory
+
+
+@pytest.fixture(scope="module")
+def built(ray_session):
+    algo, factory = build(RayWorkerConfig.from_dict({**merge(TINY, CTDE), "run_id": "ctde"}), "ctde-test")
     yield algo, factory
     algo.stop()
 
@@ -119,18 +123,11 @@ def test_training_updates_the_shared_critic(built):
 def test_gradients_are_clipped_across_the_one_optimizer(ray_session):
     """grad_clip reaches the one optimizer that spans the actors and the critic (RLlib's per-module clipping
     would skip it): a training step logs the global norm it clipped, and gradients come out within the clip."""
-    from ray.tune.registry import register_env
-
-    from ray_worker.algorithms import build_algorithm_config
-    from ray_worker.policies import prepare
-
     clip = 0.5
     config = RayWorkerConfig.from_dict({**merge(TINY, CTDE), "run_id": "ctde-clip",
                                         "algo_params": {**TINY.get("algo_params", {}), "grad_clip": clip,
                                                         "grad_clip_by": "global_norm"}})
-    factory, info, layout = prepare(config)
-    register_env("ctde-clip", factory)
-    algo = build_algorithm_config(config, info, layout, "ctde-clip").build_algo()
+    algo, _ = build(config, "ctde-clip")
     try:
         result = algo.train()
         logged = result["learners"]["__all_modules__"]["gradients_ctde_global_norm"]
@@ -399,17 +396,10 @@ XUANCE_LIKE = {"fcnet_use_layernorm": True, "fcnet_kernel_initializer": "orthogo
 def test_layernorm_and_initialisers_reach_every_hidden_layer(ray_session, configuration):
     """RLlib's default PPO module (INDEPENDENT) and MOSAIC's MAPPO modules (the actors and the central critic) build
     the same hidden layers from the model keys: linear (orthogonal weights, zero biases), LayerNorm, activation."""
-    from ray.tune.registry import register_env
-
-    from ray_worker.algorithms import build_algorithm_config
-    from ray_worker.policies import prepare
-
     params = {**TINY["algo_params"], **XUANCE_LIKE}
     config = RayWorkerConfig.from_dict({**merge(TINY, {**CTDE, "policy_configuration": configuration}),
                                         "algo_params": params, "run_id": f"init-{configuration.lower()}"})
-    factory, info, layout = prepare(config)
-    register_env(f"init-{configuration}", factory)
-    algo = build_algorithm_config(config, info, layout, f"init-{configuration}").build_algo()
+    algo, _ = build(config, f"init-{configuration}")
     try:
         modules = dict(algo.learner_group._learner.module.items())
         width = TINY["algo_params"]["fcnet_hiddens"][0]
