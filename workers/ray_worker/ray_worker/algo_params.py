@@ -128,8 +128,8 @@ def common_properties(*, lr: float | None = 5e-4, train_batch_size_per_learner: 
         "model", _at("model", "fcnet_use_layernorm"))
     for name, part in (("fcnet_kernel_initializer", "weights"), ("fcnet_bias_initializer", "biases")):
         props[name] = _prop(
-            ["string", "null"], None, f"torch.nn.init's in-place initialiser of the hidden layers' {part} (the "
-            "output heads keep torch's default); null: torch's default.", "model", _at("model", name),
+            ["string", "null"], None, f"The initialiser of the hidden layers' {part}, a torch.nn.init in-place "
+            "name (the output heads keep torch's default; null keeps it everywhere).", "model", _at("model", name),
             enum=[None, *INITIALIZERS])
     if differs:
         raise ValueError(f"rllib_defaults for unknown common properties: {', '.join(differs)}")

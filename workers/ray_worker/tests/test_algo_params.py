@@ -289,7 +289,8 @@ def test_algorithm_names_are_case_insensitive():
 def test_to_rllib_places_every_value_in_its_section(algorithm):
     sections = ap.to_rllib(algorithm, {})
     assert set(sections) == {"training", "env_runners", "reporting", "model"}
-    assert sections["model"] == {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"}
+    assert sections["model"] == {"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh", "fcnet_use_layernorm": False,
+                                 "fcnet_kernel_initializer": None, "fcnet_bias_initializer": None}
     assert "rollout_fragment_length" in sections["env_runners"]
     placed = {(section, name) for section, kwargs in sections.items() for name in kwargs}
     # Exactly the RLlib names the schema announces: nothing missing, nothing of ours leaking through.
