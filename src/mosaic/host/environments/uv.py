@@ -215,3 +215,61 @@ def check_torch_variant(versions: dict[str, str], variant: str, where: str = "")
         raise ConfigError(f"{TABLE}.requirements",
                           f"{prefix}{TORCH_VARIANT_ENV}=cuda, but JAX resolved without jax-{JAX_CUDA_EXTRA}-plugin; "
                           f"allowed: a jax==V pin whose jax[{JAX_CUDA_EXTRA}] your package sources offer")
+
+
+# -- MOSAIC's own environment (scripts/bootstrap) ------------------------------
+_PLANNED = re.compile(r"^\s*\+\s*([A-Za-z0-9_.\-]+)==(\S+)\s*$")
+
+
+def _uv_install(python: str, args: list[str], sources: PackageSources,
+                capture: bool) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **sources.uv_env(), "UV_PYTHON_DOWNLOADS": "never"}
+    env.pop("VIRTUAL_ENV", None)
+    return subprocess.run([uv_binary(), "pip", "install", "--python", python, *sources.uv_args(), *args],
+                          env=env, text=True, capture_output=capture, stdin=subprocess.DEVNULL)
+
+
+def install_into(python: str, args: list[str], variant: str = "cpu") -> None:
+    """``uv pip install ARGS`` into ``python`` from the package sources pip is configured with. A dry run first
+    checks the torch build it would install (``variant``), so that nothing is downloaded when it is the wrong one:
+    on Linux the ``cpu`` variant wants ``+cpu`` (PyPI's plain wheel pulls in gigabytes of CUDA libraries), the
+    ``cuda`` variant anything else."""
+    sources = pip_sources(python)
+    planned = _uv_install(python, ["--dry-run", *args], sources, capture=True)
+    if planned.returncode != 0:
+        raise EnvBuildError(_uv_message(planned.stderr) or f"uv exited with {planned.returncode}")
+    versions = {m.group(1).lower(): m.group(2) for m in map(_PLANNED.match, planned.stderr.splitlines()) if m}
+    torch = versions.get("torch")
+    if torch and sys.platform.startswith("linux") and torch.endswith("+cpu") != (variant == "cpu"):
+        wanted = "a +cpu build" if variant == "cpu" else "a CUDA build (not +cpu)"
+        raise ConfigError(TORCH_VARIANT_ENV, f"{variant}: torch would resolve to {torch}, not {wanted}; allowed: "
+                          f"package sources that offer {wanted} of the pinned torch (pip config list)")
+    done = _uv_install(python, ["--quiet", *args], sources, capture=False)
+    if done.returncode != 0:
+        raise EnvBuildError(f"uv pip install exited with {done.returncode} (its error is above)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m mosaic.host.environments.uv install [--variant cpu|cuda] ARGS...``: :func:`install_into` this
+    Python. scripts/bootstrap installs MOSAIC's own environment so, before MOSAIC is installed (the core package
+    needs nothing beyond the standard library)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    variant = "cpu"
+    if argv[:1] != ["install"]:
+        print("usage: python -m mosaic.host.environments.uv install [--variant cpu|cuda] ARGS...", file=sys.stderr)
+        return 2
+    argv = argv[1:]
+    if argv[:1] == ["--variant"] and len(argv) > 1:
+        variant, argv = argv[1], argv[2:]
+    try:
+        if variant not in TORCH_VARIANTS:
+            raise ConfigError("--variant", f"{variant!r} is not one of {', '.join(TORCH_VARIANTS)}")
+        install_into(sys.executable, argv, variant)
+    except UserError as exc:
+        print(f"bootstrap: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
