@@ -27,8 +27,10 @@ TERMINAL = {"COMPLETED", "FAILED", "CANCELLED"}
 
 @pytest.fixture(scope="module")
 def loop(qapp):
-    yield event_loop(qapp)
+    loop = event_loop(qapp)
+    yield loop
     asyncio.set_event_loop(None)
+    loop.close()  # now, while the QApplication it is bound to exists: at exit its __del__ could not close it
 
 
 @pytest.fixture(scope="module")
@@ -156,14 +158,7 @@ async def test_pause_resume_and_cancel_from_the_buttons(gui, loop):
         await wait(lambda e=expected: state(gui, run_id) == e, expected)
 
 
-@in_loop
-async def test_the_run_view_curve_gains_points_while_the_run_trains_and_frames_appear(gui, loop):
-    await fill_random(gui, **{"environment.family": "butterfly", "environment.env_id": "pistonball_v6",
-                              "environment.api_type": "PARALLEL",
-                              "environment.env_kwargs": {"n_pistons": 3, "max_cycles": 30},
-                              "total_timesteps": 100_000, "reporting.every_timesteps": 30, "step_delay_s": 0.01,
-                              "fastlane.enabled": True, "fastlane.fps": 30})
-    (run_id,) = await submit(gui)
+async def _curve_and_frames(gui, run_id):
     view = gui.open_run(run_id)
     await wait(lambda: view.curves_panel.points("episode_return_mean") >= 2, "two points on the curve")
     first = view.curves_panel.points("episode_return_mean")
@@ -177,7 +172,20 @@ async def test_the_run_view_curve_gains_points_while_the_run_trains_and_frames_a
     frame = view.frames.image.grab().toImage()
     assert share_of_colour(frame, "#000000", 10) < 0.95  # not a blank picture
     assert "episode" in view.frames.caption.text() and "piston_0" in view.frames.caption.text()
-    await gui.client.control("cancel", run_id, wait_s=60)
+
+
+@in_loop
+async def test_the_run_view_curve_gains_points_while_the_run_trains_and_frames_appear(gui, loop):
+    await fill_random(gui, **{"environment.family": "butterfly", "environment.env_id": "pistonball_v6",
+                              "environment.api_type": "PARALLEL",
+                              "environment.env_kwargs": {"n_pistons": 3, "max_cycles": 30},
+                              "total_timesteps": 100_000, "reporting.every_timesteps": 30, "step_delay_s": 0.01,
+                              "fastlane.enabled": True, "fastlane.fps": 30})
+    (run_id,) = await submit(gui)
+    try:
+        await _curve_and_frames(gui, run_id)
+    finally:  # after a failed check too: a half-hour run would hold the daemon's slot for the tests after this one
+        await gui.client.control("cancel", run_id, wait_s=60)
     await wait(lambda: state(gui, run_id) in TERMINAL, "the cancel")
 
 
