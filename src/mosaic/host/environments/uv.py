@@ -121,13 +121,18 @@ def _uv_message(stderr: str, limit: int = 1200) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _uv(args: list[str], sources: PackageSources, timeout: float | None = None) -> str:
-    """Run uv; its stdout, or :class:`EnvBuildError` carrying its error."""
+def _uv_env(sources: PackageSources) -> dict[str, str]:
+    """uv's environment: ours, with the sources' certificate and timeout; no Python downloads, no active venv."""
     env = {**os.environ, **sources.uv_env(), "NO_COLOR": "1", "UV_PYTHON_DOWNLOADS": "never"}
     env.pop("VIRTUAL_ENV", None)
+    return env
+
+
+def _uv(args: list[str], sources: PackageSources, timeout: float | None = None) -> str:
+    """Run uv; its stdout, or :class:`EnvBuildError` carrying its error."""
     try:
         proc = subprocess.run([uv_binary(), *args], capture_output=True, text=True,
-                              timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+                              timeout=timeout, env=_uv_env(sources), stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise EnvBuildError(f"uv {args[0]} {args[1] if len(args) > 1 else ''} did not finish within "
                             f"{timeout:g} s") from None
@@ -223,10 +228,8 @@ _PLANNED = re.compile(r"^\s*\+\s*([A-Za-z0-9_.\-]+)==(\S+)\s*$")
 
 def _uv_install(python: str, args: list[str], sources: PackageSources,
                 capture: bool) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **sources.uv_env(), "UV_PYTHON_DOWNLOADS": "never"}
-    env.pop("VIRTUAL_ENV", None)
     return subprocess.run([uv_binary(), "pip", "install", "--python", python, *sources.uv_args(), *args],
-                          env=env, text=True, capture_output=capture, stdin=subprocess.DEVNULL)
+                          env=_uv_env(sources), text=True, capture_output=capture, stdin=subprocess.DEVNULL)
 
 
 def install_into(python: str, args: list[str], variant: str = "cpu") -> None:
@@ -250,13 +253,13 @@ def install_into(python: str, args: list[str], variant: str = "cpu") -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mosaic.host.environments.uv install [--variant cpu|cuda] ARGS...``: :func:`install_into` this
-    Python. scripts/bootstrap installs MOSAIC's own environment so, before MOSAIC is installed (the core package
-    needs nothing beyond the standard library)."""
+    """``install [--variant cpu|cuda] ARGS...``: :func:`install_into` this Python. scripts/bootstrap calls it
+    (``python -c``, with ``src`` on the path) for each step of MOSAIC's own environment, before MOSAIC is installed:
+    the core package needs nothing beyond the standard library, and uv is installed by pip first."""
     argv = list(sys.argv[1:] if argv is None else argv)
     variant = "cpu"
     if argv[:1] != ["install"]:
-        print("usage: python -m mosaic.host.environments.uv install [--variant cpu|cuda] ARGS...", file=sys.stderr)
+        print("usage: install [--variant cpu|cuda] ARGS... (the arguments of uv pip install)", file=sys.stderr)
         return 2
     argv = argv[1:]
     if argv[:1] == ["--variant"] and len(argv) > 1:
@@ -269,7 +272,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bootstrap: error: {exc}", file=sys.stderr)
         return exc.exit_code
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
