@@ -33,6 +33,7 @@ from mosaic.workerkit.lifecycle import (
     thread_stacks,
 )
 from mosaic.runs import RunDir, RunStore, new_run_id, validate_run_id
+from mosaic.workerkit import startup
 from mosaic.workerkit.telemetry import TelemetryEmitter
 from mosaic.workerkit.contract import WorkerConfig, WorkerRuntime
 
@@ -131,6 +132,15 @@ def _telemetry_stream() -> IO[str]:
 
 
 def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> int:
+    """The worker's process from its arguments to its exit code."""
+    startup.pause()  # until the process is set up (mosaic.workerkit.startup)
+    try:
+        return _main(program, argv)
+    finally:  # whichever way it ended, a caller in the same process (a test) keeps its collector
+        startup.resume(freeze=False)
+
+
+def _main(program: WorkerProgram, argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(prog=_prog(program),
                                      description=f"MOSAIC {program.name} worker")
     parser.add_argument("--config", help="run config: a JSON file, or - for stdin")
@@ -195,8 +205,9 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
             from mosaic.configkit import json_object
             from mosaic.workerkit.player import serve
 
-            return serve(program.make_player(args.player, json_object(args.player_options, "--player-options")),
-                         program.name)
+            player = program.make_player(args.player, json_object(args.player_options, "--player-options"))
+            startup.resume()
+            return serve(player, program.name)
         if args.default_config:
             print(json.dumps({**program.default_config(), "worker": program.name}, indent=2))
             return EXIT_COMPLETED
@@ -233,7 +244,7 @@ def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> in
         print(f"mosaic: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
-    emitter = TelemetryEmitter(config.run_id, stream=stream or _telemetry_stream())
+    emitter = TelemetryEmitter(config.run_id, stream=stream or _telemetry_stream(), on_run_started=startup.resume)
     progress = ProgressTracker()
     control = RunControl(emitter, progress)
     control.install_signal_handlers()
@@ -281,6 +292,7 @@ def _validate_many(program: WorkerProgram) -> int:
             answer = {"ok": False, "error": str(exc)}
         sys.stdout.write(json.dumps(answer, default=str) + "\n")
         sys.stdout.flush()
+        startup.resume()  # the first line imported what checking needs; the others may be many
     return EXIT_COMPLETED
 
 

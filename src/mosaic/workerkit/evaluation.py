@@ -295,6 +295,9 @@ def play_episodes(env: Any, seatings: Sequence[Controller], num_episodes: int, s
     """
     import time
 
+    from mosaic.workerkit import startup
+
+    startup.resume()  # the policy and the env are built: the process is set up
     rng = np.random.default_rng(seed)
     is_aec = hasattr(env, "agent_iter")
     episodes: list[EpisodeMetrics] = []
@@ -328,6 +331,9 @@ def play_single_agent(play: Callable[[int, "FrameSink | None"], tuple[float, int
     """
     import time
 
+    from mosaic.workerkit import startup
+
+    startup.resume()  # the policy and the env are built: the process is set up
     episodes: list[EpisodeMetrics] = []
     videos: list[list[np.ndarray]] = []
     for i in range(num_episodes):

@@ -96,6 +96,7 @@ class TelemetryEmitter:
         run_id: str,
         stream: IO[str] | None = None,
         clock: Callable[[], float] = time.time,
+        on_run_started: Callable[[], None] | None = None,
     ) -> None:
         self.run_id = run_id
         self._stream = stream if stream is not None else sys.stdout
@@ -104,6 +105,8 @@ class TelemetryEmitter:
         self._seq = 0
         self._closed = False
         self.terminal: str | None = None
+        #: Called once ``run_started`` is written: the run is set up.
+        self._on_run_started = on_run_started
 
     @property
     def next_seq(self) -> int:
@@ -140,8 +143,11 @@ class TelemetryEmitter:
     # Convenience wrappers keep worker code readable and field names uniform.
     def run_started(self, *, worker: str, config_digest: str, versions: Mapping[str, str],
                     resources: Mapping[str, Any], **extra: Any) -> dict | None:
-        return self.emit("run_started", worker=worker, config_digest=config_digest,
-                         versions=dict(versions), resources=dict(resources), **extra)
+        event = self.emit("run_started", worker=worker, config_digest=config_digest,
+                          versions=dict(versions), resources=dict(resources), **extra)
+        if self._on_run_started is not None:
+            self._on_run_started()
+        return event
 
     def metrics(self, *, iteration: int, timesteps_total: int, **values: Any) -> dict | None:
         return self.emit("metrics", iteration=iteration, timesteps_total=timesteps_total, **values)

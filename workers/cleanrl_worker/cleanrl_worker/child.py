@@ -155,6 +155,12 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
 
 
 # -- TensorBoard -> telemetry, checkpoints -------------------------------------------
+def resume_collector() -> None:
+    from mosaic.workerkit import startup
+
+    startup.resume()
+
+
 def _patch_tensorboard(module: Any) -> None:
     writer_cls = module.SummaryWriter
     add_scalar, add_text, close, init = (writer_cls.add_scalar, writer_cls.add_text, writer_cls.close,
@@ -166,6 +172,7 @@ def _patch_tensorboard(module: Any) -> None:
 
     def add_scalar_(self: Any, tag: str, scalar_value: Any, global_step: Any = None, *args: Any,
                     **kwargs: Any) -> Any:
+        resume_collector()  # the script is set up and logging (mosaic.workerkit.startup)
         result = add_scalar(self, tag, scalar_value, global_step, *args, **kwargs)
         step = int(_number(global_step)) if global_step is not None else _state["step"]
         _state["step"] = max(_state["step"], step)
@@ -358,6 +365,9 @@ def install() -> None:
     global _out
     import atexit
 
+    from mosaic.workerkit import startup
+
+    startup.pause()  # until the script logs its first scalar: its imports and set-up without the collector
     _out = os.fdopen(int(os.environ["MOSAIC_CLEANRL_FD"]), "w", encoding="utf-8")
     atexit.register(flush)
     threading.Thread(target=_flush_loop, name="mosaic-telemetry-flush", daemon=True).start()

@@ -91,6 +91,9 @@ def evaluate(request: Any) -> int:
 
     cfg, agent, env = build(config)
     params = policy_params(agent, load_state(folder, state))
+    from mosaic.workerkit import startup
+
+    startup.resume()  # set up: XLA's compiling and the episodes run with the collector on
     stochastic = config.algorithm == "random"
     evaluator = Evaluator(eval_env=env, agent=agent, total_batch_size=1, stochastic=stochastic)
     seeds = [request.seed + i for i in range(request.episodes)]
