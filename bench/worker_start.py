@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pairs import paired_ratio  # noqa: E402
+from pairs import bench_home, paired_ratio  # noqa: E402
 
 TARGET = 0.95
 
@@ -38,12 +37,14 @@ PAUSE = "from mosaic.workerkit import startup; startup.pause(); "
 
 def cpu_seconds(python: str, code: str) -> float:
     """User + system CPU seconds of one ``python -c code`` process."""
-    proc = subprocess.Popen([python, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{code!r} failed:\n{proc.stderr.read().decode()[-2000:]}")
-    proc.stderr.close()
-    return usage.ru_utime + usage.ru_stime
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run([python, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"{code!r} failed:\n{proc.stderr[-2000:]}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -52,8 +53,6 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=8)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    from pairs import bench_home
-
     python = bench_home(args.worker).python
     code = IMPORTS[args.worker]
     cpu_seconds(python, code)  # once, unmeasured: bytecode caches and the page cache are warm for both sides

@@ -155,13 +155,9 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
 
 
 # -- TensorBoard -> telemetry, checkpoints -------------------------------------------
-def resume_collector() -> None:
+def _patch_tensorboard(module: Any) -> None:
     from mosaic.workerkit import startup
 
-    startup.resume()
-
-
-def _patch_tensorboard(module: Any) -> None:
     writer_cls = module.SummaryWriter
     add_scalar, add_text, close, init = (writer_cls.add_scalar, writer_cls.add_text, writer_cls.close,
                                          writer_cls.__init__)
@@ -172,7 +168,7 @@ def _patch_tensorboard(module: Any) -> None:
 
     def add_scalar_(self: Any, tag: str, scalar_value: Any, global_step: Any = None, *args: Any,
                     **kwargs: Any) -> Any:
-        resume_collector()  # the script is set up and logging (mosaic.workerkit.startup)
+        startup.resume()  # the script is set up and logging (mosaic.workerkit.startup)
         result = add_scalar(self, tag, scalar_value, global_step, *args, **kwargs)
         step = int(_number(global_step)) if global_step is not None else _state["step"]
         _state["step"] = max(_state["step"], step)
