@@ -49,7 +49,7 @@ def plain_rllib(iterations: int) -> float:
     register_env("bench-spread", lambda _: ParallelPettingZooEnv(simple_spread_v3.parallel_env(**ENV_KWARGS)))
     config = (
         PPOConfig().environment("bench-spread")
-        .env_runners(num_env_runners=0, num_envs_per_env_runner=1)
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=1, episodes_to_numpy=False)  # the worker's setting
         .training(train_batch_size_per_learner=BATCH, minibatch_size=250, num_epochs=2, lr=3e-4)
         .multi_agent(policies={"shared"}, policy_mapping_fn=lambda agent_id, episode, **kw: "shared")
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={

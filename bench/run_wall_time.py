@@ -51,7 +51,8 @@ PARAMS = {"train_batch_size_per_learner": BATCH, "minibatch_size": 250, "num_epo
 PLAIN_CONFIG = textwrap.dedent('''\
     config = (
         PPOConfig().environment("spread")
-        .env_runners(num_env_runners=1, num_envs_per_env_runner=1, num_cpus_per_env_runner=1)
+        .env_runners(num_env_runners=1, num_envs_per_env_runner=1, num_cpus_per_env_runner=1,
+                     episodes_to_numpy=False)  # MOSAIC's (RLlib's default numpy'es: bench/rllib_episode_lists.py)
         .training(train_batch_size_per_learner={batch}, minibatch_size=250, num_epochs=4, lr=3e-4,
                   lambda_=0.95)  # MOSAIC's PPO default (RLlib's is 1.0)
         .multi_agent(policies={{"shared"}}, policy_mapping_fn=lambda agent_id, episode, **kw: "shared")

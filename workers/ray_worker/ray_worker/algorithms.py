@@ -63,9 +63,14 @@ def resolve(cfg: RayWorkerConfig, env: EnvInfo, layout: PolicyLayout) -> dict[st
     single = env.single_agent  # RLlib's single-agent path: its own (single-agent) replay buffers
     if trait.replay_buffer and not single:
         training["replay_buffer_config"] = {**trait.replay_buffer, **training.get("replay_buffer_config", {})}
+    # Sampled episodes stay lists (RLlib's default numpy'es them): RLlib 2.60's multi-agent env runner numpy'es
+    # every episode finished so far in a sample again at each env step, a cost growing with the square of the
+    # sample's episodes (a third of the main job's sampling). The learner's numbers are the same either way
+    # (the ray worker's tests/test_episode_lists.py); bench/rllib_episode_lists.py measures the time saved.
     env_runners = {"num_env_runners": cfg.rllib.num_env_runners,
                    "num_envs_per_env_runner": cfg.num_envs_per_env_runner,
-                   "num_cpus_per_env_runner": cfg.rllib.cpus_per_env_runner, **sections.get("env_runners", {})}
+                   "num_cpus_per_env_runner": cfg.rllib.cpus_per_env_runner, "episodes_to_numpy": False,
+                   **sections.get("env_runners", {})}
     if trait.auto_rollout_fragment and env_runners.get("rollout_fragment_length", "auto") == "auto":
         env_runners["rollout_fragment_length"] = trait.auto_rollout_fragment
     reporting = {"min_sample_timesteps_per_iteration": 0, "min_train_timesteps_per_iteration": 0,
