@@ -176,3 +176,18 @@ def _with_callbacks(config: Any, callbacks: Any) -> Any:
     if callbacks is not None:
         config = config.callbacks(callbacks)
     return config
+
+
+def seed_replay_buffer(algo: Any, seed: int | None) -> None:
+    """Seed the driver's replay buffer (DQN, SAC) from the run's seed.
+
+    RLlib 2.60's episode replay buffers draw the rows they train on from a generator of their own,
+    created unseeded whatever ``debugging(seed=...)`` says: two runs with one seed collected the same
+    first episodes and then learned from different rows. Seeded, an off-policy run repeats as an
+    on-policy one does. A run without a seed stays unseeded.
+    """
+    import numpy as np
+
+    buffer = getattr(algo, "local_replay_buffer", None)
+    if buffer is not None and hasattr(buffer, "rng"):
+        buffer.rng = np.random.default_rng(seed)

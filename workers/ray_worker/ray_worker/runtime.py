@@ -201,7 +201,7 @@ class RayWorkerRuntime:
         import torch
         from ray.tune.registry import register_env
 
-        from ray_worker.algorithms import build_algorithm_config
+        from ray_worker.algorithms import build_algorithm_config, seed_replay_buffer
         from ray_worker.analytics import MetricsSinks
         from ray_worker.callbacks import MosaicCallbacks
 
@@ -228,6 +228,7 @@ class RayWorkerRuntime:
                                              mapping_fn=league.mapping() if league else None)
         algo_config.learners(**cfg.learner_resources())  # resources.gpus: local learner, or one per GPU
         algo = algo_config.build_algo()
+        seed_replay_buffer(algo, cfg.seed)
         sinks = None
         progress = self.ctx.progress
         for role, thread in learner_threads(algo):

@@ -22,13 +22,10 @@ OFF_POLICY = {"train_batch_size_per_learner": 32, "num_steps_sampled_before_lear
 
 
 def _iterations(config, to_numpy: bool, iterations: int) -> list[tuple]:
-    import numpy as np
+    from ray_worker.algorithms import seed_replay_buffer
 
     algo = config.copy(copy_frozen=False).env_runners(episodes_to_numpy=to_numpy).build_algo()
-    if algo.local_replay_buffer is not None:
-        # RLlib 2.60's episode replay buffers draw from an unseeded generator (whatever the run's seed): seeded
-        # here, both runs draw the same rows, and what remains to differ is what the setting changes
-        algo.local_replay_buffer.rng = np.random.default_rng(0)
+    seed_replay_buffer(algo, 0)  # as the worker's runs do: both draw the same rows from the replay buffer
     try:
         out = []
         for _ in range(iterations):
