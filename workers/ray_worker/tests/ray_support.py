@@ -28,6 +28,10 @@ TINY: dict[str, Any] = {
     "tensorboard": True,
 }
 
+#: Off-policy (DQN, SAC) algo_params for a few short iterations: 25 steps each, learning from the third.
+OFF_POLICY: dict[str, Any] = {"train_batch_size_per_learner": 32, "num_steps_sampled_before_learning_starts": 50,
+                              "rollout_fragment_length": 25, "fcnet_hiddens": [32]}
+
 
 def merge(base: dict, override: dict) -> dict:
     out = copy.deepcopy(base)

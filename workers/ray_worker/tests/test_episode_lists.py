@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import pytest
 
-from ray_support import TINY, merge
+from ray_support import OFF_POLICY, TINY, merge
 
 CARTPOLE = {"family": "gymnasium", "env_id": "CartPole-v1"}
 WATERWORLD = {"family": "sisl", "env_id": "waterworld_v4", "env_kwargs": {"n_pursuers": 2, "max_cycles": 50}}
-OFF_POLICY = {"train_batch_size_per_learner": 32, "num_steps_sampled_before_learning_starts": 50,
-              "rollout_fragment_length": 25, "fcnet_hiddens": [32]}
 
 
 def _iterations(config, to_numpy: bool, iterations: int) -> list[tuple]:

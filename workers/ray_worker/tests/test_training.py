@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ray_support import train
+from ray_support import OFF_POLICY, train
 
 
 def assert_trained(run, iterations: int = 2) -> None:
@@ -69,10 +69,6 @@ def test_each_algorithm_trains_two_iterations(ray_session, tmp_path, algorithm, 
     metrics = run.of_type("metrics")
     assert len(metrics) >= 2 and metrics[-1]["timesteps_total"] >= 300
     assert any(m["learner"] for m in metrics), f"{algorithm} never updated"
-
-
-OFF_POLICY = {"train_batch_size_per_learner": 32, "num_steps_sampled_before_learning_starts": 50,
-              "rollout_fragment_length": 25, "fcnet_hiddens": [32]}
 
 
 @pytest.mark.parametrize("algorithm,override", [
