@@ -18,15 +18,15 @@ __version__ = "0.1.0"
 
 #: What a config may name (traits: algorithms.py).
 ALGORITHMS = ("dqn", "c51", "rainbow", "iqn", "ppo", "a2c", "trpo", "sac", "ddpg", "td3", "redq", "discrete_cql",
-              "discrete_bcq", "gail")
+              "discrete_bcq", "bcq", "cql", "gail")
 
 
 def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
     meta = WorkerMetadata(
         name="Tianshou", version=__version__,
-        description="Tianshou's DQN, C51, Rainbow, IQN, PPO, A2C, TRPO, SAC, DDPG, TD3, REDQ, offline discrete "
-                    "CQL and BCQ, and GAIL on Gymnasium envs, and DQN in one seat of a PettingZoo classic game "
-                    "through Tianshou's multi-agent algorithm, called in-process in its own environment.",
+        description="Tianshou's DQN, C51, Rainbow, IQN, PPO, A2C, TRPO, SAC, DDPG, TD3, REDQ, offline CQL and "
+                    "BCQ (discrete and continuous), and GAIL on Gymnasium envs, and DQN in one seat of a "
+                    "PettingZoo classic game through Tianshou's multi-agent algorithm, called in-process in its own environment.",
         upstream_library="tianshou", upstream_version=installed_version("tianshou"), license="MIT")
     caps = WorkerCapabilities(
         worker_type="tianshou", paradigms=("single_agent", "multi_agent"), policy_configurations=("INDEPENDENT",),

@@ -51,6 +51,15 @@ _DISCRETE_ACTOR_FIXED = (("action_scaling", False, "discrete actions are not sca
 _DETERMINISTIC_FIXED = (("exploration_noise", "default", "Tianshou's 'default' Gaussian noise (sigma 0.1): "
                                                          "without it a deterministic actor does not explore"),)
 
+#: Tianshou's collector stores a box action as the policy emits it, in [-1, 1] (the env's range mapped there,
+#: also for random actions); the offline box algorithms learn actions in that range and map them to the env's.
+_DATA_ACTIONS_SCALED = (("action_scaling", True, "the data set's actions are in [-1, 1], as Tianshou's collector "
+                                                 "stores them; the policy maps them to the env's range"),)
+_CQL_ACTION_RANGE = (("min_action", -1.0, "the data set's actions are in [-1, 1], as Tianshou's collector stores "
+                                          "them (SACPolicy maps them to the env's range)"),
+                     ("max_action", 1.0, "the data set's actions are in [-1, 1], as Tianshou's collector stores "
+                                         "them (SACPolicy maps them to the env's range)"))
+
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
     Algorithm("dqn", "modelfree.dqn.DQN", "modelfree.dqn.DiscreteQLearningPolicy", "off_policy", "discrete", "CartPole-v1",
               "deep Q-learning with a target network (double Q by default)"),
@@ -82,32 +91,22 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
     Algorithm("discrete_bcq", "imitation.discrete_bcq.DiscreteBCQ", "imitation.discrete_bcq.DiscreteBCQPolicy", "offline",
               "discrete", "CartPole-v1", "batch-constrained Q-learning: Q-learning over the actions an imitation "
                                          "network finds likely in the data set"),
+    Algorithm("bcq", "imitation.bcq.BCQ", "imitation.bcq.BCQPolicy", "offline", "box", "Pendulum-v1",
+              "batch-constrained Q-learning: a VAE proposes actions like the data set's, a perturbation network "
+              "adjusts them, twin critics pick one", fixed=_DATA_ACTIONS_SCALED),
+    Algorithm("cql", "imitation.cql.CQL", "modelfree.sac.SACPolicy", "offline", "box", "Pendulum-v1",
+              "conservative Q-learning: SAC whose critics are pushed down on actions outside the data set",
+              fixed=_CQL_ACTION_RANGE),
     Algorithm("gail", "imitation.gail.GAIL", "modelfree.reinforce.ProbabilisticActorPolicy", "on_policy", "box",
               "Pendulum-v1", "generative adversarial imitation learning: PPO on a discriminator's reward, "
                              "imitating an expert data set", expert_data=True),
 )}
 
-#: Tianshou 2.0.1 algorithms (or MOSAIC names one might try) this worker does not offer, with why.
-REFUSED: dict[str, str] = {
-    "bcq": "Tianshou's continuous BCQ (box actions) is not offered yet: its VAE and perturbation networks need a "
-           "builder and a test; discrete_bcq is offered",
-    "cql": "Tianshou's continuous CQL (box actions) is not offered yet; discrete_cql is offered",
-}
-
-
 def get(name: str, field: str = "algorithm") -> Algorithm:
     algo = ALGORITHMS.get(str(name).lower())
     if algo is None:
-        check_refused(name, field)
         raise ConfigError(field, one_of(name, list(ALGORITHMS)))
     return algo
-
-
-def check_refused(name: str, field: str = "algorithm") -> None:
-    """A Tianshou algorithm this worker does not offer (:data:`REFUSED`): an error saying why."""
-    why = REFUSED.get(str(name).lower())
-    if why:
-        raise ConfigError(field, f"{str(name).lower()}: {why}; allowed: {', '.join(ALGORITHMS)}")
 
 
 def class_name(path: str) -> str:
@@ -117,7 +116,8 @@ def class_name(path: str) -> str:
 #: Arguments the builders pass themselves (networks, spaces, optimisers): not settable in algo_params.
 BUILT = frozenset({"model", "actor", "critic", "critic2", "policy", "optim", "policy_optim", "critic_optim",
                    "critic2_optim", "action_space", "observation_space", "dist_fn", "exploration_noise",
-                   "lr_scheduler", "imitator", "disc_net", "disc_optim", "expert_buffer"})
+                   "lr_scheduler", "imitator", "disc_net", "disc_optim", "expert_buffer", "actor_perturbation",
+                   "actor_perturbation_optim", "vae", "vae_optim"})
 
 
 @dataclass
@@ -322,6 +322,59 @@ def build_discrete_bcq(spaces: Spaces, hidden: list[int], lr: float, policy_kw: 
     return DiscreteBCQ(policy=policy, optim=_adam(lr), **algo_kw)
 
 
+def _flat(space: Any) -> int:
+    import numpy as np
+
+    return int(np.prod(space.shape))
+
+
+#: BCQ's latent size per action dimension, and its perturbation's reach (a share of the action range): the
+#: values of Tianshou's own offline BCQ example.
+BCQ_LATENT_PER_ACTION, BCQ_PHI = 2, 0.05
+
+
+def build_bcq(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, algo_kw: dict) -> Any:
+    """Continuous BCQ: a VAE of the data set's actions, a perturbation network and twin critics, all over
+    actions in [-1, 1] (the data set's range; the policy maps them to the env's)."""
+    from tianshou.algorithm import BCQ
+    from tianshou.algorithm.imitation.bcq import BCQPolicy
+    from tianshou.utils.net.common import MLP, Net
+    from tianshou.utils.net.continuous import VAE, ContinuousCritic, Perturbation
+
+    obs, act = _flat(spaces.observation), _flat(spaces.action)
+    latent = BCQ_LATENT_PER_ACTION * act
+    # the perturbation reads (observation, action) and returns a Net's (output, state) pair, as Perturbation expects
+    perturbation = Perturbation(preprocess_net=Net(state_shape=obs + act, action_shape=act, hidden_sizes=hidden),
+                                max_action=1.0, phi=BCQ_PHI)
+    vae = VAE(encoder=MLP(input_dim=obs + act, hidden_sizes=hidden),
+              decoder=MLP(input_dim=obs + latent, output_dim=act, hidden_sizes=hidden),
+              hidden_dim=hidden[-1], latent_dim=latent, max_action=1.0)
+    critics = [ContinuousCritic(preprocess_net=_net(spaces, hidden, action_shape=spaces.action.shape, concat=True))
+               for _ in range(2)]
+    fixed = {key: value for key, value, _ in ALGORITHMS["bcq"].fixed}
+    policy = BCQPolicy(actor_perturbation=perturbation, critic=critics[0], vae=vae, action_space=spaces.action,
+                       observation_space=spaces.observation, **fixed, **policy_kw)
+    return BCQ(policy=policy, actor_perturbation_optim=_adam(lr), critic_optim=_adam(lr), vae_optim=_adam(lr),
+               critic2=critics[1], critic2_optim=_adam(lr), **algo_kw)
+
+
+def build_cql(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, algo_kw: dict) -> Any:
+    """Continuous CQL: SAC's actor and twin critics (as :func:`build_sac`), learned from the data set."""
+    from tianshou.algorithm import CQL
+    from tianshou.algorithm.modelfree.sac import SACPolicy
+    from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
+
+    shape = spaces.action.shape
+    actor = ContinuousActorProbabilistic(preprocess_net=_net(spaces, hidden), action_shape=shape,
+                                         unbounded=True, conditioned_sigma=True)
+    critics = [ContinuousCritic(preprocess_net=_net(spaces, hidden, action_shape=shape, concat=True))
+               for _ in range(2)]
+    policy = SACPolicy(actor=actor, action_space=spaces.action, observation_space=spaces.observation, **policy_kw)
+    fixed = {key: value for key, value, _ in ALGORITHMS["cql"].fixed}
+    return CQL(policy=policy, policy_optim=_adam(lr), critic=critics[0], critic_optim=_adam(lr),
+               critic2=critics[1], critic2_optim=_adam(lr), **fixed, **algo_kw)
+
+
 def _normal(loc_scale: Any) -> Any:
     from torch.distributions import Independent, Normal
 
@@ -352,4 +405,4 @@ BUILDERS: dict[str, Callable[..., Any]] = {
     "dqn": build_dqn, "c51": build_c51, "rainbow": build_rainbow, "iqn": build_iqn, "ppo": build_ppo,
     "a2c": build_a2c, "trpo": build_trpo, "sac": build_sac, "ddpg": build_ddpg, "td3": build_td3,
     "redq": build_redq, "discrete_cql": build_discrete_cql, "discrete_bcq": build_discrete_bcq,
-    "gail": build_gail}
+    "bcq": build_bcq, "cql": build_cql, "gail": build_gail}

@@ -104,6 +104,10 @@ class OfflineData:
     transitions: int = option(5000, min=1, help="env steps collected into the data set before training")
     policy: str = option("random", help="'random' (uniform actions), or a checkpoint (or run folder) of a "
                                         "tianshou run on the same env whose policy collects the data")
+    exploration_noise: bool = option(False, help="the checkpoint policy records as it acted while training, "
+                                                 "with its exploration (DDPG/TD3: Gaussian noise; the DQN family: "
+                                                 "eps_training; SAC, PPO: sampled actions), not its evaluation-mode "
+                                                 "actions: a wider data set")
 
 
 @dataclass
@@ -137,7 +141,7 @@ FIELDS = FieldMap(
     honoured={
         "algorithm": "the Tianshou algorithm class (dqn: DQN, c51: C51, rainbow: RainbowDQN, iqn: IQN, ppo: PPO, "
                      "a2c: A2C, trpo: TRPO, sac: SAC, ddpg: DDPG, td3: TD3, redq: REDQ, discrete_cql: DiscreteCQL, "
-                     "discrete_bcq: DiscreteBCQ, gail: GAIL)",
+                     "discrete_bcq: DiscreteBCQ, bcq: BCQ, cql: CQL, gail: GAIL)",
         "environment.family": "gymnasium (gymnasium.make), or classic: a PettingZoo classic game through "
                               "Tianshou's PettingZooEnv",
         "environment.env_id": "the Gymnasium id or the classic game (empty: CartPole-v1 discrete, Pendulum-v1 "
@@ -269,7 +273,6 @@ class TianshouConfig(RunConfig):
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "TianshouConfig":
         config = configkit.from_dict(cls, data)
-        algorithms.check_refused(config.algorithm)  # before the shared check's plain "is not one of"
         config.check_shared()
         family = config.environment.family or "gymnasium"
         if family not in FAMILIES:
@@ -364,6 +367,9 @@ def check_schedule(config: TianshouConfig) -> None:
         raise ConfigError("offline_data.policy", f"{config.algorithm} imitates an expert: give a checkpoint (or run "
                                                  f"folder) of a trained tianshou run on the same env, whose policy "
                                                  f"records the expert data; allowed: a checkpoint, not 'random'")
+    if config.offline_data.exploration_noise and config.offline_data.policy == "random":
+        raise ConfigError("offline_data.exploration_noise", "is for a checkpoint policy's data set; random actions "
+                                                            "have no exploration noise; allowed: false")
     if config.stop_at_return is not None and not config.test_every_timesteps:
         raise ConfigError("stop_at_return", "needs tests to stop on: set test_every_timesteps (env steps "
                                             "between tests) too")

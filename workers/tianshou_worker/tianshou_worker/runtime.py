@@ -22,6 +22,7 @@ The steps a Tianshou user writes with its algorithm API, with MOSAIC around them
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass, field
@@ -386,9 +387,11 @@ class TianshouRuntime:
 
     def collect_data(self, envs: Any, algo: Any) -> tuple[Any, str]:
         """``offline_data``: (a replay buffer of ``transitions`` env steps played now by uniform random actions
-        (through ``algo``, Tianshou's ``collect(random=True)``) or by an earlier run's policy in evaluation mode, and
-        the ``log`` message that says what went in)."""
+        (through ``algo``, Tianshou's ``collect(random=True)``) or by an earlier run's policy in evaluation mode
+        (or, with ``exploration_noise``, as it acted while training), and the ``log`` message that says what went
+        in)."""
         from tianshou.data import Collector, VectorReplayBuffer
+        from tianshou.utils.torch_utils import policy_within_training_step
 
         cfg = self.config
         data = cfg.offline_data
@@ -400,10 +403,16 @@ class TianshouRuntime:
             check_offline_source(cfg)
             behaviour = load_checkpoint(data.policy, "offline_data.policy")[3]
         behaviour.eval()
-        stats = Collector(behaviour, envs, buffer).collect(n_step=data.transitions, random=random, reset_before_collect=True)
+        collector = Collector(behaviour, envs, buffer, exploration_noise=data.exploration_noise)
+        # with exploration noise: as the policy acted while training (DQN's eps_training, SAC's sampled actions)
+        acting = policy_within_training_step(behaviour.policy) if data.exploration_noise else contextlib.nullcontext()
+        with acting:
+            stats = collector.collect(n_step=data.transitions, random=random, reset_before_collect=True)
         returns = [float(r) for r in stats.returns]
         what = "expert data set" if cfg.algo.expert_data else "offline data set"
-        return buffer, (f"{what}: {len(buffer)} transitions from the {'random' if random else 'checkpoint'} policy, "
+        source = "random policy" if random else "checkpoint policy" + (" with its exploration noise"
+                                                                        if data.exploration_noise else "")
+        return buffer, (f"{what}: {len(buffer)} transitions from the {source}, "
                         f"{len(returns)} episodes, mean return {sum(returns) / max(len(returns), 1):.2f}")
 
     def train_offline(self, envs: Any, tests: Any) -> Any:
