@@ -1,4 +1,5 @@
-"""Every Tianshou algorithm the worker offers beyond dqn, ppo, sac and discrete_cql (those: test_ts_training.py).
+"""Every Tianshou algorithm the worker offers beyond dqn, ppo, sac and discrete_cql (those: test_ts_training.py),
+and ppo over box actions.
 
 Each is trained briefly through ``mosaic run`` on CartPole-v1 (discrete) or Pendulum-v1 (box), at a budget and
 seed where it learns, and its checkpoint is played by ``mosaic eval``; the played mean return must beat a uniform
@@ -54,6 +55,12 @@ RUNS: dict[str, dict[str, Any]] = {
     "redq": {"config": {"total_timesteps": 5000, **_BOX, "reporting": {"every_timesteps": 2500},
                         "algo_params": {"ensemble_size": 4, "actor_delay": 1}},
              "learns": {"actor_loss", "critic_loss", "alpha"}},
+    # PPO over box actions (a Gaussian policy): 8 envs, rollouts of 2,048, gamma 0.95
+    "ppo_box": {"algorithm": "ppo",
+                "config": {"environment": {"env_id": "Pendulum-v1"}, "total_timesteps": 16384, "num_envs": 8,
+                           "collect_steps": 2048, "repeat_per_collect": 10, "gamma": 0.95,
+                           "reporting": {"every_timesteps": 8192}},
+                "learns": {"actor_loss", "vf_loss", "ent_loss"}},
 }
 #: Learning from a data set recorded by a policy trained above (``source``); offline budgets are gradient steps.
 DATA_RUNS: dict[str, dict[str, Any]] = {
@@ -81,8 +88,8 @@ TRAINS_ONLY: dict[str, dict[str, Any]] = {
             "learns": {"actor_loss", "critic1_loss", "critic2_loss", "cql_alpha", "alpha"}},
 }
 ENV = {"c51": "CartPole-v1", "rainbow": "CartPole-v1", "iqn": "CartPole-v1", "a2c": "CartPole-v1",
-       "trpo": "CartPole-v1", "discrete_bcq": "CartPole-v1", "bcq": "Pendulum-v1", "ddpg": "Pendulum-v1", "td3": "Pendulum-v1",
-       "redq": "Pendulum-v1", "gail": "Pendulum-v1"}
+       "trpo": "CartPole-v1", "discrete_bcq": "CartPole-v1", "ppo_box": "Pendulum-v1", "bcq": "Pendulum-v1",
+       "ddpg": "Pendulum-v1", "td3": "Pendulum-v1", "redq": "Pendulum-v1", "gail": "Pendulum-v1"}
 #: How far above the random policy's mean return the trained policy's must be: CartPole pays +1 a step (the
 #: random policy here: 20.6); Pendulum's random return here is -1349 (a policy that swings up: above -400).
 MARGIN = {"CartPole-v1": 25.0, "Pendulum-v1": 300.0}
@@ -123,17 +130,18 @@ class Trained:
     def __init__(self, home: Any) -> None:
         self.home, self.runs = home, {}
 
-    def __call__(self, algorithm: str) -> Path:
-        if algorithm not in self.runs:
-            spec = RUNS.get(algorithm) or DATA_RUNS.get(algorithm) or TRAINS_ONLY[algorithm]
-            config = {"algorithm": algorithm, "seed": 1, **spec["config"]}
+    def __call__(self, name: str) -> Path:
+        """The run of ``name`` (a key of RUNS, DATA_RUNS or TRAINS_ONLY: the algorithm, unless it says another)."""
+        if name not in self.runs:
+            spec = RUNS.get(name) or DATA_RUNS.get(name) or TRAINS_ONLY[name]
+            config = {"algorithm": spec.get("algorithm", name), "seed": 1, **spec["config"]}
             if "source" in spec:  # the data set: played by the source run's checkpoint
                 source = self(spec["source"])
                 config["offline_data"] = {**config["offline_data"], "policy": str(source)}
-            proc = self.home.cli("run", str(self.home.config(algorithm, **config)))
-            assert proc.returncode == 0, (algorithm, proc.stderr[-3000:])
-            self.runs[algorithm] = self.home.runs()[-1]
-        return self.runs[algorithm]
+            proc = self.home.cli("run", str(self.home.config(name, **config)))
+            assert proc.returncode == 0, (name, proc.stderr[-3000:])
+            self.runs[name] = self.home.runs()[-1]
+        return self.runs[name]
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +163,7 @@ def test_algorithm_learns_beyond_random_play_and_its_checkpoint_evaluates(module
     home, env_id = module_home, ENV[algorithm]
     (started,) = home.events(run, "run_started")
     assert started["env"]["env_id"] == env_id and started["tianshou_algorithm"] in (
-        "C51", "RainbowDQN", "IQN", "A2C", "TRPO", "DDPG", "TD3", "REDQ", "DiscreteBCQ", "BCQ", "GAIL")
+        "C51", "RainbowDQN", "IQN", "PPO", "A2C", "TRPO", "DDPG", "TD3", "REDQ", "DiscreteBCQ", "BCQ", "GAIL")
     metrics = home.events(run, "metrics")
     assert metrics[-1]["timesteps_total"] >= spec["config"]["total_timesteps"]
     learner = metrics[-1]["learner"]["policy"]
@@ -168,7 +176,7 @@ def test_algorithm_learns_beyond_random_play_and_its_checkpoint_evaluates(module
 
     played = _evaluate(home, run)
     assert played["checkpoint"] == saved["path"] and played["env"]["env_id"] == env_id
-    assert played["env"]["algorithm"] == algorithm and played["num_episodes"] == EVAL_EPISODES
+    assert played["env"]["algorithm"] == spec.get("algorithm", algorithm) and played["num_episodes"] == EVAL_EPISODES
     returns = [e["returns"][AGENT] for e in played["episodes"]]
     mean = sum(returns) / len(returns)
     baseline = random_return[env_id]
@@ -240,6 +248,10 @@ def test_describe_the_doc_and_the_worker_list_the_same_algorithms(module_home):
      "is built by the worker"),
     ({"algorithm": "c51", "environment": {"env_id": "Pendulum-v1"}}, "environment.env_id",
      "c51 acts in discrete action spaces; Pendulum-v1 has box"),
+    ({"algorithm": "a2c", "environment": {"env_id": "Pendulum-v1"}}, "environment.env_id",
+     "a2c acts in discrete action spaces; Pendulum-v1 has box"),
+    ({"algorithm": "ppo", "algo_params": {"action_scaling": True}}, "algo_params.action_scaling",
+     "is set by the worker for ppo: it follows the action space"),
 ])
 def test_what_cannot_work_is_refused_naming_why(home, fields, field, words):
     home.check_refused(fields, field, words)

@@ -32,7 +32,7 @@ print(json.dumps(out))
     ({"algo_params": {"gamma": "high"}}, "algo_params.gamma", "'high' is not a number (Tianshou's default is 0.99)"),
     ({"algo_params": {"model": 1}}, "algo_params.model", "is built by the worker"),
     ({"algorithm": "ppo", "algo_params": {"action_scaling": True}}, "algo_params.action_scaling",
-     "is set by the worker for ppo: discrete actions are not scaled"),
+     "is set by the worker for ppo: it follows the action space: discrete actions are not scaled"),
     ({"algorithm": "sac", "environment": {"env_id": "CartPole-v1"}}, "environment.env_id",
      "sac acts in box action spaces; CartPole-v1 has discrete"),
     ({"environment": {"env_id": "CartPol-v1"}}, "environment.env_id", "did you mean 'CartPole-v1'?"),

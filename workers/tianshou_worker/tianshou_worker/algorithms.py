@@ -23,7 +23,7 @@ class Algorithm:
     tianshou_class: str  # dotted path from tianshou.algorithm: module.Class
     policy_class: str  # the same, of its policy class
     kind: str  # "on_policy", "off_policy" or "offline"
-    action_space: str  # "discrete" or "box"
+    action_spaces: tuple[str, ...]  # of "discrete" and "box"
     default_env: str
     summary: str
     #: Keyword arguments the worker passes itself, by name, with why (not settable in algo_params).
@@ -43,9 +43,17 @@ class Algorithm:
         return not self.online or self.expert_data
 
 
-#: What PPO-like policies over discrete actions are given: Tianshou refuses scaling or bounding them.
-_DISCRETE_ACTOR_FIXED = (("action_scaling", False, "discrete actions are not scaled"),
-                         ("action_bound_method", None, "discrete actions are not bounded"))
+#: How PPO-like policies map their actions to the env's, by action space (the builder picks the pair): discrete
+#: actions are neither scaled nor bounded (Tianshou refuses both); a Gaussian's box action is clipped to [-1, 1]
+#: and scaled to the env's range, as in Tianshou's own continuous PPO examples.
+ACTOR_ACTION_MAPPING = {"discrete": {"action_scaling": False, "action_bound_method": None},
+                        "box": {"action_scaling": True, "action_bound_method": "clip"}}
+_ACTOR_FIXED = (("action_scaling", ACTOR_ACTION_MAPPING,
+                 "it follows the action space: discrete actions are not scaled, box actions are "
+                 "scaled to the env's range"),
+                ("action_bound_method", ACTOR_ACTION_MAPPING,
+                 "it follows the action space: discrete actions are not bounded, box actions are "
+                 "clipped to [-1, 1] before scaling"))
 #: DDPG's and TD3's exploration: Tianshou's own "default" noise (GaussianNoise(sigma=0.1)); its default (None)
 #: would not explore at all.
 _DETERMINISTIC_FIXED = (("exploration_noise", "default", "Tianshou's 'default' Gaussian noise (sigma 0.1): "
@@ -61,43 +69,46 @@ _CQL_ACTION_RANGE = (("min_action", -1.0, "the data set's actions are in [-1, 1]
                                          "them (SACPolicy maps them to the env's range)"))
 
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
-    Algorithm("dqn", "modelfree.dqn.DQN", "modelfree.dqn.DiscreteQLearningPolicy", "off_policy", "discrete", "CartPole-v1",
-              "deep Q-learning with a target network (double Q by default)"),
-    Algorithm("c51", "modelfree.c51.C51", "modelfree.c51.C51Policy", "off_policy", "discrete", "CartPole-v1",
+    Algorithm("dqn", "modelfree.dqn.DQN", "modelfree.dqn.DiscreteQLearningPolicy", "off_policy", ("discrete",),
+              "CartPole-v1", "deep Q-learning with a target network (double Q by default)"),
+    Algorithm("c51", "modelfree.c51.C51", "modelfree.c51.C51Policy", "off_policy", ("discrete",), "CartPole-v1",
               "categorical distributional Q-learning (51 atoms by default)"),
-    Algorithm("rainbow", "modelfree.rainbow.RainbowDQN", "modelfree.c51.C51Policy", "off_policy", "discrete",
+    Algorithm("rainbow", "modelfree.rainbow.RainbowDQN", "modelfree.c51.C51Policy", "off_policy", ("discrete",),
               "CartPole-v1", "C51 with noisy, dueling networks and prioritized replay",
               prioritized_replay=True),
-    Algorithm("iqn", "modelfree.iqn.IQN", "modelfree.iqn.IQNPolicy", "off_policy", "discrete", "CartPole-v1",
+    Algorithm("iqn", "modelfree.iqn.IQN", "modelfree.iqn.IQNPolicy", "off_policy", ("discrete",), "CartPole-v1",
               "implicit quantile networks: distributional Q-learning over sampled quantile fractions"),
-    Algorithm("ppo", "modelfree.ppo.PPO", "modelfree.reinforce.ProbabilisticActorPolicy", "on_policy", "discrete", "CartPole-v1",
-              "proximal policy optimisation with a clipped objective and GAE", fixed=_DISCRETE_ACTOR_FIXED),
-    Algorithm("a2c", "modelfree.a2c.A2C", "modelfree.reinforce.ProbabilisticActorPolicy", "on_policy", "discrete",
-              "CartPole-v1", "advantage actor-critic with GAE", fixed=_DISCRETE_ACTOR_FIXED),
-    Algorithm("trpo", "modelfree.trpo.TRPO", "modelfree.reinforce.ProbabilisticActorPolicy", "on_policy", "discrete",
-              "CartPole-v1", "trust region policy optimisation (natural gradient with a KL line search)",
-              fixed=_DISCRETE_ACTOR_FIXED),
-    Algorithm("sac", "modelfree.sac.SAC", "modelfree.sac.SACPolicy", "off_policy", "box", "Pendulum-v1",
+    Algorithm("ppo", "modelfree.ppo.PPO", "modelfree.reinforce.ProbabilisticActorPolicy", "on_policy",
+              ("discrete", "box"), "CartPole-v1", "proximal policy optimisation with a clipped objective and GAE",
+              fixed=_ACTOR_FIXED),
+    # A2C and TRPO build box policies the same way, but were not shown to learn Pendulum-v1 at 24-49k env steps
+    Algorithm("a2c", "modelfree.a2c.A2C", "modelfree.reinforce.ProbabilisticActorPolicy", "on_policy",
+              ("discrete",), "CartPole-v1", "advantage actor-critic with GAE", fixed=_ACTOR_FIXED),
+    Algorithm("trpo", "modelfree.trpo.TRPO", "modelfree.reinforce.ProbabilisticActorPolicy", "on_policy",
+              ("discrete",), "CartPole-v1",
+              "trust region policy optimisation (natural gradient with a KL line search)", fixed=_ACTOR_FIXED),
+    Algorithm("sac", "modelfree.sac.SAC", "modelfree.sac.SACPolicy", "off_policy", ("box",), "Pendulum-v1",
               "soft actor-critic with twin critics"),
-    Algorithm("ddpg", "modelfree.ddpg.DDPG", "modelfree.ddpg.ContinuousDeterministicPolicy", "off_policy", "box",
+    Algorithm("ddpg", "modelfree.ddpg.DDPG", "modelfree.ddpg.ContinuousDeterministicPolicy", "off_policy", ("box",),
               "Pendulum-v1", "deep deterministic policy gradient", fixed=_DETERMINISTIC_FIXED),
-    Algorithm("td3", "modelfree.td3.TD3", "modelfree.ddpg.ContinuousDeterministicPolicy", "off_policy", "box",
+    Algorithm("td3", "modelfree.td3.TD3", "modelfree.ddpg.ContinuousDeterministicPolicy", "off_policy", ("box",),
               "Pendulum-v1", "twin delayed DDPG: twin critics, delayed actor updates, target smoothing",
               fixed=_DETERMINISTIC_FIXED),
-    Algorithm("redq", "modelfree.redq.REDQ", "modelfree.redq.REDQPolicy", "off_policy", "box", "Pendulum-v1",
+    Algorithm("redq", "modelfree.redq.REDQ", "modelfree.redq.REDQPolicy", "off_policy", ("box",), "Pendulum-v1",
               "randomized ensembled double Q-learning: an ensemble of critics, a random subset per target"),
-    Algorithm("discrete_cql", "imitation.discrete_cql.DiscreteCQL", "modelfree.qrdqn.QRDQNPolicy", "offline", "discrete", "CartPole-v1",
+    Algorithm("discrete_cql", "imitation.discrete_cql.DiscreteCQL", "modelfree.qrdqn.QRDQNPolicy", "offline",
+              ("discrete",), "CartPole-v1",
               "conservative Q-learning over quantile Q-values, learned from a fixed data set"),
     Algorithm("discrete_bcq", "imitation.discrete_bcq.DiscreteBCQ", "imitation.discrete_bcq.DiscreteBCQPolicy", "offline",
-              "discrete", "CartPole-v1", "batch-constrained Q-learning: Q-learning over the actions an imitation "
+              ("discrete",), "CartPole-v1", "batch-constrained Q-learning: Q-learning over the actions an imitation "
                                          "network finds likely in the data set"),
-    Algorithm("bcq", "imitation.bcq.BCQ", "imitation.bcq.BCQPolicy", "offline", "box", "Pendulum-v1",
+    Algorithm("bcq", "imitation.bcq.BCQ", "imitation.bcq.BCQPolicy", "offline", ("box",), "Pendulum-v1",
               "batch-constrained Q-learning: a VAE proposes actions like the data set's, a perturbation network "
               "adjusts them, twin critics pick one", fixed=_DATA_ACTIONS_SCALED),
-    Algorithm("cql", "imitation.cql.CQL", "modelfree.sac.SACPolicy", "offline", "box", "Pendulum-v1",
+    Algorithm("cql", "imitation.cql.CQL", "modelfree.sac.SACPolicy", "offline", ("box",), "Pendulum-v1",
               "conservative Q-learning: SAC whose critics are pushed down on actions outside the data set",
               fixed=_CQL_ACTION_RANGE),
-    Algorithm("gail", "imitation.gail.GAIL", "modelfree.reinforce.ProbabilisticActorPolicy", "on_policy", "box",
+    Algorithm("gail", "imitation.gail.GAIL", "modelfree.reinforce.ProbabilisticActorPolicy", "on_policy", ("box",),
               "Pendulum-v1", "generative adversarial imitation learning: PPO on a discriminator's reward, "
                              "imitating an expert data set", expert_data=True),
 )}
@@ -153,7 +164,7 @@ def build_dqn(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, alg
 def build_ppo(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, algo_kw: dict) -> Any:
     from tianshou.algorithm import PPO
 
-    policy, critic = _discrete_actor_critic("ppo", spaces, hidden, policy_kw)
+    policy, critic = _actor_critic(spaces, hidden, policy_kw)
     return PPO(policy=policy, critic=critic, optim=_adam(lr), **algo_kw)
 
 
@@ -229,30 +240,38 @@ def build_iqn(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, alg
     return IQN(policy=policy, optim=_adam(lr), **algo_kw)
 
 
-def _discrete_actor_critic(name: str, spaces: Spaces, hidden: list[int], policy_kw: dict) -> tuple[Any, Any]:
-    """A categorical policy over discrete actions and a state-value critic (PPO, A2C, TRPO)."""
+def _actor_critic(spaces: Spaces, hidden: list[int], policy_kw: dict) -> tuple[Any, Any]:
+    """A stochastic policy and a state-value critic (PPO, A2C, TRPO): categorical over discrete actions; over box
+    actions a Gaussian whose standard deviation is a learned parameter, as in Tianshou's continuous examples."""
     from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
-    from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
+    from tianshou.utils.net import continuous, discrete
 
-    actor = DiscreteActor(preprocess_net=_net(spaces, hidden), action_shape=spaces.action.n)
-    critic = DiscreteCritic(preprocess_net=_net(spaces, hidden))
-    fixed = {key: value for key, value, _ in ALGORITHMS[name].fixed}
-    policy = ProbabilisticActorPolicy(actor=actor, dist_fn=_categorical, action_space=spaces.action,
-                                      observation_space=spaces.observation, **fixed, **policy_kw)
+    from mosaic.workerkit.spaces import action_kind
+
+    kind = action_kind(spaces.action)
+    if kind == "box":
+        actor = continuous.ContinuousActorProbabilistic(preprocess_net=_net(spaces, hidden),
+                                                        action_shape=spaces.action.shape, unbounded=True)
+        critic, dist = continuous.ContinuousCritic(preprocess_net=_net(spaces, hidden)), _normal
+    else:
+        actor = discrete.DiscreteActor(preprocess_net=_net(spaces, hidden), action_shape=spaces.action.n)
+        critic, dist = discrete.DiscreteCritic(preprocess_net=_net(spaces, hidden)), _categorical
+    policy = ProbabilisticActorPolicy(actor=actor, dist_fn=dist, action_space=spaces.action,
+                                      observation_space=spaces.observation, **ACTOR_ACTION_MAPPING[kind], **policy_kw)
     return policy, critic
 
 
 def build_a2c(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, algo_kw: dict) -> Any:
     from tianshou.algorithm import A2C
 
-    policy, critic = _discrete_actor_critic("a2c", spaces, hidden, policy_kw)
+    policy, critic = _actor_critic(spaces, hidden, policy_kw)
     return A2C(policy=policy, critic=critic, optim=_adam(lr), **algo_kw)
 
 
 def build_trpo(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, algo_kw: dict) -> Any:
     from tianshou.algorithm import TRPO
 
-    policy, critic = _discrete_actor_critic("trpo", spaces, hidden, policy_kw)
+    policy, critic = _actor_critic(spaces, hidden, policy_kw)
     return TRPO(policy=policy, critic=critic, optim=_adam(lr), **algo_kw)  # optim: the critic's (the actor's step is TRPO's)
 
 

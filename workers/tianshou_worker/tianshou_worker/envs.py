@@ -51,8 +51,9 @@ def probe_env(config: Any) -> Any:
     from mosaic.workerkit.spaces import action_kind
 
     kind, algo = action_kind(act), config.algo
-    if kind != algo.action_space:
-        raise ConfigError("environment.env_id", f"{algo.name} acts in {algo.action_space} action spaces; {env_id} has {kind}")
+    if kind not in algo.action_spaces:
+        raise ConfigError("environment.env_id", f"{algo.name} acts in {' and '.join(algo.action_spaces)} action "
+                                                f"spaces; {env_id} has {kind}")
     if not isinstance(obs, gs.Box) or len(obs.shape) != 1:
         raise ConfigError("environment.env_id", f"{env_id} observes {obs!r}; this worker builds MLPs, which take flat vectors")
     return Spaces(obs, act)
