@@ -174,17 +174,30 @@ def _categorical(probs: Any) -> Any:
     return torch.distributions.Categorical(probs=probs)
 
 
+def _q_critics(spaces: Spaces, hidden: list[int], count: int) -> list[Any]:
+    """``count`` critics Q(s, a) over box actions (observation and action concatenated)."""
+    from tianshou.utils.net.continuous import ContinuousCritic
+
+    return [ContinuousCritic(preprocess_net=_net(spaces, hidden, action_shape=spaces.action.shape, concat=True))
+            for _ in range(count)]
+
+
+def _sac_policy_and_critics(spaces: Spaces, hidden: list[int], policy_kw: dict) -> tuple[Any, list[Any]]:
+    """SAC's tanh-squashed Gaussian policy and twin critics (SAC, CQL)."""
+    from tianshou.algorithm.modelfree.sac import SACPolicy
+    from tianshou.utils.net.continuous import ContinuousActorProbabilistic
+
+    actor = ContinuousActorProbabilistic(preprocess_net=_net(spaces, hidden), action_shape=spaces.action.shape,
+                                         unbounded=True, conditioned_sigma=True)
+    critics = _q_critics(spaces, hidden, 2)
+    return SACPolicy(actor=actor, action_space=spaces.action, observation_space=spaces.observation,
+                     **policy_kw), critics
+
+
 def build_sac(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, algo_kw: dict) -> Any:
     from tianshou.algorithm import SAC
-    from tianshou.algorithm.modelfree.sac import SACPolicy
-    from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
 
-    shape = spaces.action.shape
-    actor = ContinuousActorProbabilistic(preprocess_net=_net(spaces, hidden), action_shape=shape,
-                                         unbounded=True, conditioned_sigma=True)
-    critics = [ContinuousCritic(preprocess_net=_net(spaces, hidden, action_shape=shape, concat=True))
-               for _ in range(2)]
-    policy = SACPolicy(actor=actor, action_space=spaces.action, observation_space=spaces.observation, **policy_kw)
+    policy, critics = _sac_policy_and_critics(spaces, hidden, policy_kw)
     return SAC(policy=policy, policy_optim=_adam(lr), critic=critics[0], critic_optim=_adam(lr),
                critic2=critics[1], critic2_optim=_adam(lr), **algo_kw)
 
@@ -278,15 +291,13 @@ def build_trpo(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, al
 def _deterministic_actor_critics(name: str, spaces: Spaces, hidden: list[int], policy_kw: dict,
                                  critics: int) -> tuple[Any, list[Any]]:
     from tianshou.algorithm.modelfree.ddpg import ContinuousDeterministicPolicy
-    from tianshou.utils.net.continuous import ContinuousActorDeterministic, ContinuousCritic
+    from tianshou.utils.net.continuous import ContinuousActorDeterministic
 
-    shape = spaces.action.shape
-    actor = ContinuousActorDeterministic(preprocess_net=_net(spaces, hidden), action_shape=shape)
+    actor = ContinuousActorDeterministic(preprocess_net=_net(spaces, hidden), action_shape=spaces.action.shape)
     fixed = {key: value for key, value, _ in ALGORITHMS[name].fixed}
     policy = ContinuousDeterministicPolicy(actor=actor, action_space=spaces.action,
                                            observation_space=spaces.observation, **fixed, **policy_kw)
-    return policy, [ContinuousCritic(preprocess_net=_net(spaces, hidden, action_shape=shape, concat=True))
-                    for _ in range(critics)]
+    return policy, _q_critics(spaces, hidden, critics)
 
 
 def build_ddpg(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, algo_kw: dict) -> Any:
@@ -358,7 +369,7 @@ def build_bcq(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, alg
     from tianshou.algorithm import BCQ
     from tianshou.algorithm.imitation.bcq import BCQPolicy
     from tianshou.utils.net.common import MLP, Net
-    from tianshou.utils.net.continuous import VAE, ContinuousCritic, Perturbation
+    from tianshou.utils.net.continuous import VAE, Perturbation
 
     obs, act = _flat(spaces.observation), _flat(spaces.action)
     latent = BCQ_LATENT_PER_ACTION * act
@@ -368,8 +379,7 @@ def build_bcq(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, alg
     vae = VAE(encoder=MLP(input_dim=obs + act, hidden_sizes=hidden),
               decoder=MLP(input_dim=obs + latent, output_dim=act, hidden_sizes=hidden),
               hidden_dim=hidden[-1], latent_dim=latent, max_action=1.0)
-    critics = [ContinuousCritic(preprocess_net=_net(spaces, hidden, action_shape=spaces.action.shape, concat=True))
-               for _ in range(2)]
+    critics = _q_critics(spaces, hidden, 2)
     fixed = {key: value for key, value, _ in ALGORITHMS["bcq"].fixed}
     policy = BCQPolicy(actor_perturbation=perturbation, critic=critics[0], vae=vae, action_space=spaces.action,
                        observation_space=spaces.observation, **fixed, **policy_kw)
@@ -380,15 +390,8 @@ def build_bcq(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, alg
 def build_cql(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, algo_kw: dict) -> Any:
     """Continuous CQL: SAC's actor and twin critics (as :func:`build_sac`), learned from the data set."""
     from tianshou.algorithm import CQL
-    from tianshou.algorithm.modelfree.sac import SACPolicy
-    from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
 
-    shape = spaces.action.shape
-    actor = ContinuousActorProbabilistic(preprocess_net=_net(spaces, hidden), action_shape=shape,
-                                         unbounded=True, conditioned_sigma=True)
-    critics = [ContinuousCritic(preprocess_net=_net(spaces, hidden, action_shape=shape, concat=True))
-               for _ in range(2)]
-    policy = SACPolicy(actor=actor, action_space=spaces.action, observation_space=spaces.observation, **policy_kw)
+    policy, critics = _sac_policy_and_critics(spaces, hidden, policy_kw)
     fixed = {key: value for key, value, _ in ALGORITHMS["cql"].fixed}
     return CQL(policy=policy, policy_optim=_adam(lr), critic=critics[0], critic_optim=_adam(lr),
                critic2=critics[1], critic2_optim=_adam(lr), **fixed, **algo_kw)
