@@ -117,7 +117,10 @@ def test_pistonball_ppo_streams_frames_and_watch_snapshots_them(tmp_path, ray_se
     assert pixels.shape == (560, 200, 3)
     colours = np.unique(pixels.reshape(-1, 3), axis=0)
     assert pixels.std() > 10 and len(colours) > 5  # the board, pistons and ball, not a blank image
-    assert saved_meta["stream"] == "runner-0" and set(saved_meta["rewards"]) == PISTONS
+    # the run's last frame follows the same rule: every piston's reward after a step, none on a reset's frame
+    # (the run may end just after an episode did, as the sampled batch falls)
+    assert saved_meta["stream"] == "runner-0" and saved_meta["step"] >= 0
+    assert set(saved_meta["rewards"]) == (PISTONS if saved_meta["step"] > 0 else set()), saved_meta
 
 
 def test_one_stream_per_remote_env_runner(tmp_path, ray_session):
