@@ -176,7 +176,8 @@ def test_algorithm_learns_beyond_random_play_and_its_checkpoint_evaluates(module
 
     played = _evaluate(home, run)
     assert played["checkpoint"] == saved["path"] and played["env"]["env_id"] == env_id
-    assert played["env"]["algorithm"] == spec.get("algorithm", algorithm) and played["num_episodes"] == EVAL_EPISODES
+    assert played["env"]["algorithm"] == spec.get("algorithm", algorithm)
+    assert played["num_episodes"] == EVAL_EPISODES
     returns = [e["returns"][AGENT] for e in played["episodes"]]
     mean = sum(returns) / len(returns)
     baseline = random_return[env_id]

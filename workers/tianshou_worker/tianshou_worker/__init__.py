@@ -26,7 +26,8 @@ def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
         name="Tianshou", version=__version__,
         description="Tianshou's DQN, C51, Rainbow, IQN, PPO, A2C, TRPO, SAC, DDPG, TD3, REDQ, offline CQL and "
                     "BCQ (discrete and continuous), and GAIL on Gymnasium envs, and DQN in one seat of a "
-                    "PettingZoo classic game through Tianshou's multi-agent algorithm, called in-process in its own environment.",
+                    "PettingZoo classic game through Tianshou's multi-agent algorithm, called in-process in its "
+                    "own environment.",
         upstream_library="tianshou", upstream_version=installed_version("tianshou"), license="MIT")
     caps = WorkerCapabilities(
         worker_type="tianshou", paradigms=("single_agent", "multi_agent"), policy_configurations=("INDEPENDENT",),

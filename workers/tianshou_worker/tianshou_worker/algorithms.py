@@ -34,6 +34,11 @@ class Algorithm:
     expert_data: bool = False
 
     @property
+    def fixed_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of :attr:`fixed`, as the builder passes them."""
+        return {key: value for key, value, _ in self.fixed}
+
+    @property
     def online(self) -> bool:
         return self.kind != "offline"
 
@@ -61,12 +66,10 @@ _DETERMINISTIC_FIXED = (("exploration_noise", "default", "Tianshou's 'default' G
 
 #: Tianshou's collector stores a box action as the policy emits it, in [-1, 1] (the env's range mapped there,
 #: also for random actions); the offline box algorithms learn actions in that range and map them to the env's.
-_DATA_ACTIONS_SCALED = (("action_scaling", True, "the data set's actions are in [-1, 1], as Tianshou's collector "
-                                                 "stores them; the policy maps them to the env's range"),)
-_CQL_ACTION_RANGE = (("min_action", -1.0, "the data set's actions are in [-1, 1], as Tianshou's collector stores "
-                                          "them (SACPolicy maps them to the env's range)"),
-                     ("max_action", 1.0, "the data set's actions are in [-1, 1], as Tianshou's collector stores "
-                                         "them (SACPolicy maps them to the env's range)"))
+_IN_DATA_RANGE = ("the data set's actions are in [-1, 1], as Tianshou's collector stores them; the policy maps "
+                  "them to the env's range")
+_DATA_ACTIONS_SCALED = (("action_scaling", True, _IN_DATA_RANGE),)
+_CQL_ACTION_RANGE = (("min_action", -1.0, _IN_DATA_RANGE), ("max_action", 1.0, _IN_DATA_RANGE))
 
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
     Algorithm("dqn", "modelfree.dqn.DQN", "modelfree.dqn.DiscreteQLearningPolicy", "off_policy", ("discrete",),
@@ -294,9 +297,9 @@ def _deterministic_actor_critics(name: str, spaces: Spaces, hidden: list[int], p
     from tianshou.utils.net.continuous import ContinuousActorDeterministic
 
     actor = ContinuousActorDeterministic(preprocess_net=_net(spaces, hidden), action_shape=spaces.action.shape)
-    fixed = {key: value for key, value, _ in ALGORITHMS[name].fixed}
     policy = ContinuousDeterministicPolicy(actor=actor, action_space=spaces.action,
-                                           observation_space=spaces.observation, **fixed, **policy_kw)
+                                           observation_space=spaces.observation, **ALGORITHMS[name].fixed_kwargs,
+                                           **policy_kw)
     return policy, _q_critics(spaces, hidden, critics)
 
 
@@ -380,9 +383,8 @@ def build_bcq(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, alg
               decoder=MLP(input_dim=obs + latent, output_dim=act, hidden_sizes=hidden),
               hidden_dim=hidden[-1], latent_dim=latent, max_action=1.0)
     critics = _q_critics(spaces, hidden, 2)
-    fixed = {key: value for key, value, _ in ALGORITHMS["bcq"].fixed}
     policy = BCQPolicy(actor_perturbation=perturbation, critic=critics[0], vae=vae, action_space=spaces.action,
-                       observation_space=spaces.observation, **fixed, **policy_kw)
+                       observation_space=spaces.observation, **ALGORITHMS["bcq"].fixed_kwargs, **policy_kw)
     return BCQ(policy=policy, actor_perturbation_optim=_adam(lr), critic_optim=_adam(lr), vae_optim=_adam(lr),
                critic2=critics[1], critic2_optim=_adam(lr), **algo_kw)
 
@@ -392,9 +394,8 @@ def build_cql(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, alg
     from tianshou.algorithm import CQL
 
     policy, critics = _sac_policy_and_critics(spaces, hidden, policy_kw)
-    fixed = {key: value for key, value, _ in ALGORITHMS["cql"].fixed}
     return CQL(policy=policy, policy_optim=_adam(lr), critic=critics[0], critic_optim=_adam(lr),
-               critic2=critics[1], critic2_optim=_adam(lr), **fixed, **algo_kw)
+               critic2=critics[1], critic2_optim=_adam(lr), **ALGORITHMS["cql"].fixed_kwargs, **algo_kw)
 
 
 def _normal(loc_scale: Any) -> Any:
