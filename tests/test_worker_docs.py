@@ -2,9 +2,9 @@
 
 A worker's page (docs/<name>-worker.md) ends with one section, "Offers and refuses (checked)", between
 ``<!-- offers:begin -->`` and ``<!-- offers:end -->``: its algorithms, env families, paradigms and
-capabilities, whether it evaluates and serves a player, and the shared fields it refuses with why. The
-section must be exactly what ``scripts/gen_reference`` writes from ``mosaic workers show NAME --json``
-*now*: both sides are read live, so a worker that gains an algorithm, an env or a refusal while its page
+capabilities, whether it evaluates and serves a player, and each shared field honoured (as what) or refused
+(why). The section must be exactly what ``scripts/gen_reference`` writes from ``mosaic workers show NAME
+--json`` *now*: both sides are read live, so a worker that gains an algorithm, an env or a refusal while its page
 stays behind fails here, naming the worker, the difference and the command that rewrites the section.
 """
 
@@ -112,7 +112,7 @@ def test_a_change_the_page_lacks_is_named(described):
     assert "'random'" in problem and GEN.WORKER_DOCS_COMMAND in problem
     added = [line for line in problem.splitlines() if line.startswith("+") and not line.startswith("+++")]
     assert any("made_up_algo" in line for line in added), problem
-    assert any("`seed` | a made-up reason" in line for line in added), problem
+    assert any(line.startswith("+| `seed` |") and line.endswith("| a made-up reason |") for line in added), problem
     assert any("serves a player" in line and line.endswith("yes") for line in added), problem
 
 

@@ -185,7 +185,9 @@ FIELDS = FieldMap(
         "resources.threads": "OMP_NUM_THREADS / MKL_NUM_THREADS of the script's process",
         "resources.cpus": "CPUs the daemon reserves for the run",
         "resources.gpus": "the script's --cuda (0: --cuda False, the CPU; up to 1: --cuda True, its one CUDA "
-                          "device); refused where the environment's torch sees no GPU",
+                          "device; more: refused, a script trains on one device); refused where the "
+                          "environment's torch sees no GPU (CUDA builds: docs/worker-environments.md, "
+                          "\"GPU builds\")",
         "algo_params": "the script's other options by their argparse names (`--schema ALGO` lists them)",
     },
     refused={

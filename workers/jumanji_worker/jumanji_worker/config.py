@@ -180,8 +180,11 @@ class JumanjiConfig(RunConfig):
             "resources.threads": "XLA's CPU threads (XLA_FLAGS intra_op_parallelism_threads)",
             "resources.cpus": "CPUs the daemon reserves for the run",
             "resources.gpus": "JAX's platform: 0 = the CPU (JAX_PLATFORMS=cpu); up to 1 = JAX's GPU backend "
-                              "(jax[cuda12]) on one GPU; a whole N > 1 = Jumanji's pmap over N GPUs, num_envs "
-                              "split across them; refused where the environment's JAX sees no GPU",
+                              "(jax[cuda12]) on one GPU, a fraction also capping JAX's memory preallocation "
+                              "(XLA_PYTHON_CLIENT_MEM_FRACTION); a whole N > 1 = Jumanji's pmap over the first "
+                              "N GPUs (JAX_CUDA_VISIBLE_DEVICES), num_envs a multiple of N; refused where the "
+                              "environment's JAX sees no GPU (CUDA builds: docs/worker-environments.md, "
+                              "\"GPU builds\")",
             "algo_params": "keys of the env yaml's a2c section (discount_factor, l_en, ...); ppo: those and "
                            "clip_epsilon, update_epochs, num_minibatches, max_grad_norm",
         },

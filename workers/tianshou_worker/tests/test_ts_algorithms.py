@@ -4,14 +4,13 @@ and ppo over box actions.
 Each is trained briefly through ``mosaic run`` on CartPole-v1 (discrete) or Pendulum-v1 (box), at a budget and
 seed where it learns, and its checkpoint is played by ``mosaic eval``; the played mean return must beat a uniform
 random policy's, measured here on the same env. The offline and imitation algorithms learn from data the worker
-records at run time from a policy trained here (c51's for discrete_bcq, td3's for bcq and gail). One module
+records at run time from a policy trained here (c51's for discrete_bcq, td3's for bcq, cql and gail). One module
 home: the c51 and td3 runs serve both their own test and the data sets.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 import subprocess
 from pathlib import Path
@@ -72,6 +71,11 @@ DATA_RUNS: dict[str, dict[str, Any]] = {
     "bcq": {"source": "td3", "config": {"total_timesteps": 1000, "reporting": {"every_timesteps": 500},
                                         "offline_data": {"transitions": 10000}},
             "learns": {"actor_loss", "critic1_loss", "critic2_loss", "vae_loss"}},
+    # continuous CQL: 4,000 gradient steps, gamma 0.9, on 10,000 transitions td3's checkpoint records as it acted
+    # while training (its exploration noise): docs/tianshou-worker.md, "Continuous CQL on Pendulum-v1"
+    "cql": {"source": "td3", "config": {"total_timesteps": 4000, "gamma": 0.9, "reporting": {"every_timesteps": 2000},
+                                       "offline_data": {"transitions": 10000, "exploration_noise": True}},
+            "learns": {"actor_loss", "critic1_loss", "critic2_loss", "cql_alpha", "alpha"}},
     # GAIL: PPO on the discriminator's reward, imitating 10,000 transitions of td3's checkpoint (docs/tianshou-worker.md,
     # "GAIL"): 4 envs, rollouts of 2,000, minibatches of 256, no entropy bonus, the Gaussian's mean at evaluation.
     "gail": {"source": "td3", "config": {"total_timesteps": 50000, "num_envs": 4, "collect_steps": 2000,
@@ -80,16 +84,10 @@ DATA_RUNS: dict[str, dict[str, Any]] = {
                                          "algo_params": {"ent_coef": 0.0, "deterministic_eval": True}},
              "learns": {"disc_loss", "acc_pi", "acc_exp", "vf_loss"}},
 }
-#: Trained and evaluated, but not shown to learn at a test's budget (docs/tianshou-worker.md, "Continuous CQL").
-TRAINS_ONLY: dict[str, dict[str, Any]] = {
-    # continuous CQL on 10,000 transitions of td3's checkpoint played as it acted while training (its noise)
-    "cql": {"source": "td3", "config": {"total_timesteps": 500, "reporting": {"every_timesteps": 250},
-                                       "offline_data": {"transitions": 10000, "exploration_noise": True}},
-            "learns": {"actor_loss", "critic1_loss", "critic2_loss", "cql_alpha", "alpha"}},
-}
 ENV = {"c51": "CartPole-v1", "rainbow": "CartPole-v1", "iqn": "CartPole-v1", "a2c": "CartPole-v1",
        "trpo": "CartPole-v1", "discrete_bcq": "CartPole-v1", "ppo_box": "Pendulum-v1", "bcq": "Pendulum-v1",
-       "ddpg": "Pendulum-v1", "td3": "Pendulum-v1", "redq": "Pendulum-v1", "gail": "Pendulum-v1"}
+       "ddpg": "Pendulum-v1", "td3": "Pendulum-v1", "redq": "Pendulum-v1", "cql": "Pendulum-v1",
+       "gail": "Pendulum-v1"}
 #: How far above the random policy's mean return the trained policy's must be: CartPole pays +1 a step (the
 #: random policy here: 20.6); Pendulum's random return here is -1349 (a policy that swings up: above -400).
 MARGIN = {"CartPole-v1": 25.0, "Pendulum-v1": 300.0}
@@ -131,9 +129,9 @@ class Trained:
         self.home, self.runs = home, {}
 
     def __call__(self, name: str) -> Path:
-        """The run of ``name`` (a key of RUNS, DATA_RUNS or TRAINS_ONLY: the algorithm, unless it says another)."""
+        """The run of ``name`` (a key of RUNS or DATA_RUNS: the algorithm, unless it says another)."""
         if name not in self.runs:
-            spec = RUNS.get(name) or DATA_RUNS.get(name) or TRAINS_ONLY[name]
+            spec = RUNS.get(name) or DATA_RUNS[name]
             config = {"algorithm": spec.get("algorithm", name), "seed": 1, **spec["config"]}
             if "source" in spec:  # the data set: played by the source run's checkpoint
                 source = self(spec["source"])
@@ -163,14 +161,16 @@ def test_algorithm_learns_beyond_random_play_and_its_checkpoint_evaluates(module
     home, env_id = module_home, ENV[algorithm]
     (started,) = home.events(run, "run_started")
     assert started["env"]["env_id"] == env_id and started["tianshou_algorithm"] in (
-        "C51", "RainbowDQN", "IQN", "PPO", "A2C", "TRPO", "DDPG", "TD3", "REDQ", "DiscreteBCQ", "BCQ", "GAIL")
+        "C51", "RainbowDQN", "IQN", "PPO", "A2C", "TRPO", "DDPG", "TD3", "REDQ", "DiscreteBCQ", "BCQ", "CQL",
+        "GAIL")
     metrics = home.events(run, "metrics")
     assert metrics[-1]["timesteps_total"] >= spec["config"]["total_timesteps"]
     learner = metrics[-1]["learner"]["policy"]
     assert spec["learns"] <= set(learner), learner
     if algorithm in DATA_RUNS:
-        note = _data_note(home, run)
-        assert f"{spec['config']['offline_data']['transitions']} transitions from the checkpoint policy," in note
+        data = spec["config"]["offline_data"]
+        kind = " with its exploration noise" if data.get("exploration_noise") else ","
+        assert f"{data['transitions']} transitions from the checkpoint policy{kind}" in _data_note(home, run)
     (saved,) = home.events(run, "checkpoint_saved")
     assert home.events(run)[0]["type"] == "run_started"  # the data set's log event comes after it
 
@@ -189,26 +189,51 @@ def _data_note(home: Any, run: Path) -> str:
     return note
 
 
-def test_cql_trains_on_data_recorded_with_exploration_noise_and_its_checkpoint_evaluates(module_home, trained):
-    """Continuous CQL trains (finite learner scalars, Tianshou's names) on td3's checkpoint played with its
-    exploration noise, a data set other than the one td3's greedy actions record for bcq (same seed and envs);
-    its checkpoint plays with ``mosaic eval``. Whether it learns is not asserted: see the doc."""
-    home, run, spec = module_home, trained("cql"), TRAINS_ONLY["cql"]
-    (started,) = home.events(run, "run_started")
-    assert (started["tianshou_algorithm"], started["tianshou_policy"]) == ("CQL", "SACPolicy")
-    metrics = home.events(run, "metrics")
-    assert metrics[-1]["timesteps_total"] == spec["config"]["total_timesteps"]
-    learner = metrics[-1]["learner"]["policy"]
-    assert spec["learns"] <= set(learner) and all(math.isfinite(v) for v in learner.values()), learner
-    noisy, greedy = _data_note(home, run), _data_note(home, trained("bcq"))
+def test_exploration_noise_records_other_data_than_the_greedy_policy(module_home, trained):
+    """cql's data set (td3's checkpoint played with its exploration noise) is not the one td3's greedy actions
+    record for bcq: same checkpoint, seed, envs and size, another mean return."""
+    noisy, greedy = _data_note(module_home, trained("cql")), _data_note(module_home, trained("bcq"))
     assert "10000 transitions from the checkpoint policy with its exploration noise" in noisy
     assert "10000 transitions from the checkpoint policy," in greedy
     assert noisy.rpartition("mean return ")[2] != greedy.rpartition("mean return ")[2], (noisy, greedy)
-    played = _evaluate(home, run)
-    (saved,) = home.events(run, "checkpoint_saved")
-    assert played["checkpoint"] == saved["path"] and played["env"]["algorithm"] == "cql"
-    returns = [e["returns"][AGENT] for e in played["episodes"]]
-    assert len(returns) == EVAL_EPISODES and all(math.isfinite(r) for r in returns)
+
+
+CQL_RANDOM_ACTIONS = """
+import json
+import gymnasium as gym
+import torch
+from tianshou.data import Batch
+from tianshou_worker import algorithms
+
+env = gym.make("Pendulum-v1")
+spaces = algorithms.Spaces(observation=env.observation_space, action=env.action_space)
+algo = algorithms.BUILDERS["cql"](spaces, [16], 1e-3, {}, {"calibrated": False, "num_repeat_actions": 10})
+seen = []
+forward = algo.critic.forward
+def recording(obs, act=None, *args, **kwargs):
+    seen.append(act.detach().clone())
+    return forward(obs, act, *args, **kwargs)
+algo.critic.forward = recording
+torch.manual_seed(0)
+batch = Batch(obs=torch.zeros(8, 3), act=torch.zeros(8, 1), rew=torch.zeros(8), obs_next=torch.zeros(8, 3),
+              done=torch.zeros(8, dtype=torch.bool), terminated=torch.zeros(8), truncated=torch.zeros(8))
+algo._update_with_batch(batch)
+# the random actions: the last critic call over 8 x 10 actions (after the policy's own)
+random = [a for a in seen if a.shape[0] == 80][-1]
+print(json.dumps({"min": float(random.min()), "max": float(random.max()),
+                  "distinct": len(set(random.flatten().tolist()))}))
+"""
+
+
+def test_cql_penalises_random_actions_across_the_data_range(module_home):
+    """CQL's penalty pushes Q down on random actions that should span the data set's [-1, 1]. Tianshou 2.0.1
+    draws them from uniform(-min_action, max_action), so the worker's min_action (1.0) must give [-1, 1]: with
+    -1.0 every random action would be 1.0. Watched through the critic's inputs in one update."""
+    proc = subprocess.run([module_home.python, "-c", CQL_RANDOM_ACTIONS], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["min"] < -0.5 and seen["max"] > 0.5 and seen["distinct"] > 40, seen
 
 
 def _doc_algorithms() -> list[str]:

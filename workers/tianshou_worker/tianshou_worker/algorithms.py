@@ -69,7 +69,12 @@ _DETERMINISTIC_FIXED = (("exploration_noise", "default", "Tianshou's 'default' G
 _IN_DATA_RANGE = ("the data set's actions are in [-1, 1], as Tianshou's collector stores them; the policy maps "
                   "them to the env's range")
 _DATA_ACTIONS_SCALED = (("action_scaling", True, _IN_DATA_RANGE),)
-_CQL_ACTION_RANGE = (("min_action", -1.0, _IN_DATA_RANGE), ("max_action", 1.0, _IN_DATA_RANGE))
+#: Tianshou 2.0.1's CQL draws the random actions of its penalty with ``uniform_(-self.min_action, self.max_action)``
+#: (imitation/cql.py): min_action 1.0 makes that the data set's [-1, 1]; -1.0 would make every random action 1.0.
+#: tests/test_ts_algorithms.py watches the random actions reach the critic.
+_CQL_ACTION_RANGE = (("min_action", 1.0, "Tianshou 2.0.1's CQL samples its random actions from "
+                                         "uniform(-min_action, max_action): 1.0 makes that the data set's [-1, 1]"),
+                     ("max_action", 1.0, _IN_DATA_RANGE))
 
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
     Algorithm("dqn", "modelfree.dqn.DQN", "modelfree.dqn.DiscreteQLearningPolicy", "off_policy", ("discrete",),

@@ -165,7 +165,9 @@ FIELDS = FieldMap(
         "resources.threads": "torch.set_num_threads of the worker (default 1; null = torch's default)",
         "resources.cpus": "CPUs the daemon reserves for the run",
         "resources.gpus": "the torch device of the networks and the algorithm (Algorithm.to): 0 = 'cpu', up to "
-                          "1 = 'cuda:0' (one device); refused where the environment's torch sees no GPU",
+                          "1 = 'cuda:0' (one device; more is refused); evaluation plays on the CPU; refused "
+                          "where the environment's torch sees no GPU (CUDA builds: "
+                          "docs/worker-environments.md, \"GPU builds\")",
         "algo_params": "any other keyword argument of the algorithm's Tianshou policy or algorithm class "
                        "(`--schema ALGO` lists them)",
     },

@@ -182,8 +182,9 @@ class XuanCeConfig(RunConfig):
             "fastlane": "frames of env 0",
             "resources.threads": "torch threads of the worker (mosaic/workerkit/threads.py)",
             "resources.cpus": "CPUs the daemon reserves for the run",
-            "resources.gpus": "XuanCe's device: 0 = 'cpu', up to 1 = 'cuda:0' (XuanCe trains on one device); "
-                              "refused where the environment's torch sees no GPU",
+            "resources.gpus": "XuanCe's device: 0 = 'cpu', up to 1 = 'cuda:0' (XuanCe trains on one device; "
+                              "more is refused); refused where the environment's torch sees no GPU (CUDA "
+                              "builds: docs/worker-environments.md, \"GPU builds\")",
             "algo_params": "XuanCe's yaml options by their own names (`--schema ALGO` lists them)",
         },
         refused={
