@@ -91,6 +91,17 @@ def test_upstream_param_with_a_none_default():
         optional.check("x", "f")
 
 
+def test_upstream_param_with_words_besides_its_type():
+    """Tianshou's alpha: a number, or the word "auto" (its AutoAlpha); any other string is refused naming both."""
+    alpha = configkit.UpstreamParam("alpha", 0.2, "Lib", "entropy", words=("auto",))
+    assert alpha.check("auto", "f") == "auto" and alpha.check(1, "f") == 1.0
+    assert alpha.schema() == {"default": 0.2, "description": "entropy",
+                              "anyOf": [{"type": "number"}, {"type": "string", "enum": ["auto"]}]}
+    with pytest.raises(ConfigError, match=r"^f: 'automatic' is not a number or 'auto' \(Lib's default is 0.2\)$"):
+        alpha.check("automatic", "f")
+    assert configkit.json_types(alpha.schema()) == {"number", "string"}
+
+
 @dataclass
 class Sections:
     merged: Inner = option(default_factory=lambda: Inner(name="b"), merge=True, help="keys left out keep 'b'")

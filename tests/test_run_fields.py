@@ -181,6 +181,17 @@ def test_mosaic_workers_show_prints_each_workers_description(name, documents):
     assert as_json.returncode == 0 and json.loads(as_json.stdout)["config_schema"] == document["config_schema"]
 
 
+def test_a_field_taking_a_word_or_a_number_says_both(documents):
+    """Tianshou sac's algo_params.alpha is a number or "auto": the listing names the word and the type."""
+    if "tianshou" not in documents:
+        pytest.skip("the tianshou worker is not installed here")
+    proc = subprocess.run([sys.executable, "-m", "mosaic", "workers", "show", "tianshou", "--algorithm", "sac"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [line for line in proc.stdout.splitlines() if line.startswith("  alpha = ")]
+    assert line.startswith("  alpha = 0.2  [one of auto or number]  "), line
+
+
 def test_mosaic_workers_show_refuses_an_unknown_worker_naming_the_installed_ones():
     proc = subprocess.run([sys.executable, "-m", "mosaic", "workers", "show", "no_such_worker"],
                           capture_output=True, text=True, timeout=120)

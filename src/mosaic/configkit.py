@@ -309,6 +309,8 @@ class UpstreamParam:
     description: str = ""
     owner: str = ""
     null_type: str = "any"
+    #: Words accepted besides a value of the default's type (Tianshou's ``alpha``: a number or "auto").
+    words: tuple[str, ...] = ()
 
     @property
     def nullable(self) -> bool:
@@ -333,7 +335,10 @@ class UpstreamParam:
 
     def schema(self) -> dict[str, Any]:
         out: dict[str, Any] = {"default": list(self.default) if isinstance(self.default, tuple) else self.default}
-        if self.nullable:
+        if self.words:
+            out["anyOf"] = [{"type": [self.type, "null"] if self.nullable else self.type},
+                            {"type": "string", "enum": list(self.words)}]
+        elif self.nullable:
             out["type"] = [self.type, "null"]
         elif self.type != "any":
             out["type"] = self.type
@@ -345,12 +350,15 @@ class UpstreamParam:
         """``value`` if it has the default's type (an integer where a number is wanted becomes a float)."""
         if value is None and self.nullable:
             return None
+        if isinstance(value, str) and value in self.words:
+            return value
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         ok = {"integer": isinstance(value, int) and not isinstance(value, bool), "number": number,
               "string": isinstance(value, str), "boolean": isinstance(value, bool),
               "array": isinstance(value, list), "any": True}[self.type]
         if not ok:
             shown = f"{self.type} or null" if self.nullable else self.type
+            shown += "".join(f" or {word!r}" for word in self.words)
             raise ConfigError(field, f"{value!r} is not a{'n' if shown[0] in 'aeiou' else ''} {shown} "
                                      f"({self.library}'s default is {self.default!r})")
         return float(value) if self.type == "number" else value

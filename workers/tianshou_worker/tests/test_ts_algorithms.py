@@ -11,6 +11,7 @@ home: the c51 and td3 runs serve both their own test and the data sets.
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 from pathlib import Path
@@ -54,6 +55,11 @@ RUNS: dict[str, dict[str, Any]] = {
     "redq": {"config": {"total_timesteps": 5000, **_BOX, "reporting": {"every_timesteps": 2500},
                         "algo_params": {"ensemble_size": 4, "actor_delay": 1}},
              "learns": {"actor_loss", "critic_loss", "alpha"}},
+    # SAC with Tianshou's automatic entropy tuning (algo_params.alpha "auto": AutoAlpha)
+    "sac_auto": {"algorithm": "sac",
+                 "config": {"total_timesteps": 4000, **_BOX, "reporting": {"every_timesteps": 1000},
+                            "algo_params": {"alpha": "auto"}},
+                 "learns": {"actor_loss", "critic1_loss", "critic2_loss", "alpha", "alpha_loss"}},
     # PPO over box actions (a Gaussian policy): 8 envs, rollouts of 2,048, gamma 0.95
     "ppo_box": {"algorithm": "ppo",
                 "config": {"environment": {"env_id": "Pendulum-v1"}, "total_timesteps": 16384, "num_envs": 8,
@@ -85,7 +91,8 @@ DATA_RUNS: dict[str, dict[str, Any]] = {
              "learns": {"disc_loss", "acc_pi", "acc_exp", "vf_loss"}},
 }
 ENV = {"c51": "CartPole-v1", "rainbow": "CartPole-v1", "iqn": "CartPole-v1", "a2c": "CartPole-v1",
-       "trpo": "CartPole-v1", "discrete_bcq": "CartPole-v1", "ppo_box": "Pendulum-v1", "bcq": "Pendulum-v1",
+       "trpo": "CartPole-v1", "discrete_bcq": "CartPole-v1", "ppo_box": "Pendulum-v1", "sac_auto": "Pendulum-v1",
+       "bcq": "Pendulum-v1",
        "ddpg": "Pendulum-v1", "td3": "Pendulum-v1", "redq": "Pendulum-v1", "cql": "Pendulum-v1",
        "gail": "Pendulum-v1"}
 #: How far above the random policy's mean return the trained policy's must be: CartPole pays +1 a step (the
@@ -161,8 +168,8 @@ def test_algorithm_learns_beyond_random_play_and_its_checkpoint_evaluates(module
     home, env_id = module_home, ENV[algorithm]
     (started,) = home.events(run, "run_started")
     assert started["env"]["env_id"] == env_id and started["tianshou_algorithm"] in (
-        "C51", "RainbowDQN", "IQN", "PPO", "A2C", "TRPO", "DDPG", "TD3", "REDQ", "DiscreteBCQ", "BCQ", "CQL",
-        "GAIL")
+        "C51", "RainbowDQN", "IQN", "PPO", "A2C", "TRPO", "SAC", "DDPG", "TD3", "REDQ", "DiscreteBCQ", "BCQ",
+        "CQL", "GAIL")
     metrics = home.events(run, "metrics")
     assert metrics[-1]["timesteps_total"] >= spec["config"]["total_timesteps"]
     learner = metrics[-1]["learner"]["policy"]
@@ -236,6 +243,39 @@ def test_cql_penalises_random_actions_across_the_data_range(module_home):
     assert seen["min"] < -0.5 and seen["max"] > 0.5 and seen["distinct"] > 40, seen
 
 
+def test_auto_alpha_tunes_sacs_entropy_coefficient(module_home, trained):
+    """alpha "auto" is Tianshou's AutoAlpha: the reported alpha starts below its initial 1.0 and moves with
+    every report (a fixed alpha reports its one value: sac's default 0.2)."""
+    metrics = module_home.events(trained("sac_auto"), "metrics")
+    alphas = [m["learner"]["policy"]["alpha"] for m in metrics]
+    assert len(alphas) == 4 and all(0.0 < a < 1.0 for a in alphas) and len(set(alphas)) == 4, alphas
+    assert all(math.isfinite(m["learner"]["policy"]["alpha_loss"]) for m in metrics)
+
+
+AUTO_ALPHA = """
+import json
+import gymnasium as gym
+from tianshou.algorithm.modelfree.sac import AutoAlpha
+from tianshou_worker import algorithms
+
+env = gym.make("Pendulum-v1")
+spaces = algorithms.Spaces(observation=env.observation_space, action=env.action_space)
+out = {}
+for name in ("sac", "redq", "cql"):
+    auto = algorithms.BUILDERS[name](spaces, [16], 1e-3, {}, {"alpha": "auto"}).alpha
+    fixed = algorithms.BUILDERS[name](spaces, [16], 1e-3, {}, {"alpha": 0.3}).alpha
+    out[name] = [type(auto) is AutoAlpha, auto._target_entropy, auto.value, type(fixed).__name__, fixed.value]
+print(json.dumps(out))
+"""
+
+
+def test_auto_alpha_builds_tianshous_autoalpha_for_each_sac_like_algorithm(module_home):
+    """sac, redq and cql take alpha "auto": an AutoAlpha with target entropy -dim(A) (-1 on Pendulum) starting
+    at alpha 1; a number stays Tianshou's fixed alpha."""
+    built = json.loads(module_home.probe(AUTO_ALPHA)[-1])
+    assert built == {name: [True, -1.0, 1.0, "FixedAlpha", 0.3] for name in ("sac", "redq", "cql")}, built
+
+
 def _doc_algorithms() -> list[str]:
     """The algorithm column of the doc's first table."""
     text = DOC.read_text(encoding="utf-8")
@@ -278,6 +318,9 @@ def test_describe_the_doc_and_the_worker_list_the_same_algorithms(module_home):
      "a2c acts in discrete action spaces; Pendulum-v1 has box"),
     ({"algorithm": "ppo", "algo_params": {"action_scaling": True}}, "algo_params.action_scaling",
      "is set by the worker for ppo: it follows the action space"),
+    ({"algorithm": "sac", "algo_params": {"alpha": "automatic"}}, "algo_params.alpha",
+     "'automatic' is not a number or 'auto'"),
+    ({"algorithm": "ddpg", "algo_params": {"alpha": "auto"}}, "algo_params.alpha", "ddpg has no option 'alpha'"),
 ])
 def test_what_cannot_work_is_refused_naming_why(home, fields, field, words):
     home.check_refused(fields, field, words)

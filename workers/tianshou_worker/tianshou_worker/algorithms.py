@@ -32,6 +32,8 @@ class Algorithm:
     prioritized_replay: bool = False
     #: Learns from ``offline_data`` while it also plays online (imitation: GAIL's expert data set).
     expert_data: bool = False
+    #: Its entropy coefficient ``alpha`` may be "auto" (Tianshou's AutoAlpha), as well as a number.
+    auto_alpha: bool = False
 
     @property
     def fixed_kwargs(self) -> dict[str, Any]:
@@ -96,14 +98,15 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
               ("discrete",), "CartPole-v1",
               "trust region policy optimisation (natural gradient with a KL line search)", fixed=_ACTOR_FIXED),
     Algorithm("sac", "modelfree.sac.SAC", "modelfree.sac.SACPolicy", "off_policy", ("box",), "Pendulum-v1",
-              "soft actor-critic with twin critics"),
+              "soft actor-critic with twin critics", auto_alpha=True),
     Algorithm("ddpg", "modelfree.ddpg.DDPG", "modelfree.ddpg.ContinuousDeterministicPolicy", "off_policy", ("box",),
               "Pendulum-v1", "deep deterministic policy gradient", fixed=_DETERMINISTIC_FIXED),
     Algorithm("td3", "modelfree.td3.TD3", "modelfree.ddpg.ContinuousDeterministicPolicy", "off_policy", ("box",),
               "Pendulum-v1", "twin delayed DDPG: twin critics, delayed actor updates, target smoothing",
               fixed=_DETERMINISTIC_FIXED),
     Algorithm("redq", "modelfree.redq.REDQ", "modelfree.redq.REDQPolicy", "off_policy", ("box",), "Pendulum-v1",
-              "randomized ensembled double Q-learning: an ensemble of critics, a random subset per target"),
+              "randomized ensembled double Q-learning: an ensemble of critics, a random subset per target",
+              auto_alpha=True),
     Algorithm("discrete_cql", "imitation.discrete_cql.DiscreteCQL", "modelfree.qrdqn.QRDQNPolicy", "offline",
               ("discrete",), "CartPole-v1",
               "conservative Q-learning over quantile Q-values, learned from a fixed data set"),
@@ -115,7 +118,7 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
               "adjusts them, twin critics pick one", fixed=_DATA_ACTIONS_SCALED),
     Algorithm("cql", "imitation.cql.CQL", "modelfree.sac.SACPolicy", "offline", ("box",), "Pendulum-v1",
               "conservative Q-learning: SAC whose critics are pushed down on actions outside the data set",
-              fixed=_CQL_ACTION_RANGE),
+              fixed=_CQL_ACTION_RANGE, auto_alpha=True),
     Algorithm("gail", "imitation.gail.GAIL", "modelfree.reinforce.ProbabilisticActorPolicy", "on_policy", ("box",),
               "Pendulum-v1", "generative adversarial imitation learning: PPO on a discriminator's reward, "
                              "imitating an expert data set", expert_data=True),
@@ -151,6 +154,23 @@ def _net(spaces: Spaces, hidden: list[int], action_shape: Any = 0, concat: bool 
 
     return Net(state_shape=spaces.observation.shape, action_shape=action_shape, hidden_sizes=hidden,
                concat=concat, **kw)
+
+
+#: ``algo_params.alpha`` of sac, redq and cql: Tianshou's automatic entropy tuning instead of a fixed number.
+AUTO_ALPHA = "auto"
+AUTO_ALPHA_HELP = ("'auto': Tianshou's AutoAlpha tunes it towards the target entropy -dim(A) (the action's "
+                   "dimensions), starting at 1 (log alpha 0), with Adam at the run's learning_rate")
+
+
+def _entropy(spaces: Spaces, lr: float, algo_kw: dict) -> dict:
+    """``algo_kw`` with ``alpha="auto"`` replaced by Tianshou's AutoAlpha (as its SAC examples build it)."""
+    if algo_kw.get("alpha") != AUTO_ALPHA:
+        return algo_kw
+    import numpy as np
+    from tianshou.algorithm.modelfree.sac import AutoAlpha
+
+    return {**algo_kw, "alpha": AutoAlpha(target_entropy=-float(np.prod(spaces.action.shape)), log_alpha=0.0,
+                                          optim=_adam(lr))}
 
 
 def _adam(lr: float) -> Any:
@@ -207,7 +227,7 @@ def build_sac(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, alg
 
     policy, critics = _sac_policy_and_critics(spaces, hidden, policy_kw)
     return SAC(policy=policy, policy_optim=_adam(lr), critic=critics[0], critic_optim=_adam(lr),
-               critic2=critics[1], critic2_optim=_adam(lr), **algo_kw)
+               critic2=critics[1], critic2_optim=_adam(lr), **_entropy(spaces, lr, algo_kw))
 
 
 def build_discrete_cql(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, algo_kw: dict) -> Any:
@@ -341,7 +361,8 @@ def build_redq(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, al
                                                   linear_layer=ensemble),
                               linear_layer=ensemble, flatten_input=False)
     policy = REDQPolicy(actor=actor, action_space=spaces.action, observation_space=spaces.observation, **policy_kw)
-    return REDQ(policy=policy, policy_optim=_adam(lr), critic=critic, critic_optim=_adam(lr), **algo_kw)
+    return REDQ(policy=policy, policy_optim=_adam(lr), critic=critic, critic_optim=_adam(lr),
+                **_entropy(spaces, lr, algo_kw))
 
 
 def build_discrete_bcq(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, algo_kw: dict) -> Any:
@@ -400,7 +421,8 @@ def build_cql(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, alg
 
     policy, critics = _sac_policy_and_critics(spaces, hidden, policy_kw)
     return CQL(policy=policy, policy_optim=_adam(lr), critic=critics[0], critic_optim=_adam(lr),
-               critic2=critics[1], critic2_optim=_adam(lr), **ALGORITHMS["cql"].fixed_kwargs, **algo_kw)
+               critic2=critics[1], critic2_optim=_adam(lr), **ALGORITHMS["cql"].fixed_kwargs,
+               **_entropy(spaces, lr, algo_kw))
 
 
 def _normal(loc_scale: Any) -> Any:

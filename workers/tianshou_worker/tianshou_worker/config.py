@@ -30,9 +30,14 @@ from tianshou_worker import algorithms
 from tianshou_worker.algorithms import BUILT, Algorithm, class_name
 
 
-def tianshou_param(name: str, default: Any, owner: str) -> UpstreamParam:
-    """One keyword argument of a Tianshou class (``owner``), with its default."""
-    return UpstreamParam(name, default, "Tianshou", f"keyword argument of Tianshou's {owner}", owner=owner,
+def tianshou_param(name: str, default: Any, owner: str, auto_alpha: bool = False) -> UpstreamParam:
+    """One keyword argument of a Tianshou class (``owner``), with its default; ``auto_alpha``: ``alpha`` also
+    takes "auto" (``algorithms.AUTO_ALPHA``)."""
+    description = f"keyword argument of Tianshou's {owner}"
+    words: tuple[str, ...] = ()
+    if auto_alpha and name == "alpha":
+        description, words = f"{description}: a number, or {algorithms.AUTO_ALPHA_HELP}", (algorithms.AUTO_ALPHA,)
+    return UpstreamParam(name, default, "Tianshou", description, owner=owner, words=words,
                          null_type="number")  # a None default: Tianshou's optional numbers (huber_loss_delta, ...)
 
 
@@ -82,7 +87,7 @@ def tianshou_params(name: str) -> dict[str, UpstreamParam]:
     for path in (algo.policy_class, algo.tianshou_class):
         for key, default in keyword_defaults(path).items():
             if key not in BUILT and key not in fixed and (default is None or isinstance(default, (bool, int, float, str))):
-                out[key] = tianshou_param(key, default, class_name(path))
+                out[key] = tianshou_param(key, default, class_name(path), algo.auto_alpha)
     return out
 
 

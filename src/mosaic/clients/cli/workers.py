@@ -16,9 +16,10 @@ def _type_text(schema: dict[str, Any]) -> str:
 
     if "enum" in schema:
         return "one of " + ", ".join(str(v) for v in schema["enum"])
-    options = [o for o in schema.get("anyOf", ()) if "enum" in o]
-    if options:
-        return "one of " + ", ".join(str(v) for v in options[0]["enum"]) + " or null"
+    options = schema.get("anyOf") or ()
+    if any("enum" in o for o in options):  # the words first, then the types ("one of auto or number")
+        words = [_type_text(o) for o in options if "enum" in o]
+        return " or ".join([*words, *sorted({t for o in options if "enum" not in o for t in json_types(o)})])
     return " or ".join(sorted(json_types(schema))) or "any"
 
 
