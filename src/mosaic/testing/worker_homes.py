@@ -76,6 +76,13 @@ class WorkerHome:
         assert "Traceback" not in proc.stderr and self.runs() == []
         return lines[0]
 
+    def random_returns(self, *env_ids: str, episodes: int = 30, first_seed: int = 100) -> dict[str, float]:
+        """A uniform random policy's mean return over ``episodes`` episodes (reset seeds ``first_seed`` on,
+        actions from the action space seeded 0) of each Gymnasium env, played in the worker's environment:
+        the baseline a test's trained policy must beat."""
+        lines = self.probe(RANDOM_POLICY % (episodes, first_seed) + f"\nprint(json.dumps(play({list(env_ids)!r})))")
+        return json.loads(lines[-1])
+
     def runs(self) -> list[Path]:
         """Run folders, oldest first."""
         folder = self.root / "trainer" / "runs"
@@ -83,6 +90,30 @@ class WorkerHome:
 
     def events(self, run: Path, kind: str | None = None) -> list[dict[str, Any]]:
         return run_events(run, kind)
+
+
+#: Played by :meth:`WorkerHome.random_returns` in a worker's environment (``%`` fills episodes, first seed).
+RANDOM_POLICY = """
+import json
+import gymnasium as gym
+
+def play(env_ids):
+    out = {}
+    for env_id in env_ids:
+        env = gym.make(env_id)
+        env.action_space.seed(0)
+        returns = []
+        for i in range(%d):
+            env.reset(seed=%d + i)
+            total, done = 0.0, False
+            while not done:
+                _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+                total += float(reward)
+                done = terminated or truncated
+            returns.append(total)
+        out[env_id] = sum(returns) / len(returns)
+    return out
+"""
 
 
 def run_events(run: Path, kind: str | None = None) -> list[dict[str, Any]]:

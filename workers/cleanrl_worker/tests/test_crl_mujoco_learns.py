@@ -9,7 +9,6 @@ environment, by ``MARGIN``. InvertedPendulum-v4 pays +1 for each step the pole s
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
@@ -26,22 +25,6 @@ RUNS = {
 MARGIN = 25.0
 EPISODES = 10
 
-RANDOM_POLICY = """
-import json, sys
-import gymnasium as gym
-env = gym.make(sys.argv[1])
-env.action_space.seed(0)
-returns = []
-for i in range(30):
-    env.reset(seed=100 + i)
-    total, done = 0.0, False
-    while not done:
-        _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
-        total += float(reward)
-        done = terminated or truncated
-    returns.append(total)
-print(json.dumps(sum(returns) / len(returns)))
-"""
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +35,7 @@ def lhome(cleanrl_env, tmp_path_factory) -> Home:
 @pytest.fixture(scope="module")
 def random_return(lhome) -> float:
     """A uniform random policy's mean return over 30 episodes (seeds 100-129), in the worker's environment."""
-    proc = subprocess.run([lhome.python, "-c", RANDOM_POLICY, ENV_ID], capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return float(proc.stdout.strip().splitlines()[-1])
+    return lhome.random_returns(ENV_ID)[ENV_ID]
 
 
 @pytest.mark.slow

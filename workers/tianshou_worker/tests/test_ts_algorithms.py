@@ -100,33 +100,11 @@ ENV = {"c51": "CartPole-v1", "rainbow": "CartPole-v1", "iqn": "CartPole-v1", "a2
 MARGIN = {"CartPole-v1": 25.0, "Pendulum-v1": 300.0}
 EVAL_EPISODES = 10
 
-RANDOM_POLICY = """
-import json, sys
-import gymnasium as gym
-out = {}
-for env_id in sys.argv[1:]:
-    env = gym.make(env_id)
-    env.action_space.seed(0)
-    returns = []
-    for i in range(30):
-        env.reset(seed=100 + i)
-        total, done = 0.0, False
-        while not done:
-            _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
-            total += float(reward)
-            done = terminated or truncated
-        returns.append(total)
-    out[env_id] = sum(returns) / len(returns)
-print(json.dumps(out))
-"""
-
 
 @pytest.fixture(scope="module")
 def random_return(module_home) -> dict[str, float]:
     """A uniform random policy's mean return over 30 episodes (seeds 100-129) of each env, in the worker's env."""
-    proc = subprocess.run([module_home.python, "-c", RANDOM_POLICY, "CartPole-v1", "Pendulum-v1"],
-                          capture_output=True, text=True, timeout=300, check=True)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return module_home.random_returns("CartPole-v1", "Pendulum-v1")
 
 
 class Trained:
