@@ -14,7 +14,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from mosaic.workerkit.checkpoints import PeriodicCheckpoints, checkpoint_folder
 from mosaic.workerkit.episode_stats import episode_statistics
@@ -25,8 +25,11 @@ from mosaic.workerkit.threads import limit_torch_threads
 from mosaic.workerkit.cli import WorkerContext
 from ray_worker.callbacks import EPISODES_KEY
 from ray_worker.config import PolicyConfiguration, RayWorkerConfig
-from ray_worker.environment import EnvironmentFactory, EnvInfo
+from ray_worker.environment import EnvironmentFactory
 from ray_worker.policies import prepare
+
+if TYPE_CHECKING:  # imported where it is used, at run time
+    from ray_worker.checkpoint_state import RayCheckpointState
 
 __all__ = ["EnvironmentFactory", "RayWorkerRuntime", "metrics_from_result", "start_ray"]
 
