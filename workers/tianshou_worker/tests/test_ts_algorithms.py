@@ -240,8 +240,8 @@ env = gym.make("Pendulum-v1")
 spaces = algorithms.Spaces(observation=env.observation_space, action=env.action_space)
 out = {}
 for name in ("sac", "redq", "cql"):
-    auto = algorithms.BUILDERS[name](spaces, [16], 1e-3, {}, {"alpha": "auto"}).alpha
-    fixed = algorithms.BUILDERS[name](spaces, [16], 1e-3, {}, {"alpha": 0.3}).alpha
+    auto = algorithms.build(name, spaces, [16], 1e-3, {}, {"alpha": "auto"}).alpha
+    fixed = algorithms.build(name, spaces, [16], 1e-3, {}, {"alpha": 0.3}).alpha
     out[name] = [type(auto) is AutoAlpha, auto._target_entropy, auto.value, type(fixed).__name__, fixed.value]
 print(json.dumps(out))
 """

@@ -227,7 +227,7 @@ def build_sac(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, alg
 
     policy, critics = _sac_policy_and_critics(spaces, hidden, policy_kw)
     return SAC(policy=policy, policy_optim=_adam(lr), critic=critics[0], critic_optim=_adam(lr),
-               critic2=critics[1], critic2_optim=_adam(lr), **_entropy(spaces, lr, algo_kw))
+               critic2=critics[1], critic2_optim=_adam(lr), **algo_kw)
 
 
 def build_discrete_cql(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, algo_kw: dict) -> Any:
@@ -361,8 +361,7 @@ def build_redq(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, al
                                                   linear_layer=ensemble),
                               linear_layer=ensemble, flatten_input=False)
     policy = REDQPolicy(actor=actor, action_space=spaces.action, observation_space=spaces.observation, **policy_kw)
-    return REDQ(policy=policy, policy_optim=_adam(lr), critic=critic, critic_optim=_adam(lr),
-                **_entropy(spaces, lr, algo_kw))
+    return REDQ(policy=policy, policy_optim=_adam(lr), critic=critic, critic_optim=_adam(lr), **algo_kw)
 
 
 def build_discrete_bcq(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, algo_kw: dict) -> Any:
@@ -421,8 +420,7 @@ def build_cql(spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, alg
 
     policy, critics = _sac_policy_and_critics(spaces, hidden, policy_kw)
     return CQL(policy=policy, policy_optim=_adam(lr), critic=critics[0], critic_optim=_adam(lr),
-               critic2=critics[1], critic2_optim=_adam(lr), **ALGORITHMS["cql"].fixed_kwargs,
-               **_entropy(spaces, lr, algo_kw))
+               critic2=critics[1], critic2_optim=_adam(lr), **ALGORITHMS["cql"].fixed_kwargs, **algo_kw)
 
 
 def _normal(loc_scale: Any) -> Any:
@@ -456,3 +454,12 @@ BUILDERS: dict[str, Callable[..., Any]] = {
     "a2c": build_a2c, "trpo": build_trpo, "sac": build_sac, "ddpg": build_ddpg, "td3": build_td3,
     "redq": build_redq, "discrete_cql": build_discrete_cql, "discrete_bcq": build_discrete_bcq,
     "bcq": build_bcq, "cql": build_cql, "gail": build_gail}
+
+
+def build(name: str, spaces: Spaces, hidden: list[int], lr: float, policy_kw: dict, algo_kw: dict,
+          **extra: Any) -> Any:
+    """Algorithm ``name`` built by its builder (``extra``: what it takes besides, e.g. gail's expert buffer);
+    where it takes ``alpha="auto"`` (:attr:`Algorithm.auto_alpha`), that becomes Tianshou's AutoAlpha first."""
+    if ALGORITHMS[name].auto_alpha:
+        algo_kw = _entropy(spaces, lr, algo_kw)
+    return BUILDERS[name](spaces, hidden, lr, policy_kw, algo_kw, **extra)

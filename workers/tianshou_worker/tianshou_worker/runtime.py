@@ -80,8 +80,8 @@ def build_algorithm(config: TianshouConfig, spaces: algorithms.Spaces, expert_bu
     cache_numba_functions()
     policy_kw, algo_kw = config.split_params()
     extra = {"expert_buffer": expert_buffer} if config.algo.expert_data else {}
-    algo = algorithms.BUILDERS[config.algorithm](spaces, list(config.hidden_sizes), config.learning_rate,
-                                                 policy_kw, algo_kw, **extra)
+    algo = algorithms.build(config.algorithm, spaces, list(config.hidden_sizes), config.learning_rate,
+                            policy_kw, algo_kw, **extra)
     if config.classic:
         from tianshou_worker import classic
 
