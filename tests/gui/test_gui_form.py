@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 
 import pytest
@@ -166,3 +168,59 @@ def test_setting_text_does_not_leak_references_to_none(qtbot):
         label.setText(str(i))
         label.resize(100 + i % 3, 20)
     assert sys.getrefcount(None) >= before - 10
+
+
+def test_a_number_or_a_word_is_picked_or_typed_and_anything_else_names_the_allowed_values(qtbot):
+    """Tianshou's ``alpha`` (a number or "auto", anyOf with an enum) and RLlib's ``rollout_fragment_length`` (an
+    integer or "auto", anyOf with a const): the word is offered in an editable combo, a number is typed."""
+    schema = {"type": "object", "properties": {
+        "alpha": {"default": 0.2, "anyOf": [{"type": "number"}, {"type": "string", "enum": ["auto"]}]},
+        "fragment": {"type": ["integer", "string"], "default": "auto", "minimum": 1,
+                     "anyOf": [{"type": "integer"}, {"const": "auto"}]}}}
+    form = SchemaForm(schema)
+    qtbot.addWidget(form)
+    alpha, fragment = form.fields["alpha"], form.fields["fragment"]
+    for field in (alpha, fragment):
+        assert isinstance(field.editor, QComboBox) and field.editor.isEditable()
+        assert [field.editor.itemText(i) for i in range(field.editor.count())] == ["auto"]
+    assert form.value() == {"alpha": 0.2, "fragment": "auto"} and form.changed_paths() == []
+    assert alpha.editor.currentText() == "0.2"
+
+    alpha.editor.setCurrentIndex(0)  # picks "auto"
+    fragment.editor.setCurrentText("64")
+    assert form.value() == {"alpha": "auto", "fragment": 64} and set(form.changed_paths()) == {"alpha", "fragment"}
+    assert isinstance(form.value()["fragment"], int)
+    other = SchemaForm(schema, form.value())
+    qtbot.addWidget(other)
+    assert other.value() == form.value()
+
+    alpha.editor.setCurrentText("1e-3")
+    assert form.value()["alpha"] == 0.001
+    fragment.editor.setCurrentText("6.5")
+    with pytest.raises(FieldError, match=r"^fragment: '6.5' is not an integer; allowed: an integer or auto$"):
+        form.value()
+    fragment.editor.setCurrentText("auto")
+    alpha.editor.setCurrentText("fast")
+    with pytest.raises(FieldError, match=r"^alpha: 'fast' is not a number; allowed: a number or auto$"):
+        form.value()
+    alpha.editor.setCurrentText("nan")
+    with pytest.raises(FieldError, match=r"^alpha: 'nan' is not a finite number"):
+        form.value()
+
+
+def test_every_number_or_word_field_of_the_workers_gets_the_combo():
+    """Each field of a worker's description that takes a number or a word is recognised as one (so none falls back
+    to a JSON line): Tianshou's alpha of sac, redq and cql; RLlib's rollout_fragment_length and target_entropy."""
+    from mosaic.clients.gui.form_fields import _number_or_words
+
+    found = set()
+    for name in ("tianshou", "ray"):
+        described = json.loads(subprocess.run([sys.executable, "-m", "mosaic", "workers", "show", name, "--json"],
+                                              capture_output=True, text=True, check=True, timeout=300).stdout)
+        for algorithm, params in described["algo_params_schemas"].items():
+            for key, prop in params.get("properties", {}).items():
+                options = prop.get("anyOf") or []
+                if any("enum" in o or "const" in o for o in options):
+                    assert _number_or_words(prop) is not None, (name, algorithm, key, prop)
+                    found.add((name, key))
+    assert found == {("tianshou", "alpha"), ("ray", "rollout_fragment_length"), ("ray", "target_entropy")}

@@ -1,4 +1,5 @@
-"""One config field's widget: spin boxes, combo boxes, check boxes, a null toggle, JSON lines; its value, default, change mark and error."""
+"""One config field's widget: spin boxes, combo boxes (a number or a word too), check boxes, a null toggle, JSON
+lines; its value, default, change mark and error."""
 
 from __future__ import annotations
 
@@ -54,6 +55,21 @@ def _nullable(schema: dict) -> tuple[dict, bool]:
     return schema, False
 
 
+def _number_or_words(schema: dict) -> tuple[str, list[str]] | None:
+    """("integer" or "number", the words) for a field that takes a number or one of a few words
+    (``anyOf: [{"type": "number"}, {"enum": ["auto"]}]``, or ``{"const": "auto"}``), else None."""
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if not isinstance(options, list):
+            continue
+        numeric = [o.get("type") for o in options if o.get("type") in ("integer", "number")]
+        words = [str(w) for o in options for w in (o.get("enum") or ([o["const"]] if "const" in o else []))]
+        if len(numeric) == 1 and words and all(o.get("type") in ("integer", "number") or "enum" in o or "const" in o
+                                               for o in options) and all(isinstance(w, str) for w in words):
+            return numeric[0], words
+    return None
+
+
 def _label(name: str) -> str:
     return name.replace("_", " ")
 
@@ -99,6 +115,7 @@ class Field(QWidget):
         self.default = default
         self.suggest = suggest
         self.kind = self.schema.get("type")
+        self.number_or_words = _number_or_words(self.schema)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         row = QHBoxLayout()
@@ -131,6 +148,14 @@ class Field(QWidget):
     # -- the editor for each kind --------------------------------------------------
     def _make_editor(self) -> QWidget:
         schema = self.schema
+        if self.number_or_words is not None:  # its words to pick, or a number typed in
+            box = QComboBox()
+            box.setEditable(True)
+            box.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+            box.addItems(self.number_or_words[1])
+            box.lineEdit().setPlaceholderText(f"{self.number_or_words[0]} or {' or '.join(self.number_or_words[1])}")
+            box.currentTextChanged.connect(self.changed)
+            return box
         if "enum" in schema:
             box = QComboBox()
             for option in schema["enum"]:
@@ -178,6 +203,8 @@ class Field(QWidget):
         editor = self.editor
         if isinstance(editor, QComboBox) and not editor.isEditable():
             return editor.currentData()
+        if self.number_or_words is not None:
+            return self._number_or_word(editor.currentText().strip())
         if isinstance(editor, QComboBox):
             return editor.currentText()
         if isinstance(editor, QCheckBox):
@@ -196,6 +223,20 @@ class Field(QWidget):
         except ValueError as exc:
             raise FieldError(self.path, f"not valid JSON ({exc.args[0].split(':')[0]})") from None
 
+    def _number_or_word(self, text: str) -> Any:
+        kind, words = self.number_or_words
+        if text in words:
+            return text
+        try:
+            number = int(text) if kind == "integer" else float(text)
+        except ValueError:
+            allowed = "an integer" if kind == "integer" else "a number"
+            raise FieldError(self.path, f"{text!r} is not {allowed}; allowed: {allowed} or "
+                                        + " or ".join(words)) from None
+        if kind == "number" and not math.isfinite(number):
+            raise FieldError(self.path, f"{text!r} is not a finite number; allowed: a number or " + " or ".join(words))
+        return number
+
     def set_value(self, value: Any) -> None:
         editor = self.editor
         blocked = editor.blockSignals(True)
@@ -213,6 +254,8 @@ class Field(QWidget):
                     editor.addItem(str(value), value)  # a value the schema does not list: shown, not lost
                     index = editor.count() - 1
                 editor.setCurrentIndex(max(index, 0))
+            elif isinstance(editor, QComboBox) and self.number_or_words is not None:
+                editor.setCurrentText(value if isinstance(value, str) else repr(value))  # repr: the exact float
             elif isinstance(editor, QComboBox):
                 editor.setCurrentText("" if value is None else str(value))
             elif isinstance(editor, QCheckBox):
@@ -227,7 +270,8 @@ class Field(QWidget):
             editor.blockSignals(blocked)
 
     def refresh_suggestions(self, values: dict) -> None:
-        if self.suggest is None or not isinstance(self.editor, QComboBox) or not self.editor.isEditable():
+        if (self.suggest is None or not isinstance(self.editor, QComboBox) or not self.editor.isEditable()
+                or self.number_or_words is not None):
             return
         choices = self.suggest(self.path, values) or []
         current = self.editor.currentText()

@@ -11,6 +11,8 @@ integer / number             spin box, bounded by minimum / maximum
 ``enum``                     combo box
 boolean                      check box
 ``[T, null]`` / ``anyOf``    a "set" toggle in front of T's widget
+``anyOf`` a number or words  an editable combo: a word picked, or a number
+                             typed (``alpha``: a number or ``auto``)
 string                       line edit (an editable combo when the form is
                              given suggestions for it, e.g. env ids)
 object with properties       a group of its own
