@@ -178,7 +178,7 @@ def add_parsers(sub: Any) -> None:
                    help="kill a worker without run_started after this long (s)")
     p.add_argument("--cancel-grace", type=float, default=30.0, help="SIGTERM → SIGKILL delay on cancel (s)")
     p.add_argument("--python", action="append", default=[], metavar="WORKER=PATH",
-                   help="interpreter to start WORKER with (default: the daemon's own)")
+                   help="interpreter to start WORKER with (default: its own environment's, else the daemon's)")
     p.add_argument("--require-token", action="store_true", help="demand the token on loopback too")
     p.add_argument("--timeout", type=float, default=90.0, help="stop: seconds to wait for the daemon to exit")
     p.set_defaults(func=cmd_daemon)
