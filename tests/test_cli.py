@@ -54,6 +54,36 @@ def test_run_example_shows_progress_and_leaves_a_valid_run_folder(home):
     assert shown["manifest"]["run_id"] == run.name
     logs = run_cli("logs", "latest", "--raw", home=home)
     assert logs.stdout.splitlines() == (run / "telemetry.jsonl").read_text().splitlines()
+    # where to look next: not `mosaic eval`, which the random worker cannot do (it trains no policies)
+    assert "where to look next:" in proc.stderr and f"mosaic show {run.name}" in proc.stderr
+    assert "mosaic eval" not in proc.stderr
+
+
+def test_latest_and_the_newest_runs_follow_creation_time_not_run_ids(home):
+    """A run named with --run-id sorts by when it was made, not by its name: `latest` and `runs --limit`
+    name the newest run. `--worker NAME` with no config runs that worker's own default config."""
+    tiny = ["--worker", "random", "--set", "total_timesteps=20"]
+    named = run_cli("run", *tiny, "--run-id", "zz-named", home=home)
+    assert named.returncode == 0, named.stderr
+    later = run_cli("run", *tiny, home=home)
+    assert later.returncode == 0, later.stderr
+    (newest,) = [p.name for p in runs_in(home) if p.name != "zz-named"]
+    assert newest < "zz-named"  # by name it would come first
+    config = json.loads((home / "trainer" / "runs" / newest / "config.json").read_text())
+    assert config["worker"] == "random" and config["environment"]["env_id"] == "connect_four_v3"
+    shown = json.loads(run_cli("show", "latest", home=home).stdout)
+    assert shown["manifest"]["run_id"] == newest
+    listing = run_cli("runs", "--limit", "1", home=home).stdout
+    assert newest in listing and "zz-named" not in listing
+    # 'latest' names the newest run, so no run may take it as its id; a negative count is refused
+    for args, line in (
+            (["run", *tiny, "--run-id", "latest"], "mosaic: error: run_id: 'latest' is reserved: it names the newest "
+             "run wherever a run id goes (allowed: any other id of letters, digits, '.', '_', '-')"),
+            (["runs", "--limit", "-1"], "mosaic: error: --limit: -1 is below 0; allowed: a count of the newest runs, "
+             "or 0 for every run")):
+        proc = run_cli(*args, home=home)
+        assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [line], proc.stderr
+    assert sorted(p.name for p in runs_in(home)) == sorted([newest, "zz-named"])
 
 
 @pytest.mark.slow

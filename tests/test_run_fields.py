@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -130,6 +131,17 @@ def test_algorithms_are_canonical_lower_case_and_the_default_uses_one(name, docu
     algorithms = document["capabilities"]["algorithms"]
     assert algorithms and all(a == a.lower() for a in algorithms), algorithms
     assert document["default_config"].get("algorithm", algorithms[0]) in algorithms
+
+
+@pytest.mark.parametrize("name", WORKERS.names())
+def test_the_algorithm_fields_help_names_every_algorithm_the_worker_offers(name, documents):
+    """`mosaic workers show NAME`, the GUI's tooltip and the config reference print the field's help: it must not
+    leave out an algorithm the worker offers (Tianshou's once lacked bcq and cql, CleanRL's two Atari scripts)."""
+    document = documents[name]
+    text = document["config_schema"]["properties"]["algorithm"]["description"]
+    named = set(re.findall(r"[a-z][a-z0-9_]*", text))
+    missing = [a for a in document["capabilities"]["algorithms"] if a not in named]
+    assert not missing, f"{name}: the algorithm field's help leaves out {missing}: {text!r}"
 
 
 @pytest.mark.parametrize("name", WORKERS.names())

@@ -65,6 +65,17 @@ def test_resolve_by_prefix_and_latest(tmp_path):
         store.resolve("nope")
 
 
+def test_runs_list_by_creation_time_and_latest_is_the_newest_whatever_its_name(tmp_path):
+    store = RunStore(tmp_path)
+    store.create("zz-named-first", {}, {"created_at": 100.0})
+    store.create("20260102-b", {}, {"created_at": 200.0})
+    store.create("aa-named-last", {}, {"created_at": 300.0})
+    assert [r.run_id for r in store.list()] == ["zz-named-first", "20260102-b", "aa-named-last"]
+    assert store.resolve("latest").run_id == "aa-named-last"
+    with pytest.raises(UserError, match="'latest' is reserved"):
+        store.create("latest", {}, {})
+
+
 def test_recorder_renumbers_and_tracks_manifest(tmp_path):
     run = RunStore(tmp_path).create("r", {}, {"worker": "w"})
     seen = []

@@ -22,6 +22,8 @@ from typing import Any, Iterator, Mapping
 from mosaic.errors import UserError
 
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+#: The word for the newest run, wherever a run id goes (``mosaic show latest``): never a run's own id.
+LATEST = "latest"
 ARTEFACT_DIRS = ("checkpoints", "tensorboard", "logs", "videos", "eval")
 MANIFEST_VERSION = 1
 
@@ -50,6 +52,9 @@ def validate_run_id(run_id: Any, field: str = "run_id") -> str:
             f"{field}: {run_id!r} is not a valid run id "
             "(allowed: letters, digits, '.', '_', '-'; 1 to 128 characters; not '.' or '..')"
         )
+    if run_id == LATEST:
+        raise UserError(f"{field}: {LATEST!r} is reserved: it names the newest run wherever a run id goes "
+                        "(allowed: any other id of letters, digits, '.', '_', '-')")
     return run_id
 
 
@@ -177,6 +182,17 @@ class RunDir:
         return None
 
 
+def _created_at(run: RunDir) -> float:
+    """When the run folder was made: its manifest's ``created_at``, else its config's modification time."""
+    created = run.read_manifest().get("created_at")
+    if isinstance(created, (int, float)) and not isinstance(created, bool):
+        return float(created)
+    try:
+        return (run.root / "config.json").stat().st_mtime
+    except OSError:
+        return 0.0
+
+
 class RunStore:
     """Creates, finds and lists run folders below ``home/trainer/runs``."""
 
@@ -228,15 +244,16 @@ class RunStore:
         return RunDir(path)
 
     def list(self) -> list[RunDir]:
-        """All runs, oldest first (run ids sort by creation time)."""
+        """All runs, oldest first: by when each was created (its manifest's ``created_at``), then by id. Not by
+        id alone: a run named with ``--run-id`` sorts by its name, not by its time."""
         if not self.runs_dir.is_dir():
             return []
-        return [RunDir(p) for p in sorted(self.runs_dir.iterdir())
-                if p.is_dir() and not p.name.startswith(".")]
+        runs = [RunDir(p) for p in self.runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")]
+        return sorted(runs, key=lambda run: (_created_at(run), run.run_id))
 
     def resolve(self, ref: str) -> RunDir:
         """A run by id, by unique id prefix, or ``latest``."""
-        if ref == "latest":
+        if ref == LATEST:
             runs = self.list()
             if not runs:
                 raise UserError(f"no runs yet in {self.runs_dir}")

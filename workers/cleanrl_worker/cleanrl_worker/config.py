@@ -217,8 +217,7 @@ class CleanRLConfig(WandbTracking, RunConfig):
 
     FIELDS: ClassVar[FieldMap] = FIELDS
 
-    algorithm: str = option("ppo", help="which CleanRL script runs: ppo, dqn, c51, sac, td3, ddpg, dqn_atari, "
-                                        "ppo_continuous_action, ppo_atari_envpool (traits: "
+    algorithm: str = option("ppo", help=f"which CleanRL script runs: {', '.join(algorithms.ALGORITHMS)} (traits: "
                                         "cleanrl_worker/algorithms.py); any case is accepted")
     environment: Environment = option(default_factory=_default_environment,
                                       help="family 'gymnasium' (classic control), 'atari', 'mujoco' or 'envpool'; "

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 from mosaic.configkit import option
 from mosaic.workerkit.envs import EnvironmentConfig
 from mosaic.workerkit.run_fields import FieldMap, Reporting, RunConfig
 
 NOT_LEARNING = "random play learns nothing"
+DEFAULT_TOTAL_TIMESTEPS = 2_000
 
 
 @dataclass
@@ -45,7 +46,8 @@ class RandomWorkerConfig(RunConfig):
 
     algorithm: str = option("random", help="always 'random'")
     environment: EnvironmentConfig = option(default_factory=EnvironmentConfig, help="the PettingZoo env to play")
-    total_timesteps: int | None = option(2_000, min=1, help="env steps to play (one AEC move = one step)")
+    total_timesteps: int | None = option(DEFAULT_TOTAL_TIMESTEPS, min=1,
+                                         help="env steps to play (one AEC move = one step); null = 2000")
     reporting: Reporting = option(merge=True, default_factory=lambda: Reporting(every_timesteps=500),
                                   help="metrics and heartbeat cadence")
     max_episode_steps: int | None = option(None, min=1, help="cut episodes longer than this")
@@ -54,6 +56,13 @@ class RandomWorkerConfig(RunConfig):
     @classmethod
     def algorithms(cls) -> Sequence[str]:
         return ("random",)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RandomWorkerConfig":
+        config = super().from_dict(data)
+        if config.total_timesteps is None:  # null: the default, written into the run's config
+            config.total_timesteps = DEFAULT_TOTAL_TIMESTEPS
+        return config
 
 
 def default_config() -> dict[str, Any]:

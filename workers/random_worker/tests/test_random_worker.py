@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from mosaic.workerkit.envs import make_env
@@ -140,3 +139,13 @@ def test_a_run_folder_as_restore_from_is_refused_before_anything_is_created(tmp_
         assert line.startswith("mosaic: error: checkpoint.restore_from: ") and "is a run folder" in line, line
         assert str(run_folder / "checkpoints") in line
         assert sorted(p.name for p in (home / "trainer" / "runs").iterdir()) == ["first"]
+
+
+def test_a_null_budget_is_the_default_written_into_the_config():
+    """total_timesteps is integer-or-null like every worker's; null means the default (2000), written into the
+    run's config, never a run that fails at its first step comparing a count with None."""
+    from random_worker.config import DEFAULT_TOTAL_TIMESTEPS, RandomWorkerConfig
+
+    config = RandomWorkerConfig.from_dict({"run_id": "r", "total_timesteps": None})
+    assert config.total_timesteps == DEFAULT_TOTAL_TIMESTEPS == 2000
+    assert config.to_dict()["total_timesteps"] == 2000

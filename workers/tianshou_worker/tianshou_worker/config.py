@@ -190,8 +190,7 @@ class TianshouConfig(RunConfig):
 
     FIELDS: ClassVar[FieldMap] = FIELDS
 
-    algorithm: str = option("dqn", help="Tianshou algorithm: dqn, c51, rainbow, iqn, ppo, a2c, trpo, sac, ddpg, "
-                                        "td3, redq, discrete_cql, discrete_bcq, gail (traits: "
+    algorithm: str = option("dqn", help=f"Tianshou algorithm: {', '.join(algorithms.ALGORITHMS)} (traits: "
                                         "tianshou_worker/algorithms.py); any case is accepted")
     environment: Environment = option(default_factory=lambda: Environment(family="gymnasium"),
                                       help="family: gymnasium (single agent), or classic: a PettingZoo "

@@ -193,8 +193,8 @@ class XuanCeConfig(RunConfig):
                         "trained policies)",
         })
 
-    algorithm: str = option("mappo", help="XuanCe algorithm, lower case (XuanCe's spelling, e.g. MAPPO, is "
-                                          "accepted); traits: xuance_worker/algorithms.py")
+    algorithm: str = option("mappo", help=f"XuanCe algorithm: {', '.join(algorithms.usable())}, lower case (XuanCe's "
+                                          "spelling, e.g. MAPPO, is accepted); traits: xuance_worker/algorithms.py")
     environment: EnvironmentConfig = option(default_factory=default_environment,
                                             help="PettingZoo env (a parallel API, or a turn-based game played in "
                                                  "turns), built by MOSAIC's env layer")

@@ -25,17 +25,23 @@ from mosaic.workerkit.cli import load_config_data
 DEFAULT_WORKERS = ("ray", "random")
 
 
-def _default_config(found: Discovery) -> dict[str, Any]:
-    for name in DEFAULT_WORKERS:
-        if name in found.names():
-            worker = found.get(name)
-            proc = subprocess.run([*worker_command(worker), "--default-config"],
-                                  capture_output=True, text=True, timeout=120)
-            if proc.returncode == 0:
-                return json.loads(proc.stdout)
-            raise UserError(f"worker {name!r} could not print its default config: "
-                            f"{proc.stderr.strip().splitlines()[-1:] or proc.returncode}")
+def _default_config(found: Discovery | None, name: str | None = None) -> dict[str, Any]:
+    """The built-in default config of worker ``name`` (``--worker``), else of the first default worker installed."""
+    if name:
+        return _worker_default_config(_find_worker(name))
+    assert found is not None
+    for default in DEFAULT_WORKERS:
+        if default in found.names():
+            return _worker_default_config(found.get(default))
     raise UserError(f"no default worker installed (looked for {', '.join(DEFAULT_WORKERS)})")
+
+
+def _worker_default_config(worker: Any) -> dict[str, Any]:
+    proc = subprocess.run([*worker_command(worker), "--default-config"], capture_output=True, text=True, timeout=120)
+    if proc.returncode == 0:
+        return json.loads(proc.stdout)
+    raise UserError(f"worker {worker.name!r} could not print its default config: "
+                    f"{proc.stderr.strip().splitlines()[-1:] or proc.returncode}")
 
 
 def _find_worker(name: str | None) -> Any:
@@ -52,7 +58,10 @@ def _find_worker(name: str | None) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    data = load_config_data(args.config) if args.config else _default_config(discover_workers())
+    if args.config:
+        data = load_config_data(args.config)
+    else:  # the named worker's own default config, or the default worker's
+        data = _default_config(None if args.worker else discover_workers(), args.worker)
     data = apply_overrides(data, args.set)
     name = args.worker or data.get("worker")
     worker = _find_worker(name)
@@ -81,7 +90,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     term = outcome.terminal
     if outcome.status == RunState.COMPLETED.manifest:
         print(f"run {run_id} completed: {json.dumps(term.get('summary', {}))}")
-        print(next_steps(run, view), file=sys.stderr)
+        print(next_steps(run, view, evaluates=_evaluates(worker)), file=sys.stderr)
         return 0
     if outcome.status == RunState.CANCELLED.manifest:
         print(f"run {run_id} cancelled", file=sys.stderr)
@@ -91,13 +100,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_FAILED
 
 
-def next_steps(run: RunDir, view: ProgressView) -> str:
-    """What the run learned, and where to look next."""
+def _evaluates(worker: Any) -> bool:
+    """Whether ``mosaic eval`` can play the worker's runs: its describe document says so where discovery read
+    one; otherwise a worker whose only policies are random ones (the reference worker) trains none to play."""
+    description = worker.description or {}
+    if "can_evaluate" in description:
+        return bool(description["can_evaluate"])
+    return set(worker.capabilities.policy_configurations) != {"RANDOM"}
+
+
+def next_steps(run: RunDir, view: ProgressView, evaluates: bool = True) -> str:
+    """What the run learned, and where to look next (``mosaic eval`` only for a worker that can evaluate)."""
     lines = [line for line in [view.learning_summary()] if line]
     short = run.run_id
     lines.append("where to look next:")
     lines.append(f"  mosaic show {short}                   manifest, versions and the last metrics")
-    if view.checkpoints:
+    if view.checkpoints and evaluates:
         lines.append(f"  mosaic eval {short} --episodes 20 --video   play the trained policies, record a GIF")
     board = run.root / "tensorboard"
     if board.is_dir() and any(board.iterdir()):
@@ -107,6 +125,8 @@ def next_steps(run: RunDir, view: ProgressView) -> str:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    if args.limit < 0:
+        raise UserError(f"--limit: {args.limit} is below 0; allowed: a count of the newest runs, or 0 for every run")
     client = _daemon_client()  # a daemon serves this MOSAIC_HOME: ask it
     if client is not None:
         return _daemon_runs(client, args)
@@ -238,7 +258,8 @@ def _eval_match(args: argparse.Namespace, path: str) -> int:
 
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("run", help="run a config in the foreground (no daemon needed)")
-    p.add_argument("config", nargs="?", help="config JSON; omitted: the default worker's default config")
+    p.add_argument("config", nargs="?", help="config JSON; omitted: the default config of --worker, or else of the "
+                                             "default worker (ray)")
     p.add_argument("--worker", help="worker name (overrides the config's \"worker\")")
     p.add_argument("--run-id", help="run id (default: time-sortable and random)")
     p.add_argument("--dry-run", action="store_true",
@@ -248,8 +269,9 @@ def add_parsers(sub: Any) -> None:
                    help="override one config value (JSON value), e.g. --set total_timesteps=4000 (the same path for every worker)")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("runs", help="list runs")
-    p.add_argument("--limit", type=int, default=0, help="show only the newest N")
+    p = sub.add_parser("runs", help="list runs", description="List the runs of MOSAIC_HOME (the daemon's, when one "
+                       "serves it), oldest first: worker, env, algorithm, seed, state, progress and the latest return.")
+    p.add_argument("--limit", type=int, default=0, help="show only the newest N (default 0: every run)")
     p.set_defaults(func=cmd_runs)
 
     p = sub.add_parser("show", help="show one run's manifest and latest metrics")

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable
 
 from mosaic.host.daemon.states import RunState, check_transition
 from mosaic.errors import UserError
+from mosaic.runs import LATEST
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -151,7 +152,7 @@ class Registry:
 
     def resolve(self, ref: str) -> RunRecord:
         """A run by id, unique id prefix, or ``latest``; :class:`UserError` otherwise."""
-        if ref == "latest":
+        if ref == LATEST:
             row = self._db.execute("SELECT * FROM runs ORDER BY created_at DESC, run_id DESC LIMIT 1").fetchone()
             if row is None:
                 raise UserError("the daemon has no runs yet")
