@@ -51,7 +51,7 @@ def test_run_example_shows_progress_and_leaves_a_valid_run_folder(home):
     listing = run_cli("runs", home=home)
     assert run.name in listing.stdout and "completed" in listing.stdout
     shown = json.loads(run_cli("show", run.name[:15], home=home).stdout)
-    assert shown["manifest"]["run_id"] == run.name
+    assert shown["manifest"]["run_id"] == run.name and shown["config"] == config
     logs = run_cli("logs", "latest", "--raw", home=home)
     assert logs.stdout.splitlines() == (run / "telemetry.jsonl").read_text().splitlines()
     # where to look next: not `mosaic eval`, which the random worker cannot do (it trains no policies)

@@ -8,7 +8,7 @@ import json
 import numpy as np
 
 from mosaic.workerkit.envs import make_env
-from mosaic.workerkit.evaluation import EvaluationResults, play_episodes, save_results
+from mosaic.workerkit.evaluation import EvaluationResults, play_episodes, print_results, save_results
 from mosaic.runs import RunStore
 
 
@@ -57,7 +57,7 @@ def test_a_two_player_game_is_scored_per_player_with_alternating_seats(tmp_path)
     assert stats["n"] == 6 and stats["ci95_low"] <= stats["mean"] <= stats["ci95_high"]
 
 
-def test_results_land_in_the_run_folder_and_its_manifest(tmp_path):
+def test_results_land_in_the_run_folder_and_its_manifest(tmp_path, capsys):
     run = RunStore(tmp_path).create("eval-run", {"worker": "x"}, {"worker": "x", "status": "completed"})
     checkpoint = run.root / "checkpoints" / "checkpoint_000001"
     checkpoint.mkdir(parents=True)
@@ -77,3 +77,10 @@ def test_results_land_in_the_run_folder_and_its_manifest(tmp_path):
     (entry,) = run.read_manifest()["evaluations"]
     assert entry["num_episodes"] == 3 and entry["videos"] == [str((folder / "videos" / "episode_000.gif")
                                                                    .relative_to(run.root))]
+    # what `mosaic eval` prints says where they went: the folder and each GIF, in the table and in the JSON
+    gif = str(folder / "videos" / "episode_000.gif")
+    print_results(results, as_json=False)
+    assert capsys.readouterr().out.splitlines()[-2:] == [f"saved to {folder}", f"video: {gif}"]
+    print_results(results, as_json=True)
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["saved_to"] == str(folder) and printed["videos"] == [gif]

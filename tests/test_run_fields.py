@@ -204,6 +204,23 @@ def test_a_field_taking_a_word_or_a_number_says_both(documents):
     assert line.startswith("  alpha = 0.2  [one of auto or number]  "), line
 
 
+def test_mosaic_workers_show_prints_what_the_worker_pages_say_it_prints(documents):
+    """The capabilities the pages' "Offers and refuses" sections quote (pause/resume, serving a player), the
+    estimate a null resources.cpus reserves, and env lists cut to 8 saying how many more there are."""
+    proc = subprocess.run([sys.executable, "-m", "mosaic", "workers", "show", "random"], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    caps = documents["random"]["capabilities"]
+    assert "; pause/resume: yes; serves a player: no; population training: no; needs a GPU: no" in proc.stdout
+    assert (f"  spaces: actions {', '.join(caps['action_spaces'])}; "
+            f"observations {', '.join(caps['observation_spaces'])}") in proc.stdout.splitlines()
+    estimate = caps["resources"]
+    assert (f"a run's estimate (the daemon reserves it when resources.cpus is null): {estimate['cpus']} CPUs, "
+            f"{estimate['memory_mb']} MB, {estimate['gpus']} GPUs") in proc.stdout
+    mpe = documents["random"]["envs"]["mpe"]
+    assert f"  mpe: {', '.join(mpe[:8])}, ... ({len(mpe) - 8} more, {len(mpe)} in all)" in proc.stdout.splitlines()
+
+
 def test_mosaic_workers_show_refuses_an_unknown_worker_naming_the_installed_ones():
     proc = subprocess.run([sys.executable, "-m", "mosaic", "workers", "show", "no_such_worker"],
                           capture_output=True, text=True, timeout=120)

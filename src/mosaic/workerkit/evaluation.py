@@ -349,11 +349,15 @@ def play_single_agent(play: Callable[[int, "FrameSink | None"], tuple[float, int
 
 
 def print_results(results: EvaluationResults, as_json: bool) -> None:
-    """What ``mosaic eval`` prints: the results as JSON, or the table and where they were saved."""
+    """What ``mosaic eval`` prints: the results as JSON (with ``saved_to``), or the table, where they were saved
+    and each GIF recorded."""
     import json
 
-    print(json.dumps(results.to_dict(), indent=2) if as_json else
-          results.table() + f"\nsaved to {results.output_dir}")
+    if as_json:
+        print(json.dumps({**results.to_dict(), "saved_to": results.output_dir}, indent=2))
+        return
+    print(results.table() + f"\nsaved to {results.output_dir}"
+          + "".join(f"\nvideo: {path}" for path in results.videos))
 
 
 def save_results(results: EvaluationResults, checkpoint: Path, output_dir: str | Path | None,

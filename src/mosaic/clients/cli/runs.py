@@ -148,7 +148,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     last = run.last_event("metrics")
     print(json.dumps({"run_dir": str(run.root), "run": {**summary.to_dict(),
                                                         "progress": progress_text(summary, last or {})},
-                      "manifest": manifest, "last_metrics": last}, indent=2))
+                      "config": run.read_config(), "manifest": manifest, "last_metrics": last}, indent=2))
     return 0
 
 
@@ -274,13 +274,13 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--limit", type=int, default=0, help="show only the newest N (default 0: every run)")
     p.set_defaults(func=cmd_runs)
 
-    p = sub.add_parser("show", help="show one run's manifest and latest metrics")
+    p = sub.add_parser("show", help="show one run's config, manifest and latest metrics")
     p.add_argument("run", help="run id, unique prefix, or 'latest'")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("eval", help="play a trained run's policies and report returns and win rates")
     p.add_argument("target", metavar="RUN|CHECKPOINT", help="run id, prefix, 'latest', or a checkpoint folder")
-    p.add_argument("--episodes", type=int, default=20)
+    p.add_argument("--episodes", type=int, default=20, help="episodes to play (default 20)")
     p.add_argument("--opponent", metavar="RUN2|random|scripted:M:F|PLAYER.yaml",
                    help="who plays the other seat(s): another run or checkpoint of any worker, random play, a "
                         "scripted heuristic, or a player config (a language model); seats alternate")
@@ -288,7 +288,8 @@ def add_parsers(sub: Any) -> None:
                    help="with --opponent in a game of more than two agents: the agents the run plays")
     p.add_argument("--video", type=int, nargs="?", const=1, default=0, metavar="N",
                    help="record the first N episodes as GIF (default 1)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="episode i is seeded SEED + i (default 0): the same seed plays the same episodes")
     p.add_argument("--worker", help="the worker to evaluate with (default: the run's)")
     p.add_argument("--json", action="store_true", help="results as JSON")
     p.add_argument("--fastlane", action="store_true", help="stream frames (`mosaic watch RUN --stream eval`)")

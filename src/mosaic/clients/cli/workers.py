@@ -38,6 +38,14 @@ def _field_lines(schema: dict[str, Any], prefix: str = "") -> list[str]:
     return lines
 
 
+def _estimate(resources: dict[str, Any]) -> list[str]:
+    """The worker's own estimate of what a run takes: what the daemon reserves when resources.cpus is null."""
+    if not resources:
+        return []
+    return [f"  a run's estimate (the daemon reserves it when resources.cpus is null): {resources.get('cpus')} CPUs, "
+            f"{resources.get('memory_mb')} MB, {resources.get('gpus')} GPUs"]
+
+
 def describe_text(document: dict[str, Any]) -> str:
     """What `mosaic workers show NAME` prints: the worker's description, for a person."""
     meta, caps = document["metadata"], document["capabilities"]
@@ -48,10 +56,17 @@ def describe_text(document: dict[str, Any]) -> str:
            f"  paradigms: {', '.join(caps['paradigms'])}; policies: {', '.join(caps['policy_configurations'])}",
            f"  max agents: {caps['max_agents']}; evaluates: {'yes' if document['can_evaluate'] else 'no'}; "
            f"checkpoints: {'yes' if caps.get('supports_checkpointing') else 'no'}; "
-           f"self-play: {'yes' if caps.get('supports_self_play') else 'no'}",
+           f"self-play: {'yes' if caps.get('supports_self_play') else 'no'}; "
+           f"pause/resume: {'yes' if caps.get('supports_pause_resume') else 'no'}; "
+           f"serves a player: {'yes' if document.get('can_serve_player') else 'no'}; "
+           f"population training: {'yes' if caps.get('supports_population') else 'no'}; "
+           f"needs a GPU: {'yes' if caps.get('requires_gpu') else 'no'}",
+           f"  spaces: actions {', '.join(caps.get('action_spaces') or ()) or '-'}; "
+           f"observations {', '.join(caps.get('observation_spaces') or ()) or '-'}",
+           *_estimate(caps.get("resources") or {}),
            "env families:"]
     for family, ids in document["envs"].items():
-        shown = ", ".join(ids[:8]) + (f", ... ({len(ids)} ids)" if len(ids) > 8 else "")
+        shown = ", ".join(ids[:8]) + (f", ... ({len(ids) - 8} more, {len(ids)} in all)" if len(ids) > 8 else "")
         out.append(f"  {family}: {shown}")
     shared = document.get("shared_fields")
     if shared:
@@ -129,8 +144,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("action", nargs="?", choices=("list", "show"), default="list",
                    help="list (default), or show one worker's description")
     p.add_argument("name", nargs="?", metavar="NAME", help="show: the worker to describe")
-    p.add_argument("--env-family")
-    p.add_argument("--paradigm")
+    p.add_argument("--env-family", help="list: workers offering this env family (mpe, gymnasium, atari, ...)")
+    p.add_argument("--paradigm", help="list: workers of this paradigm (single_agent or multi_agent)")
     p.add_argument("--algorithm", help="list: workers offering it; show: that algorithm's algo_params")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_workers)
