@@ -207,3 +207,22 @@ def test_another_spec_under_the_same_name_is_refused(tmp_path):
     assert run_cli("arena", "run", str(_spec(tmp_path, "same", 1)), home=home, timeout=300).returncode == 0
     other = run_cli("arena", "run", str(_spec(tmp_path, "same", 2)), home=home, timeout=300)
     assert other.returncode == 2 and "exists with another spec" in other.stderr
+
+
+@pytest.mark.parametrize("player, words", [
+    ("nosuchrun", "players.b: run 'nosuchrun' not found"),
+    ("scripted:mosaic.arena.heuristics:nosuchfn", "players.b: 'scripted:mosaic.arena.heuristics:nosuchfn' names no "
+                                                  "function; allowed: scripted:MODULE:FUNCTION"),
+    ("scripted:no_such_module:f", "players.b: cannot import 'no_such_module'"),
+])
+def test_a_player_that_cannot_play_is_refused_before_the_tournament_folder_is_made(tmp_path, player, words):
+    """It was written first (its spec.json, listed by `arena status`), and the error came from the player's
+    process, two lines deep."""
+    spec = tmp_path / "t.json"
+    spec.write_text(json.dumps({"name": "unplayable", "environment": CONNECT_FOUR, "games_per_pairing": 1,
+                                "players": {"a": "random", "b": player}}))
+    refused = run_cli("arena", "run", str(spec), home=tmp_path / "home", timeout=300)
+    assert refused.returncode == 2, refused.stderr
+    (line,) = refused.stderr.strip().splitlines()
+    assert line.startswith("mosaic: error: ") and words in line, line
+    assert not (tmp_path / "home" / "arena").exists()

@@ -80,7 +80,14 @@ def test_latest_and_the_newest_runs_follow_creation_time_not_run_ids(home):
             (["run", *tiny, "--run-id", "latest"], "mosaic: error: run_id: 'latest' is reserved: it names the newest "
              "run wherever a run id goes (allowed: any other id of letters, digits, '.', '_', '-')"),
             (["runs", "--limit", "-1"], "mosaic: error: --limit: -1 is below 0; allowed: a count of the newest runs, "
-             "or 0 for every run")):
+             "or 0 for every run"),
+            # eval: a path that does not exist is not "an invalid run id", and a worker that cannot evaluate is
+            # named, not its process's --evaluate flag
+            (["eval", "./no/such/checkpoint"], "mosaic: error: RUN|CHECKPOINT: './no/such/checkpoint' does not "
+             "exist; allowed: a run id, a unique prefix of one, 'latest', or a checkpoint folder"),
+            (["eval", "zz-named"], "mosaic: error: RUN|CHECKPOINT: 'zz-named' is a run of the random worker, which "
+             "cannot evaluate (it trains no policies); allowed: a run of a worker that evaluates (`mosaic workers "
+             "show NAME`: evaluates: yes)")):
         proc = run_cli(*args, home=home)
         assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [line], proc.stderr
     assert sorted(p.name for p in runs_in(home)) == sorted([newest, "zz-named"])

@@ -7,7 +7,7 @@ import pytest
 
 from mosaic import configkit
 from mosaic.configkit import option
-from mosaic.errors import ConfigError
+from mosaic.errors import ConfigError, UserError
 
 
 class Mode(enum.Enum):
@@ -123,3 +123,30 @@ def test_a_merged_section_given_in_part_keeps_its_own_defaults_for_the_rest():
     assert "merged.name = 'b': a name (one of a, b)" in lines and "replaced.name = 'a': a name (one of a, b)" in lines
     with pytest.raises(TypeError, match="default_factory"):
         option(Inner(), merge=True)
+
+
+@pytest.mark.parametrize("name, text, words", [
+    ("c.json", '{"worker": "random", "seed": 1, "seed": 2}', "gives the key 'seed' twice"),
+    ("c.json", '{"checkpoint": {"keep": 1, "keep": 2}}', "gives the key 'keep' twice"),
+    ("s.yaml", "name: x\nseeds: 2\nseeds: 3\n", "gives the key 'seeds' twice (line 3)"),
+    ("s.yaml", "settings:\n  total_timesteps: 1\n  total_timesteps: 2\n", "gives the key 'total_timesteps' twice"),
+])
+def test_a_key_given_twice_is_refused_not_silently_replaced(tmp_path, name, text, words):
+    """JSON and YAML parsers keep the last of two equal keys without a word; a spec or config that sets one
+    value twice is a mistake to name (an experiment planned 3 seeds where the first line said 2)."""
+    from mosaic.configkit import read_document
+
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(UserError) as err:
+        read_document(str(path), "spec")
+    message = str(err.value)
+    assert message.startswith("spec: ") and words in message and message.endswith("allowed: each key once")
+
+
+def test_a_yaml_merge_key_may_still_be_overridden(tmp_path):
+    from mosaic.configkit import read_document
+
+    path = tmp_path / "s.yaml"
+    path.write_text("base: &b {total_timesteps: 100, seed: 1}\nsettings:\n  <<: *b\n  total_timesteps: 200\n")
+    assert read_document(str(path))["settings"] == {"total_timesteps": 200, "seed": 1}

@@ -327,6 +327,33 @@ def test_a_bad_cell_is_refused_before_anything_runs(exp_home, tmp_path):
     assert not (exp_home / "trainer" / "runs").exists() or not any((exp_home / "trainer" / "runs").iterdir())
 
 
+def test_every_cell_of_an_unknown_worker_is_refused_and_counted(home, tmp_path):
+    """The plan counted and named only the first cell of a worker it could not find."""
+    spec = _write(tmp_path / "unknown.json", {"name": "unknown-worker", "seeds": 2,
+                                              "axes": {"worker": ["random", "nosuch"]},
+                                              "settings": {"total_timesteps": 100}})
+    proc = run_cli("experiment", "plan", str(spec), home=home, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert "2 of 4 cells refused; nothing was run" in proc.stderr
+    for cell in ("c002", "c003"):
+        assert f"cell {cell} (worker=nosuch" in proc.stderr and "worker: 'nosuch' is not one of" in proc.stderr
+    assert "c000" not in proc.stderr and "c001" not in proc.stderr
+
+
+def test_two_cells_that_are_the_same_run_are_refused(home, tmp_path):
+    """A value listed twice, or in two spellings its worker normalises to one, made the same run two cells (two
+    samples of one run in the report)."""
+    for name, axes in (("twice", {"worker": ["random", "random"]}), ("spellings", {"algorithm": ["random", "RANDOM"]})):
+        spec = _write(tmp_path / f"{name}.json", {"name": name, "seeds": 1, "axes": {"worker": ["random"], **axes},
+                                                  "settings": {"total_timesteps": 100}})
+        proc = run_cli("experiment", "plan", str(spec), home=home, timeout=300)
+        assert proc.returncode == 2, proc.stderr
+        (line,) = proc.stderr.strip().splitlines()
+        assert line.startswith("mosaic: error: axes: cell c000 (") and "and cell c001 (" in line, line
+        assert line.endswith("are the same run: a value is listed twice (or in two spellings of it); allowed: "
+                             "distinct values"), line
+
+
 def test_a_grid_of_two_workers_gives_the_episodes_mosaic_run_gives(exp_home, tmp_path):
     """CleanRL's DQN and Tianshou's DQN, two seeds each, through the daemon; then each cell alone."""
     spec = _write(tmp_path / "two.json", {

@@ -219,6 +219,10 @@ def test_mosaic_workers_show_prints_what_the_worker_pages_say_it_prints(document
             f"{estimate['memory_mb']} MB, {estimate['gpus']} GPUs") in proc.stdout
     mpe = documents["random"]["envs"]["mpe"]
     assert f"  mpe: {', '.join(mpe[:8])}, ... ({len(mpe) - 8} more, {len(mpe)} in all)" in proc.stdout.splitlines()
+    # a worker's algorithm without algo_params has none to show, rather than "not one of (none)"
+    proc = subprocess.run([sys.executable, "-m", "mosaic", "workers", "show", "random", "--algorithm", "RANDOM"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.splitlines() == ["algo_params of random random:", "  (none)"], proc
 
 
 def test_mosaic_workers_show_refuses_an_unknown_worker_naming_the_installed_ones():

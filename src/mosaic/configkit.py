@@ -365,6 +365,48 @@ class UpstreamParam:
 
 
 # -- documents and paths -------------------------------------------------------------------------------
+class _RepeatedKey(ValueError):
+    """A JSON object or YAML mapping that gives one key twice (both parsers would keep the last silently)."""
+
+    def __init__(self, key: Any, line: int = 0) -> None:
+        super().__init__(f"the key {key!r} is given twice")
+        self.key, self.line = key, line
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``' object hook: the object, or :class:`_RepeatedKey` for a key given twice."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out
+
+
+def _unique_key_loader() -> Any:
+    """PyYAML's SafeLoader, refusing a mapping that gives one key twice (a merge key's keys may be overridden)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            if isinstance(node, yaml.MappingNode):
+                seen: set[Any] = set()
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = self.construct_object(key_node, deep=deep)
+                    try:
+                        repeated = key in seen
+                        seen.add(key)
+                    except TypeError:  # an unhashable key: PyYAML refuses it itself
+                        continue
+                    if repeated:
+                        raise _RepeatedKey(key, key_node.start_mark.line + 1)
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
 def read_document(source: "str | Any", what: str = "config", stdin: Any = None) -> dict[str, Any]:
     """The JSON (or, for a ``.yaml``/``.yml`` path, YAML) object in ``source`` (a path, or ``-`` for stdin);
     :class:`UserError` naming ``what`` for anything wrong."""
@@ -389,12 +431,18 @@ def read_document(source: "str | Any", what: str = "config", stdin: Any = None) 
         except ImportError:
             raise UserError(f"{what}: reading YAML needs PyYAML: pip install 'mosaic-marl[experiments]'") from None
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_unique_key_loader())  # noqa: S506  (a SafeLoader's subclass)
+        except _RepeatedKey as exc:
+            raise UserError(f"{what}: {name!r} gives the key {exc.key!r} twice (line {exc.line}): the second "
+                            "would silently replace the first; allowed: each key once") from None
         except yaml.YAMLError as exc:
             raise UserError(f"{what}: {name!r} is not valid YAML ({str(exc).splitlines()[0]})") from None
     else:
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_unique_keys)
+        except _RepeatedKey as exc:
+            raise UserError(f"{what}: {name!r} gives the key {exc.key!r} twice: the second would silently replace "
+                            "the first; allowed: each key once") from None
         except ValueError as exc:
             raise UserError(f"{what}: {name!r} is not valid JSON ({exc})") from None
     if not isinstance(data, dict):

@@ -262,6 +262,34 @@ def check_seating(specs: list[TournamentSpec]) -> None:
             raise UserError(f"games.{spec.game}.{exc}") from None
 
 
+def check_players(specs: list[TournamentSpec]) -> None:
+    """Every player can be served (a run that exists, a worker that serves players, a scripted function that
+    imports), before anything is written; the error names the player (and the game of a several-game spec)."""
+    import importlib
+
+    from mosaic.host.match import player_command
+
+    for spec in specs:
+        where = f"games.{spec.game}.players" if spec.game is not None else "players"
+        for player in spec.players:
+            try:
+                if player.target.startswith("scripted:"):
+                    module, _, function = player.target[len("scripted:"):].rpartition(":")
+                    try:
+                        found = callable(getattr(importlib.import_module(module), function, None)) if module else False
+                    except ImportError as exc:
+                        raise UserError(f"cannot import {module!r} ({exc})") from None
+                    if not found:
+                        raise UserError(f"{player.target!r} names no function; allowed: scripted:MODULE:FUNCTION "
+                                        "with FUNCTION defined in MODULE")
+                else:
+                    player_command(player.target, player.options)
+            except UserError as exc:
+                message = str(exc)
+                message = message[len("player: "):] if message.startswith("player: ") else message
+                raise UserError(f"{where}.{player.label}: {message}") from None
+
+
 # -- the folder ------------------------------------------------------------------------------------------
 class Tournament:
     """One game's tournament: ``MOSAIC_HOME/arena/NAME/`` for a one-environment spec; for a several-game spec,

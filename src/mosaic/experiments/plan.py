@@ -60,12 +60,24 @@ def make_plan(spec: ExperimentSpec, validate: bool = True, cells: list[Cell] | N
     cells = spec.cells() if cells is None else cells
     if validate:
         cells = _checked(cells)
+    _refuse_repeats(cells)
     envs = sorted({c.env for c in cells})
     missing = [e for e in envs if e not in spec.normalise]
     if spec.normalise and missing:
         raise UserError(f"normalise: no scores for {', '.join(missing)}; allowed: random and reference scores for "
                         f"every env of the grid ({', '.join(envs)}), or no normalise at all")
     return Plan(spec.name, cells, spec.retries, spec.backend, spec_digest(spec), spec.retry_from)
+
+
+def _refuse_repeats(cells: list[Cell]) -> None:
+    """Two cells with the same (normalised) config would be the same run twice, counted as two samples."""
+    first: dict[str, Cell] = {}
+    for cell in cells:
+        key = json.dumps(cell.config, sort_keys=True, default=str)
+        if key in first:
+            raise UserError(f"axes: {cell_title(first[key])} and {cell_title(cell)} are the same run: a value "
+                            "is listed twice (or in two spellings of it); allowed: distinct values")
+        first[key] = cell
 
 
 def _checked(cells: list[Cell]) -> list[Cell]:
@@ -83,8 +95,8 @@ def _checked(cells: list[Cell]) -> list[Cell]:
             found = discover_workers()
         try:
             worker = found.get(name)
-        except UserError as exc:
-            problems.append(f"{cell_title(cells[indices[0]])}: {exc}")
+        except UserError as exc:  # every cell of the unknown worker is refused, each named
+            problems += [f"{cell_title(cells[i])}: {exc}" for i in indices]
             continue
         answers = validate_configs(worker, [{**cells[i].config, "run_id": f"plan-{cells[i].cell_id}"}
                                             for i in indices])

@@ -43,6 +43,13 @@ NOT_WIRED = {"wandb_entity": "a W&B run is logged under the API key's default en
              "upload_model": "uploading to the Hugging Face Hub is not supported"}
 
 
+#: Script options that count what a script loops over or divides by, and the least each may be: below it the
+#: script fails at its first update (a division by zero) or trains nothing. The scripts' parsers set no bounds.
+LEAST = {"num_envs": 1, "num_steps": 1, "num_minibatches": 1, "update_epochs": 1, "batch_size": 1, "buffer_size": 1,
+         "train_frequency": 1, "target_network_frequency": 1, "policy_frequency": 1, "n_atoms": 2,
+         "learning_starts": 0}
+
+
 @dataclass(frozen=True)
 class Param:
     """One option of an upstream script's parser."""
@@ -55,7 +62,8 @@ class Param:
 
     def schema(self) -> dict[str, Any]:
         return {"type": self.type if self.default is not None else [self.type, "null"],
-                "default": self.default, "description": self.help}
+                "default": self.default, "description": self.help,
+                **({"minimum": LEAST[self.name]} if self.type == "integer" and self.name in LEAST else {})}
 
     def check(self, value: Any, field: str) -> Any:
         if value is None and self.default is None:
@@ -65,8 +73,12 @@ class Param:
               "string": lambda v: isinstance(v, str),
               "boolean": lambda v: isinstance(v, bool)}[self.type]
         if not ok(value):
-            raise ConfigError(field, f"{value!r} is not a {self.type} (the script's {self.flag}, "
-                                     f"default {self.default!r})")
+            raise ConfigError(field, f"{value!r} is not a{'n' if self.type[0] in 'aeiou' else ''} {self.type} "
+                                     f"(the script's {self.flag}, default {self.default!r})")
+        least = LEAST.get(self.name) if self.type == "integer" else None
+        if least is not None and value < least:
+            raise ConfigError(field, f"{value} is below {least}, the least the script's {self.flag} can count; "
+                                     f"allowed: an integer >= {least}")
         return float(value) if self.type == "number" else value
 
     def argv(self, value: Any) -> list[str]:
@@ -335,6 +347,10 @@ def check_params(config: CleanRLConfig) -> dict[str, Any]:
     total = values["total_timesteps"]
     if config.algo.on_policy and "num_steps" in values:
         batch = values["num_envs"] * values["num_steps"]
+        if values.get("num_minibatches", 1) > batch:
+            raise ConfigError("algo_params.num_minibatches",
+                              f"{values['num_minibatches']} is more than the rollout's {batch} env steps "
+                              f"(num_envs × num_steps): its minibatches would be empty; allowed: 1 to {batch}")
         if total < batch:
             raise ConfigError("total_timesteps", f"{total} is less than one rollout (num_envs × num_steps = "
                                                  f"{batch}): {config.algorithm} would not update once")

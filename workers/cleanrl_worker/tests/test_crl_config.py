@@ -93,6 +93,15 @@ BAD = [
     ({"algorithm": "ppo", "environment": {"env_id": "Pendulum-v1"}}, "environment.env_id", "use sac, td3, ddpg"),
     ({"algorithm": "ppo", "environment": {"family": "classic"}}, "environment.family",
      "allowed: gymnasium, atari, mujoco"),
+    # counts the scripts divide by or loop over (their parsers set no bounds): 0 failed the dry run with a
+    # ZeroDivisionError traceback, and a run after its folder was made
+    ({"algorithm": "ppo", "algo_params": {"num_steps": 0}}, "algo_params.num_steps", "allowed: an integer >= 1"),
+    ({"algorithm": "ppo", "algo_params": {"update_epochs": -3}}, "algo_params.update_epochs", ">= 1"),
+    ({"algorithm": "ppo", "algo_params": {"num_minibatches": 100000}}, "algo_params.num_minibatches",
+     "allowed: 1 to 512"),
+    ({"algorithm": "dqn", "algo_params": {"buffer_size": 0}}, "algo_params.buffer_size", ">= 1"),
+    ({"algorithm": "dqn", "algo_params": {"train_frequency": 0}}, "algo_params.train_frequency", ">= 1"),
+    ({"algorithm": "c51", "algo_params": {"n_atoms": 1}}, "algo_params.n_atoms", "allowed: an integer >= 2"),
     ({"algorithm": "ppo", "total_timesteps": 100}, "total_timesteps", "rollout"),
     ({"algorithm": "ppo", "total_timesteps": 1000, "num_envs": 8}, "total_timesteps", "rollout"),
     ({"algorithm": "dqn", "total_timesteps": 500, "algo_params": {"learning_starts": 500}},

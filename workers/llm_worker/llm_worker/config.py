@@ -121,6 +121,11 @@ class LLMWorkerConfig(RunConfig):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "LLMWorkerConfig":
+        # the families this worker plays, before the generic check (whose allowed list is every PettingZoo family)
+        family = (data.get("environment") or {}).get("family") if isinstance(data, Mapping) else None
+        if isinstance(family, str) and family and family not in API_TYPE_OF_FAMILY:
+            raise ConfigError("environment.family", f"{family!r} has no text describer here; allowed: "
+                                                    f"{', '.join(API_TYPE_OF_FAMILY)}")
         config = configkit.from_dict(cls, data)
         config.check_shared()
         if config.episodes is None:

@@ -297,6 +297,9 @@ def test_a_spent_budget_fails_the_run_naming_it_and_leaves_no_results(home):
     ({"environment": {"family": "mpe", "env_id": "simple_reference_v3"}}, "environment.env_id: simple_reference_v3: "
                                                                           "agent agent_0 acts in Discrete(50)"),
     ({"environment": {"family": "sisl", "env_id": "pursuit_v4"}}, "environment.family: 'sisl' has no text describer"),
+    # an unknown family lists the families this worker plays, not every PettingZoo family (sisl was offered)
+    ({"environment": {"family": "nofamily", "env_id": "pursuit_v4"}}, "environment.family: 'nofamily' has no text "
+                                                                      "describer here; allowed: classic, mpe"),
     ({"environment": {"family": "mpe", "env_id": "simple_spread_v3", "api_type": "AEC"}}, "environment.api_type"),
     ({"players": {"player_3": {"kind": "random"}}}, "players.player_3: tictactoe_v3 has no agent 'player_3'"),
     ({"players": {"player_1": {"kind": "policy"}}}, "players.player_1.checkpoint: a policy player needs"),

@@ -118,7 +118,8 @@ def test_the_algorithm_is_accepted_in_any_case_and_normalised():
     assert proc.returncode == 2 and "algorithm: 'ppo' is not one of random" in proc.stderr
 
 
-def test_a_run_folder_as_restore_from_is_refused_before_anything_is_created(tmp_path):
+def test_a_run_folder_or_another_envs_checkpoint_as_restore_from_is_refused_before_anything_is_created(
+        tmp_path):
     import os
     import subprocess
     import sys
@@ -138,6 +139,18 @@ def test_a_run_folder_as_restore_from_is_refused_before_anything_is_created(tmp_
         (line,) = proc.stderr.strip().splitlines()
         assert line.startswith("mosaic: error: checkpoint.restore_from: ") and "is a run folder" in line, line
         assert str(run_folder / "checkpoints") in line
+        assert sorted(p.name for p in (home / "trainer" / "runs").iterdir()) == ["first"]
+    # a checkpoint of another env's run: its agents' sampling state does not fit (it failed the run mid-way)
+    (checkpoint,) = sorted((run_folder / "checkpoints").iterdir())[-1:]
+    for flags in ((), ("--dry-run",)):
+        config.write_text(json.dumps({"worker": "random", "environment": {"family": "mpe", "env_id":
+                                      "simple_spread_v3"}, "checkpoint": {"restore_from": str(checkpoint)}}))
+        proc = subprocess.run([sys.executable, "-m", "mosaic", "run", str(config), "--run-id", "second", *flags],
+                              capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 2, proc.stderr
+        (line,) = proc.stderr.strip().splitlines()
+        assert line.startswith("mosaic: error: checkpoint.restore_from: ") and "player_0, player_1" in line, line
+        assert "agent_0, agent_1, agent_2" in line and "allowed: a checkpoint of a random run of this env" in line
         assert sorted(p.name for p in (home / "trainer" / "runs").iterdir()) == ["first"]
 
 

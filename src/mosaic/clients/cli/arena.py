@@ -11,10 +11,11 @@ from mosaic.errors import UserError
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from mosaic.arena.tournament import check_seating, open_tournaments, read_specs, run
+    from mosaic.arena.tournament import check_players, check_seating, open_tournaments, read_specs, run
 
     specs = read_specs(args.spec)
-    check_seating(specs)  # a game the arena cannot seat is refused before anything is written
+    check_seating(specs)  # a game the arena cannot seat, or a player that cannot play, is refused before
+    check_players(specs)  # anything is written
     if args.address and args.backend != "ray":
         raise UserError("--address: only with --backend ray (the cluster's head); allowed: --backend ray")
     tournaments = open_tournaments(specs)

@@ -195,6 +195,9 @@ def _run_or_path(ref: str) -> tuple[str, str | None]:
             if manifest.get("worker"):
                 return str(run_root), manifest["worker"]
         return str(run_root), None
+    if "/" in ref or ref.startswith("."):  # a path, not a run id: say so, not that it is a bad run id
+        raise UserError(f"RUN|CHECKPOINT: {ref!r} does not exist; allowed: a run id, a unique prefix of one, "
+                        "'latest', or a checkpoint folder")
     run = RunStore().resolve(ref)
     return str(run.root), run.read_manifest().get("worker")
 
@@ -210,6 +213,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise UserError("--seats: only for an opponent played as a match (one from another worker, a scripted "
                         "player or a player config); the worker's own evaluation seats the run itself")
     worker = discover_workers().get(worker_name)
+    if not _evaluates(worker):
+        raise UserError(f"RUN|CHECKPOINT: {args.target!r} is a run of the {worker_name} worker, which cannot "
+                        "evaluate (it trains no policies); allowed: a run of a worker that evaluates "
+                        "(`mosaic workers show NAME`: evaluates: yes)")
     cmd = [*worker_command(worker), "--evaluate", path, "--episodes", str(args.episodes),
            "--seed", str(args.seed)]
     if args.opponent:

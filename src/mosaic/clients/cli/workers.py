@@ -92,12 +92,13 @@ def cmd_show_worker(args: argparse.Namespace) -> int:
     document = catalog.description(args.name)
     if args.algorithm:
         schemas = document["algo_params_schemas"]
-        wanted = next((a for a in schemas if a.lower() == args.algorithm.lower()), None)
+        offered = list(schemas) or list(document["capabilities"]["algorithms"])  # those without algo_params too
+        wanted = next((a for a in offered if a.lower() == args.algorithm.lower()), None)
         if wanted is None:
             from mosaic.errors import one_of
 
-            raise UserError(f"--algorithm: {one_of(args.algorithm, list(schemas) or ['(none: no algo_params)'])}")
-        schema = schemas[wanted]
+            raise UserError(f"--algorithm: {one_of(args.algorithm, offered)}")
+        schema = schemas.get(wanted) or {"type": "object", "properties": {}}
         if args.json:
             print(json.dumps(schema, indent=2))
         else:
