@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -210,6 +211,16 @@ def play(policy: Policy, env: Any, seed: int, frames: FrameSink | None) -> tuple
             return total, length
 
 
+def _quiet_env_seed_warning() -> None:
+    """gym 0.23.1 warns (in colour, on stderr) that the scripts' ``make_env`` calls its deprecated ``env.seed``:
+    nothing a user can change. The filter goes in after gym's import, whose logger puts its own first."""
+    algorithms.silence_gym_notice()  # before gym's first import
+    import gym.logger  # noqa: F401
+
+    warnings.filterwarnings("ignore", message=r".*`env\.seed\(seed\)` is marked as deprecated",
+                            category=DeprecationWarning)
+
+
 def evaluate(request: Any) -> int:
     if request.opponent:
         raise UserError("--opponent: CleanRL runs are single-agent; there is no other seat")
@@ -225,7 +236,9 @@ def evaluate(request: Any) -> int:
     from mosaic.workerkit.checkpoints import resolve
 
     folder = resolve(request.target, "--evaluate", "the cleanrl worker")
-    policy = Policy(state, folder)
+    if algo.env_api == "gym":
+        _quiet_env_seed_warning()
+    policy = Policy(state, folder)  # builds the script's envs (make_env) to shape its agent
     env = make_env(policy, render=request.video > 0 or request.fastlane)
     lane = eval_lane(folder) if request.fastlane else None
     try:
