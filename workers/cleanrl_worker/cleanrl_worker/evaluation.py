@@ -215,7 +215,7 @@ def _quiet_env_seed_warning() -> None:
     """gym 0.23.1 warns (in colour, on stderr) that the scripts' ``make_env`` calls its deprecated ``env.seed``:
     nothing a user can change. The filter goes in after gym's import, whose logger puts its own first."""
     algorithms.silence_gym_notice()  # before gym's first import
-    import gym.logger  # noqa: F401
+    importlib.import_module("gym.logger")  # for its side effect: its own warning filter, first
 
     warnings.filterwarnings("ignore", message=r".*`env\.seed\(seed\)` is marked as deprecated",
                             category=DeprecationWarning)
