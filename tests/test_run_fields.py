@@ -145,6 +145,20 @@ def test_the_algorithm_fields_help_names_every_algorithm_the_worker_offers(name,
 
 
 @pytest.mark.parametrize("name", WORKERS.names())
+def test_every_algo_params_default_lies_within_the_bounds_its_schema_states(name, documents):
+    """Bounds and choices a worker adds to its library's options (counts, fractions, XuanCe's activations) must
+    admit the library's own defaults, or a run with no algo_params at all would be refused."""
+    for algorithm, schema in documents[name]["algo_params_schemas"].items():
+        for key, prop in schema.get("properties", {}).items():
+            default = prop.get("default")
+            if isinstance(default, (int, float)) and not isinstance(default, bool):
+                assert prop.get("minimum", default) <= default <= prop.get("maximum", default), (algorithm, key)
+                assert default > prop.get("exclusiveMinimum", default - 1), (algorithm, key)
+            if "enum" in prop and default is not None:
+                assert default in prop["enum"], (algorithm, key, default, prop["enum"])
+
+
+@pytest.mark.parametrize("name", WORKERS.names())
 def test_listings_show_env_and_algorithm_for_every_worker_from_its_config(name, documents, tmp_path,
                                                                           monkeypatch):
     """`mosaic runs` and the daemon read the shared fields: a run of every worker that never reached

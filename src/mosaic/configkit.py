@@ -12,7 +12,7 @@ import difflib
 import enum
 import types
 import typing
-from typing import Any, Mapping, TypeVar, Union
+from typing import Any, Mapping, Sequence, TypeVar, Union
 
 from mosaic.errors import ConfigError, one_of
 
@@ -311,6 +311,11 @@ class UpstreamParam:
     null_type: str = "any"
     #: Words accepted besides a value of the default's type (Tianshou's ``alpha``: a number or "auto").
     words: tuple[str, ...] = ()
+    #: Bounds of a number and the values a string may take, where the worker knows them (the library's own
+    #: schemas say only the type): a count below 1, a probability above 1, an activation the library lacks.
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
 
     @property
     def nullable(self) -> bool:
@@ -342,9 +347,35 @@ class UpstreamParam:
             out["type"] = [self.type, "null"]
         elif self.type != "any":
             out["type"] = self.type
+        if self.minimum is not None:
+            out["minimum"] = self.minimum
+        if self.maximum is not None:
+            out["maximum"] = self.maximum
+        if self.choices:
+            out["enum"] = [*self.choices, *([None] if self.nullable else [])]
         if self.description:
             out["description"] = self.description
         return out
+
+    def bounded(self, minimum: float | None = None, maximum: float | None = None,
+                choices: Sequence[str] = ()) -> "UpstreamParam":
+        """This option with bounds or choices added (only those that fit its type)."""
+        if self.type in ("integer", "number"):
+            return dataclasses.replace(self, minimum=minimum, maximum=maximum)
+        if self.type == "string" and choices:
+            return dataclasses.replace(self, choices=tuple(choices))
+        return self
+
+    def allowed(self) -> str:
+        """The values this option takes, in words."""
+        if self.choices:
+            return ", ".join(self.choices)
+        kind = "an integer" if self.type == "integer" else "a number"
+        if self.minimum is not None and self.maximum is not None:
+            return f"{kind} from {self.minimum:g} to {self.maximum:g}"
+        if self.minimum is not None:
+            return f"{kind} >= {self.minimum:g}"
+        return f"{kind} <= {self.maximum:g}"
 
     def check(self, value: Any, field: str) -> Any:
         """``value`` if it has the default's type (an integer where a number is wanted becomes a float)."""
@@ -361,6 +392,14 @@ class UpstreamParam:
             shown += "".join(f" or {word!r}" for word in self.words)
             raise ConfigError(field, f"{value!r} is not a{'n' if shown[0] in 'aeiou' else ''} {shown} "
                                      f"({self.library}'s default is {self.default!r})")
+        if value is not None and not isinstance(value, str) and number and (
+                (self.minimum is not None and value < self.minimum)
+                or (self.maximum is not None and value > self.maximum)):
+            raise ConfigError(field, f"{value!r} is out of range for {self.library}'s {self.name}; "
+                                     f"allowed: {self.allowed()}")
+        if self.choices and isinstance(value, str) and value not in self.choices and value not in self.words:
+            raise ConfigError(field, f"{value!r} is not one {self.library} has for {self.name}; "
+                                     f"allowed: {self.allowed()}")
         return float(value) if self.type == "number" else value
 
 

@@ -70,6 +70,9 @@ PPO_DEFAULTS: dict[str, Any] = {"clip_epsilon": 0.2, "update_epochs": 4, "num_mi
                                 "max_grad_norm": 0.5, "normalize_advantage": True}
 #: PPO's keys that must be positive (max_grad_norm may be 0: no clipping).
 PPO_POSITIVE = ("clip_epsilon", "update_epochs", "num_minibatches", "learning_rate")
+#: Bounds of the yaml's a2c keys both agents read, where their meaning fixes them (Jumanji checks none).
+A2C_BOUNDS = {"discount_factor": (0.0, 1.0), "bootstrapping_factor": (0.0, 1.0), "l_pg": (0.0, None),
+              "l_td": (0.0, None), "l_en": (0.0, None), "learning_rate": (0.0, None)}
 
 
 def algo_defaults(algorithm: str, yaml: Mapping[str, Any]) -> dict[str, Any]:
@@ -317,9 +320,23 @@ class JumanjiConfig(RunConfig):
                 raise ConfigError(by, f"and algo_params.{name} both set Jumanji's {section}.{name}; allowed: one of "
                                       f"them (the shared {by}, or Jumanji's own algo_params.{name})")
         config.check_devices()
+        if config.algorithm != "random":
+            config.check_bounds()
         if config.algorithm == "ppo":
             config.check_ppo()
         return config
+
+    def check_bounds(self) -> None:
+        """The a2c keys' values within their bounds (A2C_BOUNDS), whether given here or by a shared field."""
+        values = {**algo_defaults(self.algorithm, self.yaml), **self.algo_params,
+                  **{name: value for name, (_, value) in self.shared_options().items()}}
+        for key, (low, high) in A2C_BOUNDS.items():
+            value = values.get(key)
+            if isinstance(value, (int, float)) and ((low is not None and value < low)
+                                                    or (high is not None and value > high)):
+                by = next((f for name, (f, _) in self.shared_options().items() if name == key), f"algo_params.{key}")
+                allowed = f"a number from {low:g} to {high:g}" if high is not None else f"a number >= {low:g}"
+                raise ConfigError(by, f"{value!r} is out of range for Jumanji's {key}; allowed: {allowed}")
 
     def ppo_params(self) -> dict[str, Any]:
         """The ``env.ppo`` section a PPO run reads: defaults, ``algo_params`` and the shared fields over them."""

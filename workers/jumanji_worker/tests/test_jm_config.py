@@ -71,6 +71,17 @@ def test_a_shared_hyperparameter_and_jumanjis_own_name_for_it_at_once_are_refuse
     assert named[1] in line
 
 
+@pytest.mark.parametrize("fields,field,words", [
+    ({"algo_params": {"discount_factor": 5.0}}, "algo_params.discount_factor", "allowed: a number from 0 to 1"),
+    ({"algorithm": "ppo", "algo_params": {"bootstrapping_factor": -0.5}}, "algo_params.bootstrapping_factor",
+     "allowed: a number from 0 to 1"),
+    ({"algo_params": {"l_en": -1.0}}, "algo_params.l_en", "allowed: a number >= 0"),
+])
+def test_a_value_out_of_its_keys_range_is_refused(home, fields, field, words):
+    """Jumanji takes any number for these keys; values outside their meaning are refused before any run."""
+    home.check_refused({"environment": TSP, **fields}, field, words)
+
+
 def fake_checkpoint(folder, algorithm="a2c", env="tsp"):
     """What validation reads of a Jumanji checkpoint: MOSAIC's state file with the config that trained it."""
     folder.mkdir(parents=True)

@@ -31,6 +31,10 @@ print(json.dumps(out))
     ({"algo_params": {"gama": 0.9}}, "algo_params.gama", "did you mean 'gamma'?"),
     ({"algo_params": {"gamma": "high"}}, "algo_params.gamma", "'high' is not a number (Tianshou's default is 0.99)"),
     ({"algo_params": {"model": 1}}, "algo_params.model", "is built by the worker"),
+    # bounds the worker knows (Tianshou checks none): a count, a probability
+    ({"algo_params": {"n_step_return_horizon": 0}}, "algo_params.n_step_return_horizon",
+     "0 is out of range for Tianshou's n_step_return_horizon; allowed: an integer >= 1"),
+    ({"algo_params": {"eps_inference": -1.0}}, "algo_params.eps_inference", "allowed: a number from 0 to 1"),
     ({"algorithm": "ppo", "algo_params": {"action_scaling": True}}, "algo_params.action_scaling",
      "is set by the worker for ppo: it follows the action space: discrete actions are not scaled"),
     ({"algorithm": "sac", "environment": {"env_id": "CartPole-v1"}}, "environment.env_id",

@@ -30,6 +30,21 @@ from tianshou_worker import algorithms
 from tianshou_worker.algorithms import BUILT, Algorithm, class_name
 
 
+#: Bounds of Tianshou's numeric keyword arguments, by name, where their meaning fixes them (Tianshou checks none
+#: of these itself: a count of 0, or a probability of 2, fails or misbehaves only once training runs).
+_ONE_OR_MORE = ("actor_delay", "disc_update_num", "ensemble_size", "forward_sampled_times", "max_backtracks",
+                "max_batchsize", "n_step_return_horizon", "num_quantiles", "num_repeat_actions", "num_sampled_action",
+                "online_sample_size", "optim_critic_iters", "sample_size", "subset_size", "target_sample_size",
+                "update_actor_freq")
+_FRACTIONS = ("eps_inference", "eps_training", "gae_lambda", "gamma", "tau", "backtrack_coeff",
+              "unlikely_action_threshold")
+_NOT_NEGATIVE = ("eps_clip", "noise_clip", "policy_noise", "max_kl", "vf_coef", "alpha_min", "temperature",
+                 "cql_alpha_lr", "min_q_weight", "cql_weight", "trust_region_size")
+BOUNDS: dict[str, tuple[float | None, float | None]] = {
+    **{name: (1, None) for name in _ONE_OR_MORE}, **{name: (0, 1) for name in _FRACTIONS},
+    **{name: (0, None) for name in _NOT_NEGATIVE}, "num_atoms": (2, None)}
+
+
 def tianshou_param(name: str, default: Any, owner: str, auto_alpha: bool = False) -> UpstreamParam:
     """One keyword argument of a Tianshou class (``owner``), with its default; ``auto_alpha``: ``alpha`` also
     takes "auto" (``algorithms.AUTO_ALPHA``)."""
@@ -38,7 +53,8 @@ def tianshou_param(name: str, default: Any, owner: str, auto_alpha: bool = False
     if auto_alpha and name == "alpha":
         description, words = f"{description}: a number, or {algorithms.AUTO_ALPHA_HELP}", (algorithms.AUTO_ALPHA,)
     return UpstreamParam(name, default, "Tianshou", description, owner=owner, words=words,
-                         null_type="number")  # a None default: Tianshou's optional numbers (huber_loss_delta, ...)
+                         null_type="number"  # a None default: Tianshou's optional numbers (huber_loss_delta, ...)
+                         ).bounded(*BOUNDS.get(name, (None, None)))
 
 
 def tianshou_folder() -> Path:

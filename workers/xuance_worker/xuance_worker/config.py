@@ -57,9 +57,43 @@ OWNED = {
 }
 
 
+#: Bounds of XuanCe's numeric options, by name, where their meaning fixes them (XuanCe checks none itself: a
+#: count of 0 or a probability of 2 fails or misbehaves only once training runs).
+_ONE_OR_MORE = ("n_epochs", "n_minibatch", "batch_size", "buffer_size", "sync_frequency", "training_frequency",
+                "recurrent_hidden_size", "N_recurrent_layers", "hidden_dim_hyper_net", "hidden_dim_mixing_net")
+_FRACTIONS = ("gamma", "gae_lambda", "tau", "start_greedy", "end_greedy", "dropout")
+_NOT_NEGATIVE = ("start_training", "decay_step_greedy", "clip_range", "value_clip_range", "ent_coef", "vf_coef",
+                 "grad_clip_norm", "sigma", "start_noise", "end_noise", "target_kl", "weight_decay", "huber_delta",
+                 "learning_rate", "learning_rate_actor", "learning_rate_critic", "end_factor_lr_decay")
+BOUNDS: dict[str, tuple[float | None, float | None]] = {
+    **{name: (1, None) for name in _ONE_OR_MORE}, **{name: (0, 1) for name in _FRACTIONS},
+    **{name: (0, None) for name in _NOT_NEGATIVE}}
+#: String options whose values are the keys of a dict in XuanCe's torch utilities (option -> the dict's name).
+CHOSEN_FROM = {"activation": "ActivationFunctions", "activation_action": "ActivationFunctions",
+               "normalize": "NormalizeFunctions", "initialize": "InitializeFunctions"}
+
+
+@functools.lru_cache(maxsize=None)
+def xuance_choices(table: str) -> tuple[str, ...]:
+    """The keys of one of XuanCe's name -> class tables (``xuance/torch/utils/__init__.py``), read from its source
+    without importing it (torch's import takes seconds)."""
+    import ast
+
+    source = configs_folder().parent / "torch" / "utils" / "__init__.py"
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+                and any(isinstance(t, ast.Name) and t.id == table for t in node.targets)):
+            return tuple(k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
+    return ()
+
+
 def xuance_param(name: str, default: Any, comment: str = "") -> UpstreamParam:
-    """One XuanCe option and its shipped default (``comment``: the yaml's own, if any)."""
-    return UpstreamParam(name, default, "XuanCe", comment)
+    """One XuanCe option and its shipped default (``comment``: the yaml's own, if any), with its bounds or the
+    values XuanCe has for it."""
+    param = UpstreamParam(name, default, "XuanCe", comment)
+    choices = xuance_choices(CHOSEN_FROM[name]) if name in CHOSEN_FROM else ()
+    return param.bounded(*BOUNDS.get(name, (None, None)), choices=choices)
 
 
 def configs_folder() -> Path:
