@@ -116,6 +116,21 @@ def test_the_readme_main_job_visibly_learns(home):
     assert f"tensorboard --logdir {run / 'tensorboard'}" in proc.stderr
 
 
+@pytest.mark.parametrize("args, words", [
+    (["show"], "the following arguments are required: run (`mosaic show --help` lists what it takes)"),
+    (["run", "x.json", "--dryrun"], "unrecognized arguments: --dryrun"),
+    (["eval", "latest", "--episodes", "abc"], "argument --episodes: invalid int value: 'abc'"),
+    (["arena", "bogus"], "invalid choice: 'bogus'"),
+    (["arena", "run", "spec.yaml", "--parallel", "0"], "--parallel: '0'; allowed: an integer >= 1"),  # a traceback
+])
+def test_a_mistake_argparse_finds_is_one_line_too(home, args, words):
+    """Not argparse's usage block and its 'mosaic show: error:' prefix: one line like every other mistake."""
+    proc = run_cli(*args, home=home)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("mosaic: error: ") and words in line, line
+
+
 def test_set_rejects_malformed_overrides(home):
     proc = run_cli("run", str(EXAMPLES / "random_connect_four.json"), "--set", "seed", home=home)
     assert proc.returncode == 2 and "--set: expected KEY.PATH=VALUE" in proc.stderr

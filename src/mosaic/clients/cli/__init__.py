@@ -18,8 +18,16 @@ from mosaic.errors import UserError
 __all__ = ["apply_overrides", "build_parser", "main"]
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's parser whose mistakes read like every other: one ``mosaic: error:`` line, exit 2 (argparse's
+    own prints its usage first and names the subcommand, ``mosaic show: error:``). Subcommands inherit it."""
+
+    def error(self, message: str):  # type: ignore[override]  (argparse's signature: it never returns)
+        self.exit(2, f"mosaic: error: {message} (`{self.prog} --help` lists what it takes)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mosaic", description="MOSAIC multi-agent RL platform")
+    parser = OneLineParser(prog="mosaic", description="MOSAIC multi-agent RL platform")
     parser.add_argument("--version", action="version", version=f"mosaic {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for group in (workers, runs, experiment, arena, players, fastlane, daemon, envs, gui):
@@ -28,8 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)  # inside: an argument's own check may raise UserError
         return args.func(args)
     except UserError as exc:
         print(f"mosaic: error: {exc}", file=sys.stderr)
