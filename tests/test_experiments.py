@@ -37,6 +37,7 @@ def _spec(**fields):
 
 @pytest.mark.parametrize("fields, field", [
     ({"name": "bad name"}, "name:"),
+    ({"name": None}, "name: not given;"),
     ({"combine": "cartesian"}, "combine:"),
     ({"seeds": 0}, "seeds:"),
     ({"seeds": [1, 1]}, "seeds:"),

@@ -282,8 +282,9 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> Experimen
     _keys(data, SPEC_KEYS, "")
     name = data.get("name")
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
-        raise UserError(f"name: {name!r} is not a valid experiment name; allowed: letters, digits, '.', '_', "
-                        "'-', 1 to 64 characters, starting with a letter or digit")
+        what = "not given" if name is None else f"{name!r} is not a valid experiment name"
+        raise UserError(f"name: {what}; allowed: letters, digits, '.', '_', '-', 1 to 64 characters, starting with "
+                        "a letter or digit")
     base_in = _object(data.get("base", {}), "base")
     base: dict[str, dict[str, Any]] = {}
     for worker, value in base_in.items():
@@ -401,7 +402,7 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> Experimen
                             int(_number(report_in.get("seed", 0), "report.seed", low=0, integer=True)))
     backend = data.get("backend", "local")
     if backend not in BACKENDS:
-        raise UserError(f"backend: {one_of(backend, BACKENDS)}; allowed: {', '.join(BACKENDS)}")
+        raise UserError(f"backend: {backend!r} is not a backend here; allowed: {', '.join(BACKENDS)}")
     description = data.get("description", "")
     if not isinstance(description, str):
         raise UserError("description: expected text")
