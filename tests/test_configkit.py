@@ -150,3 +150,25 @@ def test_a_yaml_merge_key_may_still_be_overridden(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text("base: &b {total_timesteps: 100, seed: 1}\nsettings:\n  <<: *b\n  total_timesteps: 200\n")
     assert read_document(str(path))["settings"] == {"total_timesteps": 200, "seed": 1}
+
+
+def test_an_upstream_option_takes_the_bounds_and_choices_a_worker_knows():
+    """A library's options are typed by their defaults; a worker adds what their meaning fixes, in the schema and
+    the check, each refusal naming the allowed values (and a bound that does not fit the type is ignored)."""
+    from mosaic.configkit import UpstreamParam
+
+    count = UpstreamParam("n_epochs", 10, "Lib").bounded(1)
+    share = UpstreamParam("tau", 0.005, "Lib").bounded(0, 1)
+    name = UpstreamParam("activation", "relu", "Lib").bounded(choices=("relu", "tanh"))
+    assert count.schema()["minimum"] == 1 and "maximum" not in count.schema()
+    assert (share.schema()["minimum"], share.schema()["maximum"]) == (0, 1)
+    assert name.schema()["enum"] == ["relu", "tanh"]
+    assert count.check(3, "algo_params.n_epochs") == 3 and share.check(1, "x") == 1.0
+    assert name.check("tanh", "x") == "tanh"
+    for param, value, words in ((count, 0, "0 is out of range for Lib's n_epochs; allowed: an integer >= 1"),
+                                (share, 1.5, "allowed: a number from 0 to 1"),
+                                (name, "gelu", "'gelu' is not one Lib has for activation; allowed: relu, tanh")):
+        with pytest.raises(ConfigError) as err:
+            param.check(value, f"algo_params.{param.name}")
+        assert str(err.value).startswith(f"algo_params.{param.name}: ") and words in str(err.value), str(err.value)
+    assert UpstreamParam("flag", True, "Lib").bounded(0, 1) == UpstreamParam("flag", True, "Lib")  # not a number

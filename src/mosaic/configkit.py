@@ -392,9 +392,8 @@ class UpstreamParam:
             shown += "".join(f" or {word!r}" for word in self.words)
             raise ConfigError(field, f"{value!r} is not a{'n' if shown[0] in 'aeiou' else ''} {shown} "
                                      f"({self.library}'s default is {self.default!r})")
-        if value is not None and not isinstance(value, str) and number and (
-                (self.minimum is not None and value < self.minimum)
-                or (self.maximum is not None and value > self.maximum)):
+        if number and ((self.minimum is not None and value < self.minimum)
+                       or (self.maximum is not None and value > self.maximum)):
             raise ConfigError(field, f"{value!r} is out of range for {self.library}'s {self.name}; "
                                      f"allowed: {self.allowed()}")
         if self.choices and isinstance(value, str) and value not in self.choices and value not in self.words:

@@ -148,7 +148,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     last = run.last_event("metrics")
     print(json.dumps({"run_dir": str(run.root), "run": {**summary.to_dict(),
                                                         "progress": progress_text(summary, last or {})},
-                      "config": run.read_config(), "manifest": manifest, "last_metrics": last}, indent=2))
+                      "config": _config_of(run), "manifest": manifest, "last_metrics": last}, indent=2))
     return 0
 
 
@@ -195,7 +195,7 @@ def _run_or_path(ref: str) -> tuple[str, str | None]:
             if manifest.get("worker"):
                 return str(run_root), manifest["worker"]
         return str(run_root), None
-    if "/" in ref or ref.startswith("."):  # a path, not a run id: say so, not that it is a bad run id
+    if "/" in ref:  # a path, not a run id: say so, not that it is a bad run id
         raise UserError(f"RUN|CHECKPOINT: {ref!r} does not exist; allowed: a run id, a unique prefix of one, "
                         "'latest', or a checkpoint folder")
     run = RunStore().resolve(ref)
