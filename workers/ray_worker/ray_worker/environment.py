@@ -253,6 +253,10 @@ class EnvironmentFactory:
         """RLlib's env creator: an RLlib ``MultiAgentEnv``, or the ``gymnasium.Env`` of a single-agent run."""
         from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv, PettingZooEnv
 
+        from ray_worker.self_play import ORDINALS
+
+        ORDINALS.runner = int(getattr(env_context, "worker_index", 0) or 0)  # keys the self-play draw in this runner
+
         if self.single_agent:
             if self.fastlane is not None:
                 from ray_worker.fastlane import wrap_single

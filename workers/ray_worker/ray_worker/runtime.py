@@ -223,8 +223,9 @@ class RayWorkerRuntime:
                                                     critic_actions=factory.critic_actions))
         league = None
         if cfg.policy_configuration is PolicyConfiguration.SELF_PLAY:
-            from ray_worker.self_play import League
+            from ray_worker.self_play import ORDINALS, League
 
+            ORDINALS.reset()  # this process's episodes (the local env runner's) numbered from 0 again
             league = League(cfg.self_play, layout.sides, cfg.seed)
         self.league = league
         algo_config = build_algorithm_config(cfg, env_info, layout, env_name, MosaicCallbacks,

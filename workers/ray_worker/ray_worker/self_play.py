@@ -78,11 +78,41 @@ def snapshot_owner(module_id: str) -> str | None:
     return owner if sep and owner and version.isdigit() else None
 
 
+class EpisodeOrdinals:
+    """This process's episodes numbered in the order they start, with the env runner's index: a key for the
+    draw that the same seed repeats. RLlib's own episode ids are random (uuid4), so a draw keyed by them gave
+    every run of a league another schedule of games. One per process: it outlives the mapping (a new one is
+    installed whenever the pool changes) and is reset when a run builds its league."""
+
+    KEEP = 4096  # ids remembered: an episode resumed in a later sample() keeps its number
+
+    def __init__(self) -> None:
+        self.runner = 0
+        self.reset()
+
+    def reset(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.next = 0
+
+    def key(self, episode_id: str) -> str:
+        ordinal = self.ids.get(episode_id)
+        if ordinal is None:
+            ordinal = self.ids[episode_id] = self.next
+            self.next += 1
+            if len(self.ids) > self.KEEP:
+                del self.ids[next(iter(self.ids))]  # the oldest
+        return f"{self.runner}:{ordinal}"
+
+
+#: Set by the env creator in each env runner (its worker_index); reset by the runtime when it builds a league.
+ORDINALS = EpisodeOrdinals()
+
+
 class SelfPlayMapping:
     """``policy_mapping_fn``: per episode, a focus learner and its opponents, seat by seat.
 
-    The draw depends only on the seed and the episode id, so all agents of one
-    episode agree, on every env runner.
+    The draw depends only on the seed and the episode's key (its env runner and its number there,
+    :class:`EpisodeOrdinals`), so all agents of one episode agree, and the same seed draws the same games.
     """
 
     def __init__(self, sides: Mapping[str, Iterable[str]], learners: list[Learner],
@@ -125,9 +155,9 @@ class SelfPlayMapping:
         return mapping
 
     def __call__(self, agent_id: str, episode: Any = None, **kwargs: Any) -> str:
-        key = str(getattr(episode, "id_", episode))
-        if self._cache is None or self._cache[0] != key:
-            self._cache = (key, self.draw(key))
+        episode_id = str(getattr(episode, "id_", episode))
+        if self._cache is None or self._cache[0] != episode_id:
+            self._cache = (episode_id, self.draw(ORDINALS.key(episode_id)))
         return self._cache[1][agent_id]
 
 

@@ -368,6 +368,19 @@ def test_league_with_an_exploiter_and_a_random_baseline(ray_session, tmp_path, m
         create_ray_actor(RayPolicyConfig(checkpoint, module_id="random"))
 
 
+def test_the_same_seed_draws_the_same_league_games(ray_session, tmp_path):
+    """Who plays whom is drawn per episode from the seed and the episode's number in its env runner; it was
+    keyed by RLlib's random episode ids, so each run of a league played another schedule (and a test that needs
+    the exploiter to beat main by a budget passed or failed by chance)."""
+    league = {**GAME, "rllib": {"num_env_runners": 0}, "total_timesteps": 600,
+              "self_play": {**GAME["self_play"], "baselines": ["random"], "main_exploiters": 1,
+                            "exploiter_episode_share": 0.4}}
+    runs = [train(tmp_path / name, league, tiny=False) for name in ("first", "second")]
+    games = [[(e["modules"], e["returns"], e["length"]) for e in run.of_type("episode")] for run in runs]
+    assert len(games[0]) > 20 and games[0] == games[1]
+    assert len({frozenset(m.values()) for m, _, _ in games[0]}) >= 2  # more than one pairing was drawn
+
+
 def test_team_wise_self_play_on_an_asymmetric_mpe_env(ray_session, tmp_path, monkeypatch):
     seen = _spy_weights(monkeypatch)
     run = train(tmp_path, {
