@@ -76,7 +76,7 @@ def test_each_game_of_a_spec_is_a_tournament_of_its_own():
     ({"format": "gauntlet", "candidate": "heuristic",
       "games": {"ttt": {"environment": TICTACTOE, "players": ["random", "lowest"]}}},
      "games.ttt.players: the gauntlet's candidate 'heuristic' plays every game"),
-    ({"format": "swiss"}, "format: 'swiss' is not one of"),
+    ({"format": "swiss"}, "format: 'swiss' is not a tournament format; allowed: round_robin"),
     ({"games_per_pairing": "many"}, "games_per_pairing: 'many'"),
     ({"players": {"a": "random"}}, "players: expected an object of at least two players"),
 ])

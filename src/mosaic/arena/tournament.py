@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from mosaic.configkit import read_document
-from mosaic.errors import UserError, one_of
+from mosaic.errors import UserError
 from mosaic.runs import append_jsonl, mosaic_home, read_jsonl, write_json_atomic
 
 FORMATS = ("round_robin", "gauntlet")
@@ -138,7 +138,7 @@ def parse_spec(data: Mapping[str, Any]) -> TournamentSpec:
             raise UserError(f"players.{label}: expected a target string or {{target, options}}")
     fmt = data.get("format", "round_robin")
     if fmt not in FORMATS:
-        raise UserError(f"format: {one_of(fmt, FORMATS)}; allowed: {', '.join(FORMATS)}")
+        raise UserError(f"format: {fmt!r} is not a tournament format; allowed: {', '.join(FORMATS)}")
     candidate = data.get("candidate")
     if fmt == "gauntlet" and candidate not in players_in:
         raise UserError(f"candidate: {candidate!r} is not a player; allowed: {', '.join(players_in)}")

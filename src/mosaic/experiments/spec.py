@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from mosaic.configkit import read_document, set_path
-from mosaic.errors import UserError, one_of
+from mosaic.errors import UserError
 from mosaic.experiments.backends import BACKENDS
 
 #: The spec's own keys.
@@ -314,7 +314,7 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> Experimen
                         f"got {', '.join(base) or 'none'}")
     combine = data.get("combine", "product")
     if combine not in COMBINE:
-        raise UserError(f"combine: {one_of(combine, COMBINE)}; allowed: {', '.join(COMBINE)}")
+        raise UserError(f"combine: {combine!r} is not a way to combine the axes; allowed: {', '.join(COMBINE)}")
     if combine == "zip" and len({len(v) for v in axes.values()}) > 1:
         lengths = ", ".join(f"{k} {len(v)}" for k, v in axes.items())
         raise UserError(f"axes: combine 'zip' needs every axis to have as many values ({lengths}); "
@@ -352,7 +352,7 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> Experimen
     retries = _number(data.get("retries", 2), "retries", low=0, high=100, integer=True)
     retry_from = data.get("retry_from", "start")
     if retry_from not in RETRY_FROM:
-        raise UserError(f"retry_from: {one_of(retry_from, RETRY_FROM)}; allowed: {', '.join(RETRY_FROM)}")
+        raise UserError(f"retry_from: {retry_from!r} is not where a retry starts; allowed: {', '.join(RETRY_FROM)}")
     continue_from = data.get("continue_from")
     if continue_from is not None and (not isinstance(continue_from, str) or not NAME_PATTERN.match(continue_from)):
         raise UserError(f"continue_from: {continue_from!r} is not an experiment name; allowed: the name of an "
