@@ -292,6 +292,15 @@ def json_schema(cls: type, *, title: str | None = None) -> dict[str, Any]:
             **_object_schema(cls)}
 
 
+def bounds_by_meaning(counts: Sequence[str] = (), fractions: Sequence[str] = (), not_negative: Sequence[str] = (),
+                      **others: tuple[float | None, float | None]) -> dict[str, tuple[float | None, float | None]]:
+    """``name -> (minimum, maximum)`` for a library's options whose meaning fixes their range (the libraries check
+    none of them): counts at least 1, fractions (probabilities, discounts) from 0 to 1, rates and coefficients
+    not negative, and any other by name (``num_atoms=(2, None)``)."""
+    return {**{n: (1, None) for n in counts}, **{n: (0, 1) for n in fractions},
+            **{n: (0, None) for n in not_negative}, **others}
+
+
 @dataclasses.dataclass(frozen=True)
 class UpstreamParam:
     """One option a worker passes through to its library, typed by the library's own default.

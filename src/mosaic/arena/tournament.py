@@ -265,23 +265,15 @@ def check_seating(specs: list[TournamentSpec]) -> None:
 def check_players(specs: list[TournamentSpec]) -> None:
     """Every player can be served (a run that exists, a worker that serves players, a scripted function that
     imports), before anything is written; the error names the player (and the game of a several-game spec)."""
-    import importlib
-
     from mosaic.host.match import player_command
+    from mosaic.workerkit.player import scripted
 
     for spec in specs:
         where = f"games.{spec.game}.players" if spec.game is not None else "players"
         for player in spec.players:
             try:
                 if player.target.startswith("scripted:"):
-                    module, _, function = player.target[len("scripted:"):].rpartition(":")
-                    try:
-                        found = callable(getattr(importlib.import_module(module), function, None)) if module else False
-                    except ImportError as exc:
-                        raise UserError(f"cannot import {module!r} ({exc})") from None
-                    if not found:
-                        raise UserError(f"{player.target!r} names no function; allowed: scripted:MODULE:FUNCTION "
-                                        "with FUNCTION defined in MODULE")
+                    scripted(player.target[len("scripted:"):])  # loads its function, as the player will
                 else:
                     player_command(player.target, player.options)
             except UserError as exc:

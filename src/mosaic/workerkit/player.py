@@ -141,9 +141,13 @@ def scripted(target: str) -> ScriptedPlayer:
     if not sep or not module_name or not attr:
         raise UserError(f"player: {target!r} is not MODULE:FUNCTION")
     try:
-        function = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise UserError(f"player: cannot load {target!r}: {exc}") from None
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UserError(f"player: cannot import {module_name!r} ({exc})") from None
+    function = getattr(module, attr, None)
+    if not callable(function):
+        raise UserError(f"player: 'scripted:{target}' names no function; allowed: scripted:MODULE:FUNCTION with "
+                        "FUNCTION defined in MODULE")
     return ScriptedPlayer(function, label=f"scripted:{target}")
 
 

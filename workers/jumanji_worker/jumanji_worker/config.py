@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
 from mosaic import configkit
-from mosaic.configkit import option
+from mosaic.configkit import bounds_by_meaning, option
 from mosaic.errors import ConfigError, UserError, one_of
 from mosaic.workerkit.devices import check_gpus, devices_used
 from mosaic.workerkit.run_fields import Environment, FieldMap, Resources, RunConfig
@@ -71,8 +71,8 @@ PPO_DEFAULTS: dict[str, Any] = {"clip_epsilon": 0.2, "update_epochs": 4, "num_mi
 #: PPO's keys that must be positive (max_grad_norm may be 0: no clipping).
 PPO_POSITIVE = ("clip_epsilon", "update_epochs", "num_minibatches", "learning_rate")
 #: Bounds of the yaml's a2c keys both agents read, where their meaning fixes them (Jumanji checks none).
-A2C_BOUNDS = {"discount_factor": (0.0, 1.0), "bootstrapping_factor": (0.0, 1.0), "l_pg": (0.0, None),
-              "l_td": (0.0, None), "l_en": (0.0, None), "learning_rate": (0.0, None)}
+A2C_BOUNDS = bounds_by_meaning(fractions=("discount_factor", "bootstrapping_factor"),
+                               not_negative=("l_pg", "l_td", "l_en", "learning_rate"))
 
 
 def algo_defaults(algorithm: str, yaml: Mapping[str, Any]) -> dict[str, Any]:
@@ -270,8 +270,7 @@ class JumanjiConfig(RunConfig):
         evaluation = {"eval_total_batch_size": self.eval_episodes,
                       "greedy_eval_total_batch_size": self.greedy_eval_episodes}
         out += [f"env.evaluation.{k}={v}" for k, v in evaluation.items() if v is not None]
-        params = dict(self.algo_params)
-        params.update({name: value for name, (_, value) in self.shared_options().items()})
+        params = {**self.algo_params, **self._shared_values()}
         if self.algorithm == "ppo":  # a section of its own, every key given (Jumanji's yaml has none)
             params = self.ppo_params()
         out += [f"env.network.{k}={_hydra_value(v)}" for k, v in self.network.items()]
@@ -326,30 +325,39 @@ class JumanjiConfig(RunConfig):
             config.check_ppo()
         return config
 
+    def _shared_values(self) -> dict[str, Any]:
+        """The shared fields' values under Jumanji's names (learning_rate, discount_factor), where given."""
+        return {name: value for name, (_, value) in self.shared_options().items()}
+
+    def _given_as(self, key: str) -> str:
+        """The field a hyperparameter came from: the shared one that sets it, else ``algo_params.KEY``."""
+        return next((by for name, (by, _) in self.shared_options().items() if name == key), f"algo_params.{key}")
+
+    def hyperparameters(self, algorithm: str | None = None) -> dict[str, Any]:
+        """The section an agent reads: its defaults, ``algo_params`` and the shared fields over them."""
+        return {**algo_defaults(algorithm or self.algorithm, self.yaml), **self.algo_params, **self._shared_values()}
+
     def check_bounds(self) -> None:
         """The a2c keys' values within their bounds (A2C_BOUNDS), whether given here or by a shared field."""
-        values = {**algo_defaults(self.algorithm, self.yaml), **self.algo_params,
-                  **{name: value for name, (_, value) in self.shared_options().items()}}
+        values = self.hyperparameters()
         for key, (low, high) in A2C_BOUNDS.items():
             value = values.get(key)
             if isinstance(value, (int, float)) and ((low is not None and value < low)
                                                     or (high is not None and value > high)):
-                by = next((f for name, (f, _) in self.shared_options().items() if name == key), f"algo_params.{key}")
                 allowed = f"a number from {low:g} to {high:g}" if high is not None else f"a number >= {low:g}"
-                raise ConfigError(by, f"{value!r} is out of range for Jumanji's {key}; allowed: {allowed}")
+                raise ConfigError(self._given_as(key), f"{value!r} is out of range for Jumanji's {key}; "
+                                                       f"allowed: {allowed}")
 
     def ppo_params(self) -> dict[str, Any]:
-        """The ``env.ppo`` section a PPO run reads: defaults, ``algo_params`` and the shared fields over them."""
-        return {**algo_defaults("ppo", self.yaml), **self.algo_params,
-                **{name: value for name, (_, value) in self.shared_options().items()}}
+        """The ``env.ppo`` section a PPO run reads."""
+        return self.hyperparameters("ppo")
 
     def check_ppo(self) -> None:
         """PPO's values: positive where they must be; the minibatches split each device's rollout evenly."""
         params = self.ppo_params()
         for key in PPO_POSITIVE:
             if not params[key] > 0:
-                by = next((f for name, (f, _) in self.shared_options().items() if name == key), f"algo_params.{key}")
-                raise ConfigError(by, f"{params[key]!r} is not allowed; allowed: a number > 0")
+                raise ConfigError(self._given_as(key), f"{params[key]!r} is not allowed; allowed: a number > 0")
         if params["max_grad_norm"] < 0:
             raise ConfigError("algo_params.max_grad_norm", f"{params['max_grad_norm']!r} is not allowed; allowed: "
                                                            "a number >= 0 (0: gradients not clipped)")

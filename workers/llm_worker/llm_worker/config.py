@@ -131,10 +131,7 @@ class LLMWorkerConfig(RunConfig):
         if config.episodes is None:
             config.episodes = DEFAULT_EPISODES
         env = config.environment
-        if env.family not in API_TYPE_OF_FAMILY:
-            raise ConfigError("environment.family", f"{env.family!r} has no text describer here; allowed: "
-                                                    f"{', '.join(API_TYPE_OF_FAMILY)}")
-        wanted = API_TYPE_OF_FAMILY[env.family]
+        wanted = API_TYPE_OF_FAMILY[env.family]  # a family without a describer was refused above
         given = (data.get("environment") or {}).get("api_type") if isinstance(data, Mapping) else None
         if given is not None and given != wanted:
             raise ConfigError("environment.api_type", f"{env.family} envs are played {wanted} by this worker; "

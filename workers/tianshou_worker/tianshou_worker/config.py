@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Mapping
 
 from mosaic import configkit
-from mosaic.configkit import UpstreamParam, option
+from mosaic.configkit import UpstreamParam, bounds_by_meaning, option
 from mosaic.errors import ConfigError, UserError, one_of
 from mosaic.workerkit.devices import check_gpus
 from mosaic.workerkit.run_fields import Environment, FieldMap, Resources, RunConfig
@@ -40,9 +40,7 @@ _FRACTIONS = ("eps_inference", "eps_training", "gae_lambda", "gamma", "tau", "ba
               "unlikely_action_threshold")
 _NOT_NEGATIVE = ("eps_clip", "noise_clip", "policy_noise", "max_kl", "vf_coef", "alpha_min", "temperature",
                  "cql_alpha_lr", "min_q_weight", "cql_weight", "trust_region_size")
-BOUNDS: dict[str, tuple[float | None, float | None]] = {
-    **{name: (1, None) for name in _ONE_OR_MORE}, **{name: (0, 1) for name in _FRACTIONS},
-    **{name: (0, None) for name in _NOT_NEGATIVE}, "num_atoms": (2, None)}
+BOUNDS = bounds_by_meaning(_ONE_OR_MORE, _FRACTIONS, _NOT_NEGATIVE, num_atoms=(2, None))
 
 
 def tianshou_param(name: str, default: Any, owner: str, auto_alpha: bool = False) -> UpstreamParam:

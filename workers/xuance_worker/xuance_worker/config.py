@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 from mosaic import configkit
 from mosaic.workerkit.checkpoints import STATE_FILE, CheckpointState, is_checkpoint
-from mosaic.configkit import UpstreamParam, option
+from mosaic.configkit import UpstreamParam, bounds_by_meaning, option
 from mosaic.workerkit.envs import EnvironmentConfig
 from mosaic.errors import ConfigError, UserError
 from mosaic.workerkit.devices import check_gpus
@@ -65,9 +65,7 @@ _FRACTIONS = ("gamma", "gae_lambda", "tau", "start_greedy", "end_greedy", "dropo
 _NOT_NEGATIVE = ("start_training", "decay_step_greedy", "clip_range", "value_clip_range", "ent_coef", "vf_coef",
                  "grad_clip_norm", "sigma", "start_noise", "end_noise", "target_kl", "weight_decay", "huber_delta",
                  "learning_rate", "learning_rate_actor", "learning_rate_critic", "end_factor_lr_decay")
-BOUNDS: dict[str, tuple[float | None, float | None]] = {
-    **{name: (1, None) for name in _ONE_OR_MORE}, **{name: (0, 1) for name in _FRACTIONS},
-    **{name: (0, None) for name in _NOT_NEGATIVE}}
+BOUNDS = bounds_by_meaning(_ONE_OR_MORE, _FRACTIONS, _NOT_NEGATIVE)
 #: String options whose values are the keys of a dict in XuanCe's torch utilities (option -> the dict's name).
 CHOSEN_FROM = {"activation": "ActivationFunctions", "activation_action": "ActivationFunctions",
                "normalize": "NormalizeFunctions", "initialize": "InitializeFunctions"}
