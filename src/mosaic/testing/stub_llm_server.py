@@ -86,6 +86,9 @@ def completion(model: str, text: str, messages: list[dict]) -> dict[str, Any]:
 def _handler(server: StubServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # headers and body leave in two writes: with Nagle's algorithm on, the body waits for the client's
+        # delayed ACK of the headers (about 40 ms a reply), as no real server makes its clients wait
+        disable_nagle_algorithm = True
 
         def log_message(self, *_args: Any) -> None:  # quiet
             pass
