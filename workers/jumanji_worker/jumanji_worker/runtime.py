@@ -113,21 +113,41 @@ def compilation_cache_environment() -> dict[str, str]:
 HUB_DATA = {"sokoban": ("InstaDeepAI/boxoban-levels", "unfiltered-train.npy")}
 
 
+def _resolves(url: str) -> bool:
+    """Whether the host of ``url`` has an address: a machine that cannot resolve the Hub will not reach it, and
+    huggingface_hub would retry for about 23 s before saying so."""
+    import socket
+    from urllib.parse import urlparse
+
+    try:
+        socket.getaddrinfo(urlparse(url).hostname or url, 443)
+    except (socket.gaierror, UnicodeError):
+        return False
+    return True
+
+
 def fetch_hub_data(environment: str) -> None:
     """Have the data an env loads from the Hugging Face Hub at hand before anything compiles (from the local cache,
-    else downloaded, as Jumanji would), or fail naming it: Jumanji's own error is a bare cache miss."""
+    else downloaded, as Jumanji would), or fail naming it: Jumanji's own error is a bare cache miss. Where the Hub's
+    address does not resolve and the cache lacks them, the run fails at once."""
     if environment not in HUB_DATA:
         return
-    from huggingface_hub import hf_hub_download
+    from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
 
     repo, filename = HUB_DATA[environment]
-    try:
-        hf_hub_download(repo_id=repo, filename=filename)
-    except Exception as exc:
+    cause = None
+    if not _resolves(constants.ENDPOINT) and not isinstance(try_to_load_from_cache(repo, filename), str):
+        cause = f"{constants.ENDPOINT} does not resolve"
+    else:
+        try:
+            hf_hub_download(repo_id=repo, filename=filename)  # with the Hub out of reach: the cached file
+        except Exception as exc:
+            cause = type(exc).__name__
+    if cause is not None:
         raise RuntimeError(f"{environment}: Jumanji's env loads its levels from the Hugging Face Hub ({repo}, "
                            f"{filename}) when it is made; they are not in this machine's Hugging Face cache and "
-                           f"could not be downloaded ({type(exc).__name__}); fetch them once where the Hub is "
-                           f"reachable (`hf download {repo} {filename}`)") from None
+                           f"could not be downloaded ({cause}); fetch them once where the Hub is "
+                           f"reachable (`hf download {repo} {filename}`)")
 
 
 #: Imported by jumanji.training.loggers for its NeptuneLogger, which a MOSAIC run never uses (the worker's own

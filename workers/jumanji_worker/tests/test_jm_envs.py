@@ -49,18 +49,41 @@ def test_an_epoch_runs_on_every_offered_env(home, environment):
     assert completed["summary"]["timesteps_total"] == STEPS_PER_EPOCH
 
 
-def test_sokoban_runs_an_epoch_or_fails_at_once_naming_the_levels_it_cannot_fetch(home):
-    """Jumanji's Sokoban loads its Boxoban levels from the Hugging Face Hub when the env is made. With the levels
-    in the local cache, an epoch runs; without them and without the Hub (this machine reaches only package
-    registries), the run fails before anything compiles, naming the data and how to fetch it."""
-    probe = ("import json; from huggingface_hub import try_to_load_from_cache as cached; "
-             f"print(json.dumps(isinstance(cached(*{SOKOBAN!r}), str)))")
-    in_cache = json.loads(subprocess.run([home.python, "-c", probe], capture_output=True, text=True, timeout=120,
-                                         check=True).stdout)
+def _plant_levels(hf_home) -> None:
+    """One Boxoban level (10x10: walls round the edge, four boxes, four targets, the agent) as the cached
+    ``unfiltered-train.npy`` of a Hugging Face home, in the Hub cache's own layout."""
+    import numpy as np
+
+    fixed, variable = np.zeros((10, 10), np.uint8), np.zeros((10, 10), np.uint8)
+    fixed[0, :] = fixed[-1, :] = fixed[:, 0] = fixed[:, -1] = 1  # WALL
+    for row in (2, 4, 6, 7):
+        fixed[row, 7] = 2  # TARGET
+        variable[row, 4] = 4  # BOX
+    variable[5, 2] = 3  # AGENT
+    repo, filename = SOKOBAN
+    commit = "0" * 40
+    cache = hf_home / "hub" / f"models--{repo.replace('/', '--')}"
+    (cache / "refs").mkdir(parents=True)
+    (cache / "refs" / "main").write_text(commit)
+    (cache / "snapshots" / commit).mkdir(parents=True)
+    np.save(cache / "snapshots" / commit / filename, np.stack([fixed, variable], axis=-1)[None])
+
+
+@pytest.mark.parametrize("cached", [False, True], ids=["levels-missing", "levels-cached"])
+def test_sokoban_runs_an_epoch_or_fails_at_once_naming_the_levels_it_cannot_fetch(home, tmp_path, cached):
+    """Jumanji's Sokoban loads its Boxoban levels from the Hugging Face Hub when the env is made. Where the Hub
+    cannot be reached (here: an endpoint that does not resolve, as on a machine that reaches only package
+    registries), an epoch runs on the levels in the local cache; without them the run fails before anything
+    compiles (and before huggingface_hub's retries, about 23 s), naming the data and how to fetch it."""
+    hf_home = tmp_path / "hf"
+    hf_home.mkdir()
+    if cached:
+        _plant_levels(hf_home)
+    offline = {**QUICK_COMPILE, "HF_HOME": str(hf_home), "HF_ENDPOINT": "https://hub.invalid"}
     proc = home.cli("run", str(home.config("sokoban", environment={"family": "jumanji", "env_id": "sokoban"},
-                                           **EPOCH)), env=QUICK_COMPILE)
+                                           **EPOCH)), env=offline)
     run = home.runs()[-1]
-    if in_cache:
+    if cached:
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert home.events(run, "metrics")[0]["timesteps_total"] == STEPS_PER_EPOCH
         return
@@ -68,5 +91,6 @@ def test_sokoban_runs_an_epoch_or_fails_at_once_naming_the_levels_it_cannot_fetc
     (failed,) = home.events(run, "run_failed")
     assert failed["message"].startswith("sokoban: Jumanji's env loads its levels from the Hugging Face Hub "
                                         "(InstaDeepAI/boxoban-levels, unfiltered-train.npy)"), failed["message"]
+    assert "(https://hub.invalid does not resolve)" in failed["message"]
     assert "hf download InstaDeepAI/boxoban-levels unfiltered-train.npy" in failed["message"]
     assert home.events(run, "metrics") == []
