@@ -106,6 +106,24 @@ def test_mosaic_workers_cli_lists_broken_ones_with_reasons(plugin_dir, home):
         assert reason in line
 
 
+def test_a_filter_value_no_installed_worker_offers_is_refused_naming_the_offered_ones():
+    """A typo in a filter is a mistake, not an empty list; a combination that matches no worker is a list."""
+    import subprocess
+
+    def mosaic(*args):  # the installed workers, not a test home's
+        return subprocess.run([sys.executable, "-m", "mosaic", *args], capture_output=True, text=True, timeout=120)
+
+    for option, value, offered in (("--algorithm", "nosuch", "ppo"), ("--env-family", "atary", "atari"),
+                                   ("--paradigm", "multiagent", "multi_agent")):
+        proc = mosaic("workers", option, value)
+        assert proc.returncode == 2, proc
+        line = proc.stderr.strip()
+        assert line.startswith(f"mosaic: error: {option}: no installed worker offers it; {value!r} is not one of"), line
+        assert offered in line.split("is not one of ", 1)[1].split(", "), line
+    proc = mosaic("workers", "--algorithm", "DQN", "--env-family", "jumanji")  # both offered, not together
+    assert proc.returncode == 0 and proc.stdout.strip() == "no workers match", proc
+
+
 def test_capability_claims_must_be_consistent():
     base = dict(worker_type="w", paradigms=("multi_agent",), env_families=("mpe",), algorithms=("x",),
                 action_spaces=("discrete",), observation_spaces=("box",), max_agents=2)

@@ -35,6 +35,8 @@ print(json.dumps(out))
     ({"algo_params": {"n_step_return_horizon": 0}}, "algo_params.n_step_return_horizon",
      "0 is out of range for Tianshou's n_step_return_horizon; allowed: an integer >= 1"),
     ({"algo_params": {"eps_inference": -1.0}}, "algo_params.eps_inference", "allowed: a number from 0 to 1"),
+    ({"algo_params": {"target_update_freq": -5}}, "algo_params.target_update_freq",  # 0: no target network
+     "-5 is out of range for Tianshou's target_update_freq; allowed: an integer >= 0"),
     ({"algorithm": "ppo", "algo_params": {"action_scaling": True}}, "algo_params.action_scaling",
      "is set by the worker for ppo: it follows the action space: discrete actions are not scaled"),
     ({"algorithm": "sac", "environment": {"env_id": "CartPole-v1"}}, "environment.env_id",

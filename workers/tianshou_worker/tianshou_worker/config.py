@@ -39,7 +39,7 @@ _ONE_OR_MORE = ("actor_delay", "disc_update_num", "ensemble_size", "forward_samp
 _FRACTIONS = ("eps_inference", "eps_training", "gae_lambda", "gamma", "tau", "backtrack_coeff",
               "unlikely_action_threshold")
 _NOT_NEGATIVE = ("eps_clip", "noise_clip", "policy_noise", "max_kl", "vf_coef", "alpha_min", "temperature",
-                 "cql_alpha_lr", "min_q_weight", "cql_weight", "trust_region_size")
+                 "cql_alpha_lr", "min_q_weight", "cql_weight", "trust_region_size", "target_update_freq")
 BOUNDS = bounds_by_meaning(_ONE_OR_MORE, _FRACTIONS, _NOT_NEGATIVE, num_atoms=(2, None))
 
 

@@ -109,6 +109,19 @@ def cmd_show_worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_filters(workers: list, args: argparse.Namespace) -> None:
+    """A filter value that no installed worker offers is a mistake (a typo, another spelling), not an empty
+    list: refused naming the values the installed workers offer."""
+    from mosaic.errors import UserError, one_of
+
+    for option, wanted, offered_by in (("--env-family", args.env_family, lambda c: c.env_families),
+                                       ("--paradigm", args.paradigm, lambda c: c.paradigms),
+                                       ("--algorithm", args.algorithm, lambda c: c.algorithms)):
+        offered = sorted({v for w in workers for v in offered_by(w.capabilities)}, key=str.lower)
+        if wanted is not None and workers and wanted.lower() not in {v.lower() for v in offered}:
+            raise UserError(f"{option}: no installed worker offers it; {one_of(wanted, offered)}")
+
+
 def cmd_workers(args: argparse.Namespace) -> int:
     if args.action == "show":
         if not args.name:
@@ -117,6 +130,7 @@ def cmd_workers(args: argparse.Namespace) -> int:
             raise UserError("NAME: `mosaic workers show NAME` needs a worker name; `mosaic workers` lists them")
         return cmd_show_worker(args)
     found = discover_workers()
+    _check_filters(found.workers, args)
     workers = found.filter(args.env_family, args.paradigm, args.algorithm)
     if args.json:
         print(json.dumps({
