@@ -84,6 +84,9 @@ class WorkerProgram:
     envs: Callable[[], Mapping[str, Sequence[str]]] | None = None
     #: ``(config, deep_validate's result) -> dict`` printed by ``--dry-run`` beside the config.
     dry_run: Callable[[Any, Any], dict[str, Any]] | None = None
+    #: ``config -> RoundedBudget | None`` (mosaic.workerkit.run_fields): how the library rounds the budget, said
+    #: up front by ``--dry-run`` and by the run (a warning after ``run_started``). None: it takes total_timesteps.
+    rounded_budget: Callable[[Any], Any] | None = None
     #: Plays a trained run or checkpoint; returns the exit code. None: cannot evaluate.
     evaluate: Callable[[EvaluateRequest], int] | None = None
     #: ``(run or checkpoint, options) -> Player`` (mosaic.workerkit.player): serves a trained policy to a
@@ -225,8 +228,13 @@ def _main(program: WorkerProgram, argv: Sequence[str] | None) -> int:
         else:
             config = build_config(program, load_config_data(args.config))
         checked = program.deep_validate(config) if program.deep_validate and stream is None else None
+        rounded = program.rounded_budget(config) if program.rounded_budget else None
         if args.dry_run:
             shown = program.dry_run(config, checked) if program.dry_run else {}
+            if rounded is not None:
+                if rounded.env_steps is not None:
+                    shown["env_steps"] = rounded.env_steps
+                shown["warnings"] = [*shown.get("warnings", []), rounded.message]
             print(json.dumps({"worker": program.name, "config": config.to_dict(), **shown},
                              indent=2, default=str))
             return EXIT_COMPLETED
@@ -244,7 +252,13 @@ def _main(program: WorkerProgram, argv: Sequence[str] | None) -> int:
         print(f"mosaic: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
-    emitter = TelemetryEmitter(config.run_id, stream=stream or _telemetry_stream(), on_run_started=startup.resume)
+    def started() -> None:
+        startup.resume()
+        if rounded is not None:  # said up front: the run's first event after run_started
+            emitter.log(rounded.message, level="warning", requested_timesteps=rounded.requested,
+                        **({"env_steps": rounded.env_steps} if rounded.env_steps is not None else {}))
+
+    emitter = TelemetryEmitter(config.run_id, stream=stream or _telemetry_stream(), on_run_started=started)
     progress = ProgressTracker()
     control = RunControl(emitter, progress)
     control.install_signal_handlers()

@@ -264,6 +264,32 @@ class RunConfig:
             self.checkpoint.restore_from = check_restore_from(self.checkpoint.restore_from)
 
 
+@dataclass(frozen=True)
+class RoundedBudget:
+    """A library that steps its budget in whole units (the vector steps of ``num_envs`` envs, rollouts,
+    iterations, epochs) takes another number of env steps than ``total_timesteps``: ``env_steps`` (None where only
+    about that many is known in advance, as for RLlib's iterations) and ``message``, which says why. A run says it
+    up front: ``--dry-run`` lists it under ``warnings`` and a run logs it as a warning just after ``run_started``;
+    the steps it reports are always the steps it ran."""
+
+    requested: int
+    env_steps: int | None
+    message: str
+
+    @classmethod
+    def whole_units(cls, requested: int, unit_steps: int, unit: str, what: str,
+                    down: bool = False) -> "RoundedBudget | None":
+        """``requested`` env steps taken in whole units of ``unit_steps`` (``what``: how the unit is made up),
+        rounded up (down: only whole units that fit); None when it is a whole number of them."""
+        units = requested // unit_steps if down else -(-requested // unit_steps)
+        steps = units * unit_steps
+        if steps == requested:
+            return None
+        plural = "" if units == 1 else "s"
+        return cls(requested, steps, f"total_timesteps {requested} is not a whole number of {unit}s of {unit_steps} "
+                                     f"env steps ({what}): the run takes {units} {unit}{plural}, {steps} env steps")
+
+
 def canonical_algorithm(value: str, allowed: Sequence[str], aliases: Mapping[str, str] | None = None,
                         field: str = "algorithm") -> str:
     """``value`` in its canonical spelling: any case of a canonical name, or a library alias."""

@@ -44,10 +44,7 @@ def dry_run(config: CleanRLConfig, checked: Any) -> dict[str, Any]:
     threads = thread_env(config.resources.threads)
     shown = {"command": command(config)[1:], "script_params": config.params(), "env": checked,
              "env_api": config.algo.env_api, "thread_variables": threads, "env_steps": config.env_steps()}
-    note = config.budget_note()
-    if note:
-        shown["warnings"] = [note]
-    return shown
+    return shown  # a budget the script rounds: the warning is the core's (PROGRAM.rounded_budget)
 
 
 def envs() -> dict[str, list[str]]:
@@ -77,6 +74,7 @@ PROGRAM = WorkerProgram(name="cleanrl", config_from_dict=CleanRLConfig.from_dict
                         packages=("mosaic-cleanrl-worker", "cleanrl", "torch", "gym", "gymnasium", "numpy", "ale-py",
                                   "mujoco", "envpool"),
                         algo_params_schema=params_schema, envs=envs, dry_run=dry_run, evaluate=evaluate,
+                        rounded_budget=lambda config: config.rounded_budget(),
                         heartbeat_interval_s=lambda config: config.reporting.heartbeat_interval_s)
 
 

@@ -26,7 +26,7 @@ from mosaic import configkit, diskcache
 from mosaic.configkit import option
 from mosaic.errors import ConfigError, UserError
 from mosaic.workerkit.devices import check_gpus
-from mosaic.workerkit.run_fields import Environment, FieldMap, RunConfig, WandbTracking
+from mosaic.workerkit.run_fields import Environment, FieldMap, RoundedBudget, RunConfig, WandbTracking
 
 from cleanrl_worker import algorithms
 from cleanrl_worker.algorithms import FAMILY, Algorithm
@@ -296,9 +296,10 @@ class CleanRLConfig(WandbTracking, RunConfig):
         """The env steps the script will actually run (ppo rounds its budget down to whole rollouts)."""
         return algorithms.env_steps(self.algo, self.params())
 
-    def budget_note(self) -> str | None:
-        """Why the script will run fewer env steps than total_timesteps, or None when it runs them all."""
-        return algorithms.budget_note(self.algo, self.params())
+    def rounded_budget(self) -> RoundedBudget | None:
+        """Why the script will run another number of env steps than total_timesteps, or None when it runs them."""
+        note = algorithms.budget_note(self.algo, self.params())
+        return RoundedBudget(int(self.params()["total_timesteps"]), self.env_steps(), note) if note else None
 
     def argv(self) -> list[str]:
         """The script's command line (after ``python -m <module>``): every option MOSAIC sets."""

@@ -105,10 +105,6 @@ class CleanRLRuntime:
             env={"family": cfg.environment.family, "env_id": cfg.resolved_env_id, "api_type": cfg.algo.env_api},
             policy_configuration="INDEPENDENT", seed=cfg.seed, total_timesteps=steps,
             agents=[AGENT], script=cfg.algo.module, command=argv[1:])
-        note = cfg.budget_note()
-        if note:
-            self.ctx.emitter.log(note, level="warning", requested_timesteps=int(params["total_timesteps"]),
-                                 env_steps=steps)
         script = ScriptRuntime(argv, self.ctx, translator, cwd=root, env=env,
                                grace_s=CANCEL_GRACE_S, telemetry_fd_env="MOSAIC_CLEANRL_FD", keep_stdout=True,
                                relay_stdout=False)  # the translator reads the telemetry fd only

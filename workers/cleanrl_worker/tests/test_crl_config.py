@@ -217,20 +217,14 @@ def test_options_refused_when_given_are_not_in_the_schema(home):
 
 def test_dry_run_says_how_many_env_steps_the_script_runs(home):
     """ppo runs whole rollouts: 3000 env steps of 4 × 128-step rollouts are 5 iterations, 2560 env steps."""
-    check = """
-import json
-from cleanrl_worker import cli
-from cleanrl_worker.config import CleanRLConfig
-out = []
-for data in ({"algorithm": "ppo", "total_timesteps": 3000}, {"algorithm": "ppo", "total_timesteps": 2048},
-             {"algorithm": "dqn", "total_timesteps": 3000, "algo_params": {"learning_starts": 1000}}):
-    config = CleanRLConfig.from_dict({"run_id": "x", **data})
-    out.append(cli.dry_run(config, {}))
-print(json.dumps(out))
-"""
-    proc = subprocess.run([home.python, "-c", check], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    rounded, whole, dqn = json.loads(proc.stdout.strip().splitlines()[-1])
+    shown = []
+    for data in ({"algorithm": "ppo", "total_timesteps": 3000}, {"algorithm": "ppo", "total_timesteps": 2048},
+                 {"algorithm": "dqn", "total_timesteps": 3000, "algo_params": {"learning_starts": 1000}}):
+        proc = subprocess.run([home.python, "-m", "cleanrl_worker.cli", "--dry-run", "--config", "-"],
+                              input=json.dumps(data), capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        shown.append(json.loads(proc.stdout))
+    rounded, whole, dqn = shown
     assert rounded["env_steps"] == 2560
     assert len(rounded["warnings"]) == 1 and "5 iterations, 2560 env steps" in rounded["warnings"][0]
     assert whole["env_steps"] == 2048 and "warnings" not in whole

@@ -63,7 +63,8 @@ PROGRAM = WorkerProgram(name="jumanji", config_from_dict=JumanjiConfig.from_dict
                         describe=get_worker_metadata, config_class=JumanjiConfig,
                         packages=("mosaic-jumanji-worker", "jumanji", "jax", "jaxlib", "dm-haiku", "optax",
                                   "hydra-core"),
-                        algo_params_schema=params_schema, envs=envs, dry_run=dry_run, evaluate=evaluate)
+                        algo_params_schema=params_schema, envs=envs, dry_run=dry_run, evaluate=evaluate,
+                        rounded_budget=lambda config: config.rounded_budget())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,7 +33,7 @@ from mosaic import configkit
 from mosaic.configkit import bounds_by_meaning, option
 from mosaic.errors import ConfigError, UserError, one_of
 from mosaic.workerkit.devices import check_gpus, devices_used
-from mosaic.workerkit.run_fields import Environment, FieldMap, Resources, RunConfig
+from mosaic.workerkit.run_fields import Environment, FieldMap, Resources, RoundedBudget, RunConfig
 
 from jumanji_worker import ALGORITHMS
 
@@ -260,6 +260,13 @@ class JumanjiConfig(RunConfig):
     @property
     def num_epochs(self) -> int:
         return self.training()["num_epochs"]
+
+    def rounded_budget(self) -> RoundedBudget | None:
+        """jumanji.training trains whole epochs: the budget is rounded up to them."""
+        t = self.training()
+        return RoundedBudget.whole_units(self.total_timesteps, self.steps_per_epoch_of(t), "epoch",
+                                         f"n_steps {t['n_steps']} × num_envs {t['total_batch_size']} × "
+                                         f"num_learner_steps_per_epoch {t['num_learner_steps_per_epoch']}")
 
     def overrides(self, num_epochs: int | None = None) -> list[str]:
         """hydra overrides of Jumanji's config, as one would type them after ``train.py``."""

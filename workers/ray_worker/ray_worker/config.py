@@ -22,8 +22,8 @@ from mosaic.workerkit.envs import API_TYPES, ENV_FAMILIES
 from mosaic.workerkit.envs import EnvironmentConfig as PettingZooEnvironment
 from mosaic.errors import ConfigError, one_of
 from mosaic.workerkit.devices import check_gpus, devices_used, require_gpus
-from mosaic.workerkit.run_fields import (HYPERPARAMETERS, Checkpointing, FieldMap, Resources, RunConfig,
-                                         WandbTracking)
+from mosaic.workerkit.run_fields import (HYPERPARAMETERS, Checkpointing, FieldMap, Resources, RoundedBudget,
+                                         RunConfig, WandbTracking)
 from ray_worker import algo_params
 
 
@@ -274,6 +274,20 @@ class RayWorkerConfig(WandbTracking, RunConfig):
         if gpus <= 1:
             return {"num_learners": 0, "num_gpus_per_learner": gpus}
         return {"num_learners": int(gpus), "num_gpus_per_learner": 1}
+
+    def rounded_budget(self) -> RoundedBudget | None:
+        """PPO and A2C sample one train batch (``train_batch_size_per_learner`` per learner) an iteration, and a run
+        trains whole iterations: a budget that is not a whole number of them is rounded up. (APPO, IMPALA, DQN and
+        SAC also stop after the iteration that reaches the budget, a few env steps past it, not known in advance.)"""
+        if self.algorithm not in ("ppo", "a2c") or not isinstance(self.total_timesteps, int):
+            return None
+        batch = self.algo_params.get("train_batch_size_per_learner")
+        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+            batch = algo_params.schema(self.algorithm)["properties"]["train_batch_size_per_learner"]["default"]
+        learners = max(1, self.learner_resources()["num_learners"])
+        return RoundedBudget.whole_units(self.total_timesteps, batch * learners, "training iteration",
+                                         f"train_batch_size_per_learner {batch} × {learners} learner"
+                                         + ("s" if learners > 1 else ""))
 
     def stall_timeout(self) -> float:
         """The stall bound: the configured one, else a generous estimate of one slow iteration.

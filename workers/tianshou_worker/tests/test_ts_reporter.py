@@ -47,7 +47,7 @@ def test_a_games_returns_are_reported_per_agent_with_the_winner():
 
 
 def test_the_budget_splits_into_epochs_of_at_most_the_test_interval():
-    from tianshou_worker.runtime import epochs
+    from tianshou_worker.config import epochs
 
     assert epochs(99_360, 0) == (1, 99_360)  # no tests: one epoch
     assert epochs(99_360, 5000) == (20, 4968)

@@ -24,7 +24,7 @@ from mosaic import configkit
 from mosaic.configkit import UpstreamParam, bounds_by_meaning, option
 from mosaic.errors import ConfigError, UserError, one_of
 from mosaic.workerkit.devices import check_gpus
-from mosaic.workerkit.run_fields import Environment, FieldMap, Resources, RunConfig
+from mosaic.workerkit.run_fields import Environment, FieldMap, Resources, RoundedBudget, RunConfig
 
 from tianshou_worker import algorithms
 from tianshou_worker.algorithms import BUILT, Algorithm, class_name
@@ -41,6 +41,15 @@ _FRACTIONS = ("eps_inference", "eps_training", "gae_lambda", "gamma", "tau", "ba
 _NOT_NEGATIVE = ("eps_clip", "noise_clip", "policy_noise", "max_kl", "vf_coef", "alpha_min", "temperature",
                  "cql_alpha_lr", "min_q_weight", "cql_weight", "trust_region_size", "target_update_freq")
 BOUNDS = bounds_by_meaning(_ONE_OR_MORE, _FRACTIONS, _NOT_NEGATIVE, num_atoms=(2, None))
+
+
+def epochs(remaining: int, test_every: int) -> tuple[int, int]:
+    """(max_epochs, epoch_num_steps) for Tianshou's trainer: one epoch for the whole budget without tests,
+    else the budget split evenly into epochs of at most ``test_every`` steps (a test ends each epoch)."""
+    if not test_every:
+        return 1, remaining
+    count = -(-remaining // test_every)
+    return count, -(-remaining // count)
 
 
 def tianshou_param(name: str, default: Any, owner: str, auto_alpha: bool = False) -> UpstreamParam:
@@ -286,6 +295,28 @@ class TianshouConfig(RunConfig):
         if self.algo.kind != "off_policy":
             return 0
         return self.batch_size or 64 if self.learning_starts is None else self.learning_starts
+
+    def rounded_budget(self) -> RoundedBudget | None:
+        """The env steps (offline: gradient steps) a run takes: Tianshou collects ``collect_steps`` in whole vector
+        steps of the ``num_envs`` envs (the ``learning_starts`` warm-up too), and each epoch (one, or one per
+        ``test_every_timesteps``) runs until it has its share. None when that is ``total_timesteps``."""
+        total, n, offline = self.total_timesteps, self.num_envs, self.algo.kind == "offline"
+        vector_steps = lambda steps: -(-steps // n) * n  # noqa: E731
+        warm = vector_steps(self.resolved_learning_starts) if self.resolved_learning_starts else 0
+        unit = 1 if offline else vector_steps(self.resolved_collect_steps)
+        count, per_epoch = epochs(max(total - warm, 0), self.test_every_timesteps)
+        steps = warm + count * -(-per_epoch // unit) * unit
+        if steps == total:
+            return None
+        in_vector_steps = f", in whole vector steps of the {n} envs" if n > 1 else ""
+        how = ([f"a warm-up of {warm} (learning_starts{in_vector_steps})"] if warm else []) + (
+            [] if offline else [f"whole collects of {unit} (collect_steps {self.resolved_collect_steps}"
+                                f"{in_vector_steps})"]) + (
+            [f"{count} epochs of {per_epoch} (test_every_timesteps)"] if count > 1 else [])
+        unit_name = "gradient steps" if offline else "env steps"
+        return RoundedBudget(total, steps, f"total_timesteps {total} is taken as {', then '.join(how)}: the run takes "
+                                           f"{steps} {unit_name}" + (", fewer if stop_at_return ends it first"
+                                                                     if self.stop_at_return is not None else ""))
 
     def to_dict(self) -> dict[str, Any]:
         return configkit.to_dict(self)

@@ -38,7 +38,7 @@ from mosaic.workerkit.cli import WorkerContext
 
 from tianshou_worker import algorithms
 from tianshou_worker.numba_cache import cache_numba_functions
-from tianshou_worker.config import TianshouConfig
+from tianshou_worker.config import TianshouConfig, epochs
 from tianshou_worker.envs import make_vector_env, probe_env
 from tianshou_worker.telemetry import Reporter, make_logger, observe_collector, observe_learner
 
@@ -129,15 +129,6 @@ def load_checkpoint(path: str | Path, field: str) -> tuple[Path, TianshouCheckpo
     learner_of(config, algo).load_state_dict(torch.load(folder / state.weights_file, map_location="cpu",
                                                         weights_only=False))
     return folder, state, config, algo
-
-
-def epochs(remaining: int, test_every: int) -> tuple[int, int]:
-    """(max_epochs, epoch_num_steps) for Tianshou's trainer: one epoch for the whole budget without tests,
-    else the budget split evenly into epochs of at most ``test_every`` steps (a test ends each epoch)."""
-    if not test_every:
-        return 1, remaining
-    count = -(-remaining // test_every)
-    return count, -(-remaining // count)
 
 
 def check_restore(config: TianshouConfig) -> tuple[Path, TianshouCheckpointState]:

@@ -29,7 +29,7 @@ from mosaic.configkit import UpstreamParam, bounds_by_meaning, option
 from mosaic.workerkit.envs import EnvironmentConfig
 from mosaic.errors import ConfigError, UserError
 from mosaic.workerkit.devices import check_gpus
-from mosaic.workerkit.run_fields import FieldMap, Reporting, Resources, RunConfig
+from mosaic.workerkit.run_fields import FieldMap, Reporting, Resources, RoundedBudget, RunConfig
 
 from xuance_worker import algorithms
 from xuance_worker.algorithms import Algorithm
@@ -308,6 +308,12 @@ class XuanCeConfig(RunConfig):
             else:
                 out["batch_size"] = ("batch_size", self.batch_size)
         return out
+
+    def rounded_budget(self) -> RoundedBudget | None:
+        """XuanCe steps its ``num_envs`` envs together, so a run takes whole vector steps: rounded up."""
+        parallels = self.num_envs if self.num_envs is not None else self.params()["parallels"].default
+        return RoundedBudget.whole_units(self.total_timesteps, int(parallels), "vector step",
+                                         f"one step of each of num_envs = {parallels} envs")
 
     def overrides(self) -> dict[str, Any]:
         """What MOSAIC sets over the yaml (the env-dependent ones are added at build time)."""

@@ -1,0 +1,82 @@
+"""A library that steps its budget in whole units says so up front, and the run takes what it said.
+
+For each worker whose library rounds ``total_timesteps`` (XuanCe: vector steps of its envs; Tianshou: the
+warm-up, collects in vector steps, epochs; jumanji.training: epochs; RLlib's PPO: training iterations), a real
+tiny ``mosaic run`` with a budget that is not a whole number of them: ``--dry-run`` lists the warning and the env
+steps, the run logs the same warning as its first event after ``run_started``, and the steps it reports at the end
+are the steps the warning named. CleanRL's ppo, which rounds down, is tested in the CleanRL worker's tests
+(test_a_budget_ppo_rounds_is_said_up_front_and_counted_exactly); the random worker takes any budget exactly.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli_support import REPO, run_cli, write_config
+from mosaic.workerkit.run_fields import RoundedBudget
+
+ENV = {"RAY_AUTH_MODE": "disabled", "JAX_DISABLE_MOST_OPTIMIZATIONS": "1"}  # jumanji: compile quickly
+
+#: worker -> (config, the env steps the run takes)
+CASES = {
+    # 16 envs (XuanCe's default parallels): 63 vector steps
+    "xuance": ({"algorithm": "mappo", "total_timesteps": 1001}, 1008),
+    # a warm-up of 64 in vector steps of 4 envs, collects of 10 -> 12, 4 epochs of 235 between tests
+    "tianshou": ({"algorithm": "dqn", "total_timesteps": 1001, "num_envs": 4, "test_every_timesteps": 300,
+                  "test_episodes": 2}, 1024),
+    # epochs of 5 steps x 8 envs x 2 learner steps = 80 env steps
+    "jumanji": ({"algorithm": "random", "environment": {"family": "jumanji", "env_id": "tsp"}, "total_timesteps": 100,
+                 "n_steps": 5, "num_envs": 8, "num_learner_steps_per_epoch": 2, "eval_episodes": 8,
+                 "greedy_eval_episodes": 8}, 160),
+    # iterations of one 500-step train batch
+    "ray": ({"algorithm": "ppo", "total_timesteps": 1200, "rllib": {"num_env_runners": 0},
+             "algo_params": {"train_batch_size_per_learner": 500, "minibatch_size": 250, "num_epochs": 1,
+                             "fcnet_hiddens": [16]}}, 1500),
+}
+
+
+def test_whole_units_round_up_or_down_and_say_how():
+    assert RoundedBudget.whole_units(1000, 8, "vector step", "8 envs") is None
+    up = RoundedBudget.whole_units(1001, 8, "vector step", "one step of each of 8 envs")
+    assert (up.requested, up.env_steps) == (1001, 1008)
+    assert up.message == ("total_timesteps 1001 is not a whole number of vector steps of 8 env steps (one step of "
+                          "each of 8 envs): the run takes 126 vector steps, 1008 env steps")
+    down = RoundedBudget.whole_units(600, 128, "rollout", "2 envs x 64 steps", down=True)
+    assert down.env_steps == 512 and down.message.endswith("the run takes 4 rollouts, 512 env steps")
+    assert RoundedBudget.whole_units(5, 80, "epoch", "x").message.endswith("takes 1 epoch, 80 env steps")
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    from mosaic.testing.worker_homes import WorkerHome, worker_env_for_tests
+
+    root = tmp_path_factory.mktemp("rounded") / "home"
+    for worker in ("xuance", "tianshou", "jumanji"):
+        WorkerHome.create(root, worker, worker_env_for_tests(worker, REPO, lambda: tmp_path_factory.mktemp(worker)))
+    return root
+
+
+@pytest.mark.parametrize("worker", sorted(CASES))
+def test_a_rounded_budget_is_said_up_front_and_taken_exactly(worker, home, tmp_path):
+    config, steps = CASES[worker]
+    path = write_config(tmp_path / "config.json", {"worker": worker, "seed": 1, **config})
+    dry = run_cli("run", str(path), "--dry-run", home=home, env=ENV, timeout=300)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    shown = json.loads(dry.stdout)
+    (warning,) = shown["warnings"]
+    assert shown["env_steps"] == steps and warning.startswith(f"total_timesteps {config['total_timesteps']} ")
+    assert warning.endswith(f"the run takes {steps} env steps") or f", {steps} env steps" in warning, warning
+
+    proc = run_cli("run", str(path), "--run-id", f"rounded-{worker}", home=home, env=ENV, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = (home / "trainer" / "runs" / f"rounded-{worker}" / "telemetry.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    assert events[0]["type"] == "run_started"
+    said = events[1]
+    assert said["type"] == "log" and said["level"] == "warning" and said["message"] == warning, said
+    assert said["requested_timesteps"] == config["total_timesteps"] and said["env_steps"] == steps
+    (completed,) = [e for e in events if e["type"] == "run_completed"]
+    assert completed["summary"]["timesteps_total"] == steps, completed["summary"]
+    assert f"[warning] {warning}" in proc.stderr
