@@ -46,6 +46,10 @@ def test_whole_units_round_up_or_down_and_say_how():
     down = RoundedBudget.whole_units(600, 128, "rollout", "2 envs x 64 steps", down=True)
     assert down.env_steps == 512 and down.message.endswith("the run takes 4 rollouts, 512 env steps")
     assert RoundedBudget.whole_units(5, 80, "epoch", "x").message.endswith("takes 1 epoch, 80 env steps")
+    restored = RoundedBudget.whole_units(1001, 16, "vector step", "16 envs", start=608)  # 393 more: 25 x 16
+    assert restored.env_steps == 1008 and restored.message.endswith(
+        "past the checkpoint's 608: the run takes 25 vector steps, 1008 env steps in all")
+    assert RoundedBudget.whole_units(500, 16, "vector step", "16 envs", start=608) is None  # nothing runs
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +57,7 @@ def home(tmp_path_factory):
     from mosaic.testing.worker_homes import WorkerHome, worker_env_for_tests
 
     root = tmp_path_factory.mktemp("rounded") / "home"
-    for worker in ("xuance", "tianshou", "jumanji"):
+    for worker in ("xuance", "tianshou", "jumanji"):  # random and ray run in MOSAIC's own environment
         WorkerHome.create(root, worker, worker_env_for_tests(worker, REPO, lambda: tmp_path_factory.mktemp(worker)))
     return root
 
@@ -80,3 +84,42 @@ def test_a_rounded_budget_is_said_up_front_and_taken_exactly(worker, home, tmp_p
     (completed,) = [e for e in events if e["type"] == "run_completed"]
     assert completed["summary"]["timesteps_total"] == steps, completed["summary"]
     assert f"[warning] {warning}" in proc.stderr
+
+
+def _events(home, run_id: str) -> list[dict]:
+    lines = (home / "trainer" / "runs" / run_id / "telemetry.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+@pytest.mark.parametrize("worker", ["random", "tianshou"])
+def test_a_restore_at_or_past_the_budget_says_so_and_a_rounded_one_counts_from_the_checkpoint(worker, home, tmp_path):
+    """A checkpoint already at total_timesteps: said up front, nothing more runs (Tianshou's warm-up included: it
+    refilled its replay buffer, 64 more steps, before). Restored below the budget, Tianshou's rounding counts from
+    the checkpoint's steps: 604, a warm-up of 64, collects of 10 to 1008."""
+    first = write_config(tmp_path / "first.json", {"worker": worker, "seed": 1, "total_timesteps": 600})
+    proc = run_cli("run", str(first), "--run-id", f"first-{worker}", home=home, env=ENV, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (saved,) = [e for e in _events(home, f"first-{worker}") if e["type"] == "checkpoint_saved"][-1:]
+    done = saved["timesteps_total"]
+    for total, run_id in ((300, f"past-{worker}"), (1001, f"on-{worker}")):
+        again = write_config(tmp_path / f"{run_id}.json", {"worker": worker, "seed": 1, "total_timesteps": total,
+                                                            "checkpoint": {"restore_from": saved["path"]}})
+        dry = run_cli("run", str(again), "--dry-run", home=home, env=ENV, timeout=300)
+        assert dry.returncode == 0, dry.stderr[-3000:]
+        proc = run_cli("run", str(again), "--run-id", run_id, home=home, env=ENV, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        events = _events(home, run_id)
+        said = [e for e in events[1:] if e["type"] == "log" and e["level"] == "warning"]
+        (completed,) = [e for e in events if e["type"] == "run_completed"]
+        assert json.loads(dry.stdout).get("warnings", []) == [e["message"] for e in said]
+        if total == 300:
+            past = (f"checkpoint.restore_from is at {done} steps, at or past total_timesteps 300: the run trains "
+                    "no further (a larger total_timesteps continues it)")
+            assert [e["message"] for e in said] == [past] and said[0] == events[1], events[:3]
+            assert said[0]["restored_timesteps"] == done and completed["summary"]["timesteps_total"] == done
+        elif worker == "tianshou":
+            assert done == 604 and said[0]["env_steps"] == 1008 and said[0] == events[1], said
+            assert said[0]["message"].endswith("the run takes 1008 env steps in all, from the checkpoint's 604")
+            assert completed["summary"]["timesteps_total"] == 1008
+        else:  # the random worker takes any budget exactly
+            assert said == [] and completed["summary"]["timesteps_total"] == 1001

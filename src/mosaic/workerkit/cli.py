@@ -84,9 +84,10 @@ class WorkerProgram:
     envs: Callable[[], Mapping[str, Sequence[str]]] | None = None
     #: ``(config, deep_validate's result) -> dict`` printed by ``--dry-run`` beside the config.
     dry_run: Callable[[Any, Any], dict[str, Any]] | None = None
-    #: ``config -> RoundedBudget | None`` (mosaic.workerkit.run_fields): how the library rounds the budget, said
-    #: up front by ``--dry-run`` and by the run (a warning after ``run_started``). None: it takes total_timesteps.
-    rounded_budget: Callable[[Any], Any] | None = None
+    #: ``(config, start) -> RoundedBudget | None`` (mosaic.workerkit.run_fields): how the library rounds the budget
+    #: from ``start`` (the steps of the checkpoint it restores, else 0), said up front by ``--dry-run`` and by the
+    #: run (a warning after ``run_started``). None: it takes total_timesteps.
+    rounded_budget: Callable[[Any, int], Any] | None = None
     #: Plays a trained run or checkpoint; returns the exit code. None: cannot evaluate.
     evaluate: Callable[[EvaluateRequest], int] | None = None
     #: ``(run or checkpoint, options) -> Player`` (mosaic.workerkit.player): serves a trained policy to a
@@ -132,6 +133,33 @@ def _telemetry_stream() -> IO[str]:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     return stream
+
+
+def _said_up_front(program: WorkerProgram, config: Any) -> tuple[Any, list[tuple[str, dict[str, Any]]]]:
+    """What a run says of its budget before it trains (``--dry-run``: under ``warnings``; a run: ``warning``
+    events right after ``run_started``): a budget its library rounds (``rounded_budget``), and a checkpoint to
+    restore that is already at or past ``total_timesteps``. Returns the rounded budget (or None) and the
+    messages with their fields."""
+    said: list[tuple[str, dict[str, Any]]] = []
+    source = getattr(getattr(config, "checkpoint", None), "restore_from", None)
+    total = getattr(config, "total_timesteps", None)
+    start = 0
+    if source and isinstance(total, int):
+        from mosaic.workerkit.checkpoints import STATE_FILE, resolve
+
+        try:
+            start = int(json.loads((resolve(source) / STATE_FILE).read_text(encoding="utf-8"))["timesteps_total"])
+        except (UserError, OSError, ValueError, KeyError, TypeError):
+            pass  # the worker's own check of restore_from names what is wrong
+        if start >= total:
+            said.append((f"checkpoint.restore_from is at {start} steps, at or past total_timesteps {total}: the run "
+                         "trains no further (a larger total_timesteps continues it)", {"restored_timesteps": start}))
+    rounded = program.rounded_budget(config, start) if program.rounded_budget else None
+    if rounded is not None:
+        said.insert(0, (rounded.message, {"requested_timesteps": rounded.requested,
+                                          **({"env_steps": rounded.env_steps} if rounded.env_steps is not None
+                                             else {})}))
+    return rounded, said
 
 
 def worker_main(program: WorkerProgram, argv: Sequence[str] | None = None) -> int:
@@ -228,13 +256,13 @@ def _main(program: WorkerProgram, argv: Sequence[str] | None) -> int:
         else:
             config = build_config(program, load_config_data(args.config))
         checked = program.deep_validate(config) if program.deep_validate and stream is None else None
-        rounded = program.rounded_budget(config) if program.rounded_budget else None
+        rounded, said = _said_up_front(program, config)
         if args.dry_run:
             shown = program.dry_run(config, checked) if program.dry_run else {}
-            if rounded is not None:
-                if rounded.env_steps is not None:
-                    shown["env_steps"] = rounded.env_steps
-                shown["warnings"] = [*shown.get("warnings", []), rounded.message]
+            if rounded is not None and rounded.env_steps is not None:
+                shown["env_steps"] = rounded.env_steps
+            if said:
+                shown["warnings"] = [*shown.get("warnings", []), *(message for message, _ in said)]
             print(json.dumps({"worker": program.name, "config": config.to_dict(), **shown},
                              indent=2, default=str))
             return EXIT_COMPLETED
@@ -254,9 +282,8 @@ def _main(program: WorkerProgram, argv: Sequence[str] | None) -> int:
 
     def started() -> None:
         startup.resume()
-        if rounded is not None:  # said up front: the run's first event after run_started
-            emitter.log(rounded.message, level="warning", requested_timesteps=rounded.requested,
-                        **({"env_steps": rounded.env_steps} if rounded.env_steps is not None else {}))
+        for message, fields in said:  # said up front: the run's first events after run_started
+            emitter.log(message, level="warning", **fields)
 
     emitter = TelemetryEmitter(config.run_id, stream=stream or _telemetry_stream(), on_run_started=started)
     progress = ProgressTracker()

@@ -277,17 +277,22 @@ class RoundedBudget:
     message: str
 
     @classmethod
-    def whole_units(cls, requested: int, unit_steps: int, unit: str, what: str,
-                    down: bool = False) -> "RoundedBudget | None":
-        """``requested`` env steps taken in whole units of ``unit_steps`` (``what``: how the unit is made up),
-        rounded up (down: only whole units that fit); None when it is a whole number of them."""
-        units = requested // unit_steps if down else -(-requested // unit_steps)
-        steps = units * unit_steps
+    def whole_units(cls, requested: int, unit_steps: int, unit: str, what: str, down: bool = False,
+                    start: int = 0) -> "RoundedBudget | None":
+        """``requested`` env steps taken in whole units of ``unit_steps`` (``what``: how the unit is made up) from
+        ``start`` (a restored checkpoint's steps), rounded up (down: only whole units that fit); None when that is
+        a whole number of them, or when ``start`` is already at or past ``requested``."""
+        remaining = requested - start
+        if remaining <= 0:
+            return None
+        units = remaining // unit_steps if down else -(-remaining // unit_steps)
+        steps = start + units * unit_steps
         if steps == requested:
             return None
         plural = "" if units == 1 else "s"
         return cls(requested, steps, f"total_timesteps {requested} is not a whole number of {unit}s of {unit_steps} "
-                                     f"env steps ({what}): the run takes {units} {unit}{plural}, {steps} env steps")
+                                     f"env steps ({what})" + (f" past the checkpoint's {start}" if start else "")
+                   + f": the run takes {units} {unit}{plural}, {steps} env steps" + (" in all" if start else ""))
 
 
 def canonical_algorithm(value: str, allowed: Sequence[str], aliases: Mapping[str, str] | None = None,

@@ -74,7 +74,7 @@ PROGRAM = WorkerProgram(name="cleanrl", config_from_dict=CleanRLConfig.from_dict
                         packages=("mosaic-cleanrl-worker", "cleanrl", "torch", "gym", "gymnasium", "numpy", "ale-py",
                                   "mujoco", "envpool"),
                         algo_params_schema=params_schema, envs=envs, dry_run=dry_run, evaluate=evaluate,
-                        rounded_budget=lambda config: config.rounded_budget(),
+                        rounded_budget=lambda config, start: config.rounded_budget(),  # no restore
                         heartbeat_interval_s=lambda config: config.reporting.heartbeat_interval_s)
 
 

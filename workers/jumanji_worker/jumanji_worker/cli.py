@@ -64,7 +64,7 @@ PROGRAM = WorkerProgram(name="jumanji", config_from_dict=JumanjiConfig.from_dict
                         packages=("mosaic-jumanji-worker", "jumanji", "jax", "jaxlib", "dm-haiku", "optax",
                                   "hydra-core"),
                         algo_params_schema=params_schema, envs=envs, dry_run=dry_run, evaluate=evaluate,
-                        rounded_budget=lambda config: config.rounded_budget())
+                        rounded_budget=lambda config, start: config.rounded_budget())  # whole epochs either way
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -97,7 +97,7 @@ PROGRAM = WorkerProgram(
     algo_params_schema=algo_params.schema,
     envs=lambda: __import__("ray_worker.environment", fromlist=["x"]).offered_envs(),
     dry_run=_dry_run,
-    rounded_budget=lambda config: config.rounded_budget(),
+    rounded_budget=lambda config, start: config.rounded_budget(start),
     evaluate=_evaluate,
     make_player=lambda target, options: __import__("ray_worker.player", fromlist=["x"]).RayPlayer.load(
         target, options),

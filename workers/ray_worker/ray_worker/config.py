@@ -275,9 +275,10 @@ class RayWorkerConfig(WandbTracking, RunConfig):
             return {"num_learners": 0, "num_gpus_per_learner": gpus}
         return {"num_learners": int(gpus), "num_gpus_per_learner": 1}
 
-    def rounded_budget(self) -> RoundedBudget | None:
+    def rounded_budget(self, start: int = 0) -> RoundedBudget | None:
         """PPO and A2C sample one train batch (``train_batch_size_per_learner`` per learner) an iteration, and a run
-        trains whole iterations: a budget that is not a whole number of them is rounded up. (APPO, IMPALA, DQN and
+        trains whole iterations (from ``start``, a restored checkpoint's steps): a budget that is not a whole number
+        of them is rounded up. (APPO, IMPALA, DQN and
         SAC also stop after the iteration that reaches the budget, a few env steps past it, not known in advance.)"""
         if self.algorithm not in ("ppo", "a2c") or not isinstance(self.total_timesteps, int):
             return None
@@ -287,7 +288,7 @@ class RayWorkerConfig(WandbTracking, RunConfig):
         learners = max(1, self.learner_resources()["num_learners"])
         return RoundedBudget.whole_units(self.total_timesteps, batch * learners, "training iteration",
                                          f"train_batch_size_per_learner {batch} × {learners} learner"
-                                         + ("s" if learners > 1 else ""))
+                                         + ("s" if learners > 1 else ""), start=start)
 
     def stall_timeout(self) -> float:
         """The stall bound: the configured one, else a generous estimate of one slow iteration.

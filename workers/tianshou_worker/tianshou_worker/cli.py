@@ -73,7 +73,7 @@ PROGRAM = WorkerProgram(name="tianshou", config_from_dict=TianshouConfig.from_di
                         describe=get_worker_metadata, config_class=TianshouConfig,
                         packages=("mosaic-tianshou-worker", "tianshou", "torch", "numpy", "gymnasium"),
                         algo_params_schema=params_schema, envs=envs, dry_run=dry_run, evaluate=evaluate,
-                        rounded_budget=lambda config: config.rounded_budget(),
+                        rounded_budget=lambda config, start: config.rounded_budget(start),
                         make_player=make_player)
 
 

@@ -296,16 +296,20 @@ class TianshouConfig(RunConfig):
             return 0
         return self.batch_size or 64 if self.learning_starts is None else self.learning_starts
 
-    def rounded_budget(self) -> RoundedBudget | None:
-        """The env steps (offline: gradient steps) a run takes: Tianshou collects ``collect_steps`` in whole vector
-        steps of the ``num_envs`` envs (the ``learning_starts`` warm-up too), and each epoch (one, or one per
-        ``test_every_timesteps``) runs until it has its share. None when that is ``total_timesteps``."""
+    def rounded_budget(self, start: int = 0) -> RoundedBudget | None:
+        """The env steps (offline: gradient steps) a run takes from ``start`` (a restored checkpoint's steps):
+        Tianshou collects ``collect_steps`` in whole vector steps of the ``num_envs`` envs (the ``learning_starts``
+        warm-up too, which a restored run does again: its replay buffer is not in the checkpoint), and each epoch
+        (one, or one per ``test_every_timesteps``) runs until it has its share. None when that is
+        ``total_timesteps``, or when ``start`` is at or past it (nothing runs)."""
         total, n, offline = self.total_timesteps, self.num_envs, self.algo.kind == "offline"
+        if start >= total:
+            return None
         vector_steps = lambda steps: -(-steps // n) * n  # noqa: E731
         warm = vector_steps(self.resolved_learning_starts) if self.resolved_learning_starts else 0
         unit = 1 if offline else vector_steps(self.resolved_collect_steps)
-        count, per_epoch = epochs(max(total - warm, 0), self.test_every_timesteps)
-        steps = warm + count * -(-per_epoch // unit) * unit
+        count, per_epoch = epochs(max(total - start - warm, 0), self.test_every_timesteps)
+        steps = start + warm + count * -(-per_epoch // unit) * unit
         if steps == total:
             return None
         in_vector_steps = f", in whole vector steps of the {n} envs" if n > 1 else ""
@@ -314,9 +318,10 @@ class TianshouConfig(RunConfig):
                                 f"{in_vector_steps})"]) + (
             [f"{count} epochs of {per_epoch} (test_every_timesteps)"] if count > 1 else [])
         unit_name = "gradient steps" if offline else "env steps"
+        since = f" in all, from the checkpoint's {start}" if start else ""
         return RoundedBudget(total, steps, f"total_timesteps {total} is taken as {', then '.join(how)}: the run takes "
-                                           f"{steps} {unit_name}" + (", fewer if stop_at_return ends it first"
-                                                                     if self.stop_at_return is not None else ""))
+                                           f"{steps} {unit_name}{since}"
+                           + (", fewer if stop_at_return ends it first" if self.stop_at_return is not None else ""))
 
     def to_dict(self) -> dict[str, Any]:
         return configkit.to_dict(self)

@@ -345,6 +345,8 @@ class TianshouRuntime:
         if cfg.classic:
             observe_learner(learner_of(cfg, self.algo), rep)
         rep.start_clock()
+        if cfg.total_timesteps <= rep.timesteps:  # a restored run already at its budget: no warm-up either
+            return None
         if cfg.resolved_learning_starts:
             self.warm_up(collector)
         remaining = cfg.total_timesteps - rep.timesteps

@@ -81,7 +81,7 @@ PROGRAM = WorkerProgram(name="xuance", config_from_dict=XuanCeConfig.from_dict, 
                         describe=get_worker_metadata, config_class=XuanCeConfig,
                         packages=("mosaic-xuance-worker", "xuance", "torch", "numpy", "pettingzoo", "gymnasium"),
                         algo_params_schema=params_schema, envs=envs, dry_run=dry_run, evaluate=evaluate,
-                        rounded_budget=lambda config: config.rounded_budget(),
+                        rounded_budget=lambda config, start: config.rounded_budget(start),
                         make_player=make_player)
 
 

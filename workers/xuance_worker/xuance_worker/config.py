@@ -309,11 +309,12 @@ class XuanCeConfig(RunConfig):
                 out["batch_size"] = ("batch_size", self.batch_size)
         return out
 
-    def rounded_budget(self) -> RoundedBudget | None:
-        """XuanCe steps its ``num_envs`` envs together, so a run takes whole vector steps: rounded up."""
+    def rounded_budget(self, start: int = 0) -> RoundedBudget | None:
+        """XuanCe steps its ``num_envs`` envs together, so a run takes whole vector steps (from ``start``, a restored
+        checkpoint's steps): rounded up."""
         parallels = self.num_envs if self.num_envs is not None else self.params()["parallels"].default
         return RoundedBudget.whole_units(self.total_timesteps, int(parallels), "vector step",
-                                         f"one step of each of num_envs = {parallels} envs")
+                                         f"one step of each of num_envs = {parallels} envs", start=start)
 
     def overrides(self) -> dict[str, Any]:
         """What MOSAIC sets over the yaml (the env-dependent ones are added at build time)."""
