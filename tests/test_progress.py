@@ -53,3 +53,40 @@ def test_the_summary_counts_every_iteration_not_only_those_that_finished_an_epis
         view({"type": "metrics", "iteration": i, "timesteps_total": 100 * i,
               **({"episode_return_mean": ret} if ret is not None else {})})
     assert view.learning_summary().endswith("3 iterations, 2 with finished episodes)")
+
+
+def test_a_zero_sum_game_shows_each_agents_return_not_their_sum():
+    """In a zero-sum game the agents' returns cancel: their sum (episode_return_mean) is 0 whoever wins, so the
+    listing's RETURN and the closing summary show each agent's mean instead; anything else keeps the sum."""
+    from mosaic.clients.cli.common import return_text
+    from mosaic.workerkit.episode_stats import episode_statistics, zero_sum_returns
+
+    wins = episode_statistics([{"returns": {"player_0": 1.0, "player_1": -1.0}, "length": 9}] * 3
+                              + [{"returns": {"player_0": -1.0, "player_1": 1.0}, "length": 7}])
+    assert zero_sum_returns(wins) == {"player_0": 0.5, "player_1": -0.5}
+    assert return_text(wins) == "player_0 +0.500, player_1 -0.500"
+    shared = episode_statistics([{"returns": {"a": -2.0, "b": -2.0}, "length": 25}])  # cooperative: the sum
+    draws = episode_statistics([{"returns": {"a": 0.0, "b": 0.0}, "length": 9}])  # nothing to tell apart
+    alone = episode_statistics([{"returns": {"agent_0": 0.0}, "length": 9}])
+    assert [zero_sum_returns(m) for m in (shared, draws, alone)] == [None, None, None]
+    assert [return_text(m) for m in (shared, draws, alone, {})] == ["-4.000", "0.000", "0.000", "-"]
+
+    view = ProgressView(io.StringIO())
+    for i, p0 in enumerate([-0.5, -0.25, 0.25, 0.75], start=1):
+        view({"type": "metrics", "iteration": i, "timesteps_total": 100 * i, "episode_return_mean": 0.0,
+              "agent_episode_returns_mean": {"player_0": p0, "player_1": -p0}})
+    assert view.learning_summary() == ("mean episode return per agent (they sum to 0: a zero-sum game), over the "
+                                       "first iteration -> the last: player_0 -0.50 -> +0.75, player_1 +0.50 -> "
+                                       "-0.75 (4 iterations)")
+
+
+def test_mosaic_runs_shows_each_players_return_for_a_connect_four_run(home):
+    """The random worker's default: connect four, random against random (player_0, who moves first, wins more)."""
+    from cli_support import run_cli
+
+    proc = run_cli("run", "--worker", "random", "--run-id", "c4", "--set", "total_timesteps=3000", home=home)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "mean episode return per agent (they sum to 0: a zero-sum game)" in proc.stderr
+    listing = run_cli("runs", home=home)
+    row = next(line for line in listing.stdout.splitlines() if line.startswith("c4 "))
+    assert "player_0 " in row and "player_1 " in row and " 0.000" not in row, row

@@ -51,3 +51,16 @@ def winner(returns: Mapping[str, float], structure: str | None = None) -> str | 
         return None
     (a, ra), (b, rb) = returns.items()
     return None if ra == rb else (a if ra > rb else b)
+
+
+def zero_sum_returns(metrics: Mapping[str, Any]) -> dict[str, float] | None:
+    """Each agent's mean episode return when the agents' returns cancel out (a zero-sum game: a win and a loss),
+    where ``episode_return_mean``, their sum, is 0 by construction and says nothing; None otherwise (one agent,
+    a sum that is not 0, or every agent at 0: draws only)."""
+    total, per_agent = metrics.get("episode_return_mean"), metrics.get("agent_episode_returns_mean")
+    if not isinstance(total, (int, float)) or not isinstance(per_agent, Mapping) or len(per_agent) < 2:
+        return None
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in per_agent.values()):
+        return None
+    largest = max(abs(v) for v in per_agent.values())
+    return dict(per_agent) if largest > 1e-9 and abs(total) <= 1e-9 * max(1.0, largest) else None

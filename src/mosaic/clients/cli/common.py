@@ -63,12 +63,23 @@ def progress_text(summary: Any, metrics: dict[str, Any]) -> str:
     return f"{shown}/{summary.budget} {unit}" if summary.budget is not None else f"{shown} {unit}"
 
 
+def return_text(metrics: dict[str, Any]) -> str:
+    """The RETURN column: the mean episode return (the sum over agents), or, in a zero-sum game, where that sum is 0
+    by construction, each agent's mean (``player_0 +0.120, player_1 -0.120``)."""
+    from mosaic.workerkit.episode_stats import zero_sum_returns
+
+    per_agent = zero_sum_returns(metrics)
+    if per_agent is not None:
+        return ", ".join(f"{agent} {value:+.3f}" for agent, value in per_agent.items())
+    ret = metrics.get("episode_return_mean")
+    return f"{ret:.3f}" if isinstance(ret, (int, float)) else "-"
+
+
 def listing_row(run_id: str, status: str, summary: Any, metrics: dict[str, Any]) -> list[str]:
     """One row of :data:`RUN_COLUMNS`: every field read from the shared vocabulary."""
-    ret = metrics.get("episode_return_mean")
     return [run_id, status, summary.worker or "?", summary.env_id or "?", summary.algorithm or "-",
             "-" if summary.seed is None else str(summary.seed), progress_text(summary, metrics),
-            f"{ret:.3f}" if isinstance(ret, (int, float)) else "-"]
+            return_text(metrics)]
 
 
 def _summary_row(run: RunDir) -> list[str]:

@@ -6,6 +6,8 @@ import sys
 import time
 from typing import IO, Any
 
+from mosaic.workerkit.episode_stats import zero_sum_returns
+
 
 def _fmt(value: Any, digits: int = 2) -> str:
     if isinstance(value, float):
@@ -25,6 +27,7 @@ class ProgressView:
         self.episodes = 0
         self.last_return: float | None = None
         self.iteration_returns: list[float] = []  # each iteration's mean episode return, for the summary
+        self.zero_sum: list[dict[str, float]] = []  # ... and each agent's, where the agents' returns cancel out
         self.iterations = 0  # every metrics event, with finished episodes or not
         self.checkpoints: list[str] = []
         self.line = ""
@@ -45,6 +48,9 @@ class ProgressView:
             ret = event.get("episode_return_mean")
             if isinstance(ret, (int, float)) and not isinstance(ret, bool):
                 self.iteration_returns.append(float(ret))
+                per_agent = zero_sum_returns(event)
+                if per_agent is not None:
+                    self.zero_sum.append(per_agent)
             self._draw(event, force=not self.tty)
         elif kind == "checkpoint_saved":
             self.checkpoints.append(str(event.get("path")))
@@ -95,8 +101,15 @@ class ProgressView:
         if len(returns) < 2:
             return None
         k = max(1, min(3, len(returns) // 4))  # a few iterations each end: one is noisy
-        first, last = sum(returns[:k]) / k, sum(returns[-k:]) / k
         span = "iteration" if k == 1 else f"{k} iterations"
+        if self.zero_sum and len(self.zero_sum) * 2 >= len(returns):  # the sum says nothing: each agent's mean
+            agents = list(self.zero_sum[-1])
+            ends = [{a: sum(r.get(a, 0.0) for r in part) / len(part) for a in agents}
+                    for part in (self.zero_sum[:k], self.zero_sum[-k:])]
+            return (f"mean episode return per agent (they sum to 0: a zero-sum game), over the first {span} -> the "
+                    f"last: " + ", ".join(f"{a} {ends[0][a]:+.2f} -> {ends[1][a]:+.2f}" for a in agents)
+                    + f" ({self.iterations} iterations)")
+        first, last = sum(returns[:k]) / k, sum(returns[-k:]) / k
         return (f"mean episode return: {first:.2f} over the first {span}, {last:.2f} over the last "
                 f"({last - first:+.2f}; best iteration {max(returns):.2f}, {self.iterations} iterations"
                 + (f", {len(returns)} with finished episodes)" if len(returns) != self.iterations else ")"))
