@@ -689,3 +689,19 @@ def test_cancel_stops_the_grid_and_resume_finishes_it(exp_home, tmp_path):
     assert plan["retry_from"] == "checkpoint"  # kept for later resumes; these cells saved no checkpoint
     status = _status(exp_home, "cancelled")
     assert [c["state"] for c in status["cells"]] == ["completed"] * 4  # retries 0: a cancel used none
+
+
+def test_a_score_metric_no_worker_is_sure_to_log_is_warned_of_at_plan(home, tmp_path):
+    """A typo in score.metric showed only in the report, after every cell ran (each cell 'logged no ...'): the plan
+    warns, naming the metrics every training worker logs; a worker's own metric is legal, so it is not refused."""
+    base = {"name": "metric", "seeds": 1, "axes": {"worker": ["random"]}, "settings": {"total_timesteps": 100}}
+    typo = run_cli("experiment", "plan", str(_write(tmp_path / "typo.json", {
+        **base, "score": {"metric": "episode_reward_mean"}})), home=home, timeout=300)
+    assert typo.returncode == 0, typo.stderr
+    (line,) = [l for l in typo.stderr.splitlines() if l.startswith("warning: ")]
+    assert line == ("warning: score.metric: 'episode_reward_mean' is not one of the metrics every training worker "
+                    "logs (episode_return_mean, episode_return_min, episode_return_max, episode_len_mean, "
+                    "env_steps_per_s); did you mean 'episode_return_mean'?: a cell whose runs never log it is left "
+                    "out of the report"), line
+    fine = run_cli("experiment", "plan", str(_write(tmp_path / "fine.json", base)), home=home, timeout=300)
+    assert fine.returncode == 0 and "warning" not in fine.stderr, fine.stderr

@@ -80,6 +80,25 @@ class Score:
     level_within: float = 0.02
 
 
+#: Scores every training worker's ``metrics`` events carry (docs/telemetry.md): a spec may name another metric
+#: (a worker's own, as Tianshou's ``test_return_mean``), which is then said to hold only for the runs that log it.
+COMMON_METRICS = ("episode_return_mean", "episode_return_min", "episode_return_max", "episode_len_mean",
+                  "env_steps_per_s")
+
+
+def metric_warning(score: Score) -> str | None:
+    """What a plan says when ``score.metric`` is not one every training worker logs (a worker's own, or a typo):
+    a run that never logs it is left out of the report, which is known only once the runs have run."""
+    if score.metric in COMMON_METRICS:
+        return None
+    import difflib
+
+    close = difflib.get_close_matches(score.metric, COMMON_METRICS, n=1)
+    return (f"warning: score.metric: {score.metric!r} is not one of the metrics every training worker logs "
+            f"({', '.join(COMMON_METRICS)}){f'; did you mean {close[0]!r}?' if close else ''}: a cell whose runs "
+            "never log it is left out of the report")
+
+
 @dataclass(frozen=True)
 class ReportSettings:
     reps: int = 2000

@@ -104,8 +104,17 @@ def _grid_summary(plan: Any) -> str:
             f"{len(seeds)} seed(s); a failed cell is retried up to {plan.retries} time(s)")
 
 
+def _warn_of(spec: Any) -> None:
+    from mosaic.experiments.spec import metric_warning
+
+    warning = metric_warning(spec.score)
+    if warning:
+        _say(warning)
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
-    _spec, plan = _plan_of(args.spec, check=not args.no_check)
+    spec, plan = _plan_of(args.spec, check=not args.no_check)
+    _warn_of(spec)
     if args.json:
         print(json.dumps(plan.to_dict(), indent=2))
         return 0
@@ -180,6 +189,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         _say(f"experiment {spec.name} exists with the same cells: resuming it (finished cells are kept)")
         return _run(exp, args)
     plan = _make_plan(spec)
+    _warn_of(spec)
     _say(_grid_summary(plan) + "; every cell checked by its worker")
     return _run(store.create(plan, spec.source), args)
 
