@@ -119,3 +119,24 @@ def test_the_self_play_tab_rates_every_version(qtbot):
     assert rows == [["random", "0.90", "700 [600, 790]"], ["main_v1", "0.60", "1100 [1040, 1160]"],
                     ["main_v2 (main, training)", "—", "1180 [1100, 1260]"], ["main_v0", "—", "1000 [1000, 1000]"]]
     assert "main_v0 = 1000" in view.pool.toolTip()
+
+
+def test_the_runs_table_shows_each_agents_return_in_a_zero_sum_game(qtbot):
+    """A connect-four run's summed return is 0 whoever wins: the table shows each player's; a cooperative run's
+    shows the sum."""
+    import json
+
+    from mosaic.clients.gui.runs_view import COLUMNS, RunsView
+    from mosaic.host.daemon.proto import mosaic_daemon_pb2 as pb
+
+    view = RunsView()
+    qtbot.addWidget(view)
+    for run_id, metrics in (("c4", {"episode_return_mean": 0.0,
+                                    "agent_episode_returns_mean": {"player_0": 0.25, "player_1": -0.25}}),
+                            ("spread", {"episode_return_mean": -40.5,
+                                        "agent_episode_returns_mean": {"agent_0": -20.25, "agent_1": -20.25}})):
+        view.update_run(pb.RunInfo(run_id=run_id, worker="random", state=pb.COMPLETED,
+                                   last_metrics_json=json.dumps({"timesteps_total": 100, **metrics})))
+    shown = {view.table.item(row, 0).text(): view.table.item(row, COLUMNS.index("last return")).text()
+             for row in range(view.table.rowCount())}
+    assert shown == {"c4": "player_0 +0.25, player_1 -0.25", "spread": "-40.50"}
