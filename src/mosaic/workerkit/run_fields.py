@@ -267,8 +267,8 @@ class RunConfig:
 @dataclass(frozen=True)
 class RoundedBudget:
     """A library that steps its budget in whole units (the vector steps of ``num_envs`` envs, rollouts,
-    iterations, epochs) takes another number of env steps than ``total_timesteps``: ``env_steps`` (None where only
-    about that many is known in advance, as for RLlib's iterations) and ``message``, which says why. A run says it
+    iterations, epochs) takes another number of env steps than ``total_timesteps``: ``env_steps`` (None where it is
+    not known in advance) and ``message``, which says why. A run says it
     up front: ``--dry-run`` lists it under ``warnings`` and a run logs it as a warning just after ``run_started``;
     the steps it reports are always the steps it ran."""
 

@@ -305,7 +305,10 @@ class TianshouConfig(RunConfig):
         total, n, offline = self.total_timesteps, self.num_envs, self.algo.kind == "offline"
         if start >= total:
             return None
-        vector_steps = lambda steps: -(-steps // n) * n  # noqa: E731
+
+        def vector_steps(steps: int) -> int:  # Tianshou's collector steps all n envs at once
+            return -(-steps // n) * n
+
         warm = vector_steps(self.resolved_learning_starts) if self.resolved_learning_starts else 0
         unit = 1 if offline else vector_steps(self.resolved_collect_steps)
         count, per_epoch = epochs(max(total - start - warm, 0), self.test_every_timesteps)
