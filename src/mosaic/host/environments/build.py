@@ -115,7 +115,7 @@ def build(worker: str, force: bool = False, home: str | Path | None = None,
     return BuildResult(worker, dest, True, record)
 
 
-def compile_bytecode(python: Path, extra: list[Path] | None = None) -> None:
+def compile_bytecode(python: Path, extra: list[Path] | None = None, force: bool = True) -> None:
     """Write the ``.pyc`` files of everything installed for ``python``, where it now lives.
 
     uv installs no bytecode (pip does), so without this every process of a worker compiles what
@@ -123,10 +123,11 @@ def compile_bytecode(python: Path, extra: list[Path] | None = None) -> None:
     many container images, does so again in every process. Compiled after the environment is in
     its place (``-f``: also over what the build's own checks imported, in the staging folder), so
     tracebacks name the real paths. A file that does not compile (a package's Python 2 leftovers)
-    is skipped, as pip skips it. ``extra``: more folders (the environment's overlays).
+    is skipped, as pip skips it. ``extra``: more folders (the environment's overlays). ``force=False``: files
+    whose bytecode is up to date are skipped (``scripts/bootstrap`` on MOSAIC's own ``.venv``, run again).
     """
     folders = [*site_packages(python), *(str(p) for p in extra or () if p.is_dir())]
-    subprocess.run([str(python), "-m", "compileall", "-q", "-f", "-j", "0", *folders],
+    subprocess.run([str(python), "-m", "compileall", "-q", *(["-f"] if force else []), "-j", "0", *folders],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ,
                    "PYTHONDONTWRITEBYTECODE": ""}, check=False)
 
