@@ -64,3 +64,13 @@ def zero_sum_returns(metrics: Mapping[str, Any]) -> dict[str, float] | None:
         return None
     largest = max(abs(v) for v in per_agent.values())
     return dict(per_agent) if largest > 1e-9 and abs(total) <= 1e-9 * max(1.0, largest) else None
+
+
+def return_label(metrics: Mapping[str, Any], digits: int) -> str:
+    """The mean episode return as clients show it: the sum over agents, or in a zero-sum game each agent's
+    (``player_0 +0.12, player_1 -0.12``); ``""`` when the metrics hold none."""
+    per_agent = zero_sum_returns(metrics)
+    if per_agent is not None:
+        return ", ".join(f"{agent} {value:+.{digits}f}" for agent, value in per_agent.items())
+    ret = metrics.get("episode_return_mean")
+    return f"{ret:.{digits}f}" if isinstance(ret, (int, float)) and not isinstance(ret, bool) else ""

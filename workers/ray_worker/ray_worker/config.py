@@ -278,8 +278,8 @@ class RayWorkerConfig(WandbTracking, RunConfig):
     def rounded_budget(self, start: int = 0) -> RoundedBudget | None:
         """PPO and A2C sample one train batch (``train_batch_size_per_learner`` per learner) an iteration, and a run
         trains whole iterations (from ``start``, a restored checkpoint's steps): a budget that is not a whole number
-        of them is rounded up. (APPO, IMPALA, DQN and
-        SAC also stop after the iteration that reaches the budget, a few env steps past it, not known in advance.)"""
+        of them is rounded up. (APPO, IMPALA, DQN and SAC also stop after the iteration that reaches the budget, a
+        few env steps past it, not known in advance.)"""
         if self.algorithm not in ("ppo", "a2c") or not isinstance(self.total_timesteps, int):
             return None
         batch = self.algo_params.get("train_batch_size_per_learner")

@@ -66,13 +66,9 @@ def progress_text(summary: Any, metrics: dict[str, Any]) -> str:
 def return_text(metrics: dict[str, Any]) -> str:
     """The RETURN column: the mean episode return (the sum over agents), or, in a zero-sum game, where that sum is 0
     by construction, each agent's mean (``player_0 +0.120, player_1 -0.120``)."""
-    from mosaic.workerkit.episode_stats import zero_sum_returns
+    from mosaic.workerkit.episode_stats import return_label
 
-    per_agent = zero_sum_returns(metrics)
-    if per_agent is not None:
-        return ", ".join(f"{agent} {value:+.3f}" for agent, value in per_agent.items())
-    ret = metrics.get("episode_return_mean")
-    return f"{ret:.3f}" if isinstance(ret, (int, float)) else "-"
+    return return_label(metrics, 3) or "-"
 
 
 def listing_row(run_id: str, status: str, summary: Any, metrics: dict[str, Any]) -> list[str]:

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
                                QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from mosaic.host.daemon.proto import mosaic_daemon_pb2 as pb
-from mosaic.workerkit.episode_stats import zero_sum_returns
+from mosaic.workerkit.episode_stats import return_label
 
 COLUMNS = ("run", "state", "worker", "algorithm", "env", "progress", "env steps/s", "last return", "ETA")
 FIT_COLUMNS_EVERY_S = 1.0
@@ -58,7 +58,7 @@ def progress_of(info: pb.RunInfo, budget: int | None) -> dict[str, Any]:
     rate = metrics.get("env_steps_per_s")
     out: dict[str, Any] = {"done": done, "total": total, "fraction": None, "rate": rate,
                            "return": metrics.get("episode_return_mean"), "eta_s": None,
-                           "per_agent": zero_sum_returns(metrics)}  # a zero-sum game: each agent's, not the sum
+                           "return_label": return_label(metrics, 2)}  # a zero-sum game: each agent's, not the sum
     if isinstance(done, (int, float)) and isinstance(total, (int, float)) and total > 0:
         out["fraction"] = min(1.0, done / total)
         if isinstance(rate, (int, float)) and rate > 0 and state_name(info.state) == "RUNNING":
@@ -66,13 +66,6 @@ def progress_of(info: pb.RunInfo, budget: int | None) -> dict[str, Any]:
     if state_name(info.state) == "COMPLETED":
         out["fraction"] = 1.0
     return out
-
-
-def return_label(progress: dict[str, Any]) -> str:
-    """The last mean episode return (the sum over agents), or in a zero-sum game each agent's."""
-    if progress["per_agent"]:
-        return ", ".join(f"{agent} {value:+.2f}" for agent, value in progress["per_agent"].items())
-    return f"{progress['return']:.2f}" if isinstance(progress["return"], (int, float)) else ""
 
 
 def format_eta(seconds: float | None) -> str:
@@ -145,7 +138,7 @@ class RunsView(QWidget):
         values = {"run": info.run_id, "state": state, "worker": info.worker, "algorithm": info.algorithm,
                   "env": info.env_id,
                   "env steps/s": f"{progress['rate']:.0f}" if isinstance(progress["rate"], (int, float)) else "",
-                  "last return": return_label(progress),
+                  "last return": progress["return_label"],
                   "ETA": format_eta(progress["eta_s"])}
         for col, name in enumerate(COLUMNS):
             if name in values:
