@@ -154,11 +154,20 @@ def test_an_interrupted_then_killed_driver_resumes_without_replaying_a_game(tmp_
         logged = len(shard_log(home, "kill"))
         proc = _driver(spec, home)
 
-        def by_second_driver() -> int:
-            runs = {e["run_id"] for e in shard_log(home, "kill")[logged:] if e.get("state") == "submitted"}
-            return sum(1 for g in journal(home, "kill") if g["run_id"] in runs)
+        def killable() -> bool:
+            """Two games of the second driver's shards journaled, and one of its shards still has at least
+            three to play (a kill in the moment both its shards ended, before it submitted the next, would leave
+            nothing to follow)."""
+            log, games = shard_log(home, "kill")[logged:], journal(home, "kill")
+            submitted = {e["run_id"]: e for e in log if e.get("state") == "submitted"}
+            done = {(g["pairing"], g["game"]) for g in games}
+            left = [sum(1 for p, g, *_ in e["config"]["shard"]["games"] if (p, g) not in done)
+                    for run_id, e in submitted.items() if not any(x["run_id"] == run_id for x in log
+                                                                   if x.get("state") != "submitted")]
+            return sum(1 for g in games if g["run_id"] in submitted) >= 2 and max(left, default=0) >= 3
 
-        wait_until(lambda: by_second_driver() >= 2, 300, "two games of the second driver's shards", proc=proc)
+        wait_until(killable, 300, "two games of the second driver's shards, and one of them with three to play",
+                   proc=proc)
         proc.send_signal(signal.SIGKILL)  # no chance to cancel its shards: they play on in the daemon
         proc.wait(30)
         before, killed_log = journal(home, "kill"), shard_log(home, "kill")
