@@ -29,10 +29,15 @@ def crash_once(agent, observation):
     from mosaic.arena.heuristics import first_legal
 
     CALLS["n"] += 1
-    marker = Path(os.environ[CRASH_VAR])
-    if CALLS["n"] == 12 and not marker.exists():
-        marker.write_text(str(os.getpid()))
-        raise RuntimeError("crashed on purpose")
+    if CALLS["n"] == 12:
+        try:  # created here or not at all: of two shards at their 12th move at once, only one crashes
+            fd = os.open(os.environ[CRASH_VAR], os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            pass
+        else:
+            os.write(fd, str(os.getpid()).encode())
+            os.close(fd)
+            raise RuntimeError("crashed on purpose")
     return first_legal(agent, observation)
 
 
@@ -155,18 +160,25 @@ def test_an_interrupted_then_killed_driver_resumes_without_replaying_a_game(tmp_
         proc = _driver(spec, home)
 
         def killable() -> bool:
-            """Two games of the second driver's shards journaled, and one of its shards still has at least
-            three to play (a kill in the moment both its shards ended, before it submitted the next, would leave
-            nothing to follow)."""
+            """Two games of the second driver's shards journaled, and one of its shard runs, not ended, with at
+            least four still to play by its own telemetry (the journal lags it by a poll of the driver: a kill in
+            the moment both shards had ended and been logged, before the next was submitted, left nothing to
+            follow)."""
             log, games = shard_log(home, "kill")[logged:], journal(home, "kill")
             submitted = {e["run_id"]: e for e in log if e.get("state") == "submitted"}
-            done = {(g["pairing"], g["game"]) for g in games}
-            left = [sum(1 for p, g, *_ in e["config"]["shard"]["games"] if (p, g) not in done)
-                    for run_id, e in submitted.items() if not any(x["run_id"] == run_id for x in log
-                                                                   if x.get("state") != "submitted")]
-            return sum(1 for g in games if g["run_id"] in submitted) >= 2 and max(left, default=0) >= 3
+            if sum(1 for g in games if g["run_id"] in submitted) < 2:
+                return False
+            for run_id, entry in submitted.items():
+                if status_from_run_store(home, run_id) is not None:
+                    continue  # ended
+                path = home / "trainer" / "runs" / run_id / "telemetry.jsonl"
+                lines = path.read_text().splitlines()[:-1] if path.exists() else []  # the last may be half-written
+                played = sum(1 for x in lines if json.loads(x).get("type") == "episode") + 1  # one more may end
+                if len(entry["config"]["shard"]["games"]) - played >= 4:
+                    return True
+            return False
 
-        wait_until(killable, 300, "two games of the second driver's shards, and one of them with three to play",
+        wait_until(killable, 300, "two games of the second driver's shards, and one of them with four to play",
                    proc=proc)
         proc.send_signal(signal.SIGKILL)  # no chance to cancel its shards: they play on in the daemon
         proc.wait(30)

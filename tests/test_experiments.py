@@ -426,7 +426,7 @@ def test_a_killed_coordinator_is_resumed_without_repeating_a_finished_cell(exp_h
 
 def test_cancel_without_a_coordinator_stops_the_runs_in_flight_itself(exp_home, tmp_path):
     """The coordinator was killed: its runs go on in the daemon, and `cancel` asks each of them to stop, once."""
-    doc = _random_spec("orphaned", cells=2, delay=0.4, steps=10, retries=0)
+    doc = _random_spec("orphaned", cells=2, delay=0.4, steps=1000, retries=0)  # runs the cancel finds running
     coordinator = _start(exp_home, "run", str(_write(tmp_path / "o.json", doc)))
     wait_until(lambda: sum(e["event"] == "running" for e in _journal_of(exp_home, "orphaned")) == 2, 120,
                "both cells to run", proc=coordinator)

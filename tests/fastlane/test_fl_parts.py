@@ -23,10 +23,8 @@ def test_throttle_caps_the_frame_rate():
     t0 = time.monotonic()
     assert throttle.due()
     throttle.done(t0, 0.0001)
-    assert not throttle.due()
     assert throttle.interval == pytest.approx(0.05)
-    time.sleep(0.06)
-    assert throttle.due()
+    assert not throttle.due(t0 + 0.049) and throttle.due(t0 + 0.05)  # the clock given: no race with the real one
 
 
 def test_expensive_renders_lower_the_rate_to_stay_within_budget():

@@ -265,7 +265,8 @@ def test_a_live_experiment_goes_to_completed_in_the_window(qapp, tmp_path):
     spec = tmp_path / "live.json"
     spec.write_text(json.dumps({"name": "live", "seeds": 2, "score": {"metric": metric}, "base": {"random": {
         "environment": {"family": "classic", "env_id": "tictactoe_v3"}, "total_timesteps": 200,
-        "step_delay_s": 0.03, "reporting": {"every_timesteps": 20}}}}))
+        "step_delay_s": 0.06, "reporting": {"every_timesteps": 20}}}}))  # 12 s: the window, started on a
+    # loaded machine, still sees the runs before they complete
     env = {**os.environ, "MOSAIC_HOME": str(home)}
     log = tmp_path / "experiment.log"
     with log.open("wb") as out:

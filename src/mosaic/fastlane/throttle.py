@@ -21,9 +21,10 @@ class Throttle:
         self.interval = self.min_interval
         self._next = 0.0
 
-    def due(self) -> bool:
-        """Is it time for another frame? (cheap: call it every env step)."""
-        return time.monotonic() >= self._next
+    def due(self, now: float | None = None) -> bool:
+        """Is it time (``now``, monotonic; default: the clock's) for another frame? (cheap: call it every env
+        step)."""
+        return (time.monotonic() if now is None else now) >= self._next
 
     def done(self, started: float, cost_s: float) -> None:
         """Record a frame that began at ``started`` (monotonic) and took ``cost_s``."""
