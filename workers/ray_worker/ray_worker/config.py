@@ -276,19 +276,55 @@ class RayWorkerConfig(WandbTracking, RunConfig):
         return {"num_learners": int(gpus), "num_gpus_per_learner": 1}
 
     def rounded_budget(self, start: int = 0) -> RoundedBudget | None:
-        """PPO and A2C sample one train batch (``train_batch_size_per_learner`` per learner) an iteration, and a run
-        trains whole iterations (from ``start``, a restored checkpoint's steps): a budget that is not a whole number
-        of them is rounded up. (APPO, IMPALA, DQN and SAC also stop after the iteration that reaches the budget, a
-        few env steps past it, not known in advance.)"""
-        if self.algorithm not in ("ppo", "a2c") or not isinstance(self.total_timesteps, int):
+        """A run trains whole iterations (from ``start``, a restored checkpoint's steps) and stops after the one
+        that reaches the budget. Each env runner samples ``rollout_fragment_length`` steps of each of its
+        ``num_envs`` envs at a time: DQN and SAC once an iteration, PPO and A2C until the train batch
+        (``train_batch_size_per_learner`` per learner) is full ('auto' fragments split it across runners and envs,
+        RLlib's rounding up to whole vector steps). A budget that is not a whole number of iterations is rounded up.
+        Not known in advance: APPO's and IMPALA's iterations (they last a time, ``min_time_s_per_iteration``), and
+        a single-agent env's vector of several envs (gymnasium resets an ended env in a step RLlib does not
+        count)."""
+        if not isinstance(self.total_timesteps, int) or self.total_timesteps <= start:
             return None
-        batch = self.algo_params.get("train_batch_size_per_learner")
-        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
-            batch = algo_params.schema(self.algorithm)["properties"]["train_batch_size_per_learner"]["default"]
-        learners = max(1, self.learner_resources()["num_learners"])
-        return RoundedBudget.whole_units(self.total_timesteps, batch * learners, "training iteration",
-                                         f"train_batch_size_per_learner {batch} × {learners} learner"
-                                         + ("s" if learners > 1 else ""), start=start)
+        from ray_worker.traits import traits
+
+        name, total, trait = self.rllib_algorithm, self.total_timesteps, traits(self.rllib_algorithm)
+        if trait.learner_thread:
+            seconds = self.algo_params.get("min_time_s_per_iteration", 1)
+            return RoundedBudget(total, None, f"{name}'s training iterations last at least {seconds:g} s "
+                                 "(min_time_s_per_iteration) and the run stops after the one that reaches "
+                                 f"total_timesteps {total}: it takes more env steps than that, how many depends on "
+                                 "this machine's speed; the steps it reports are those it ran")
+        envs, runners = self.num_envs_per_env_runner, max(1, self.rllib.num_env_runners)
+        fragment = self.algo_params.get("rollout_fragment_length", "auto")
+        fragment = fragment if isinstance(fragment, int) and not isinstance(fragment, bool) and fragment > 0 else None
+        round_ = f"× {envs} env{'s' if envs > 1 else ''} × {runners} env runner{'s' if runners > 1 else ''}"
+        if trait.on_policy:
+            learners = max(1, self.learner_resources()["num_learners"])
+            batch = self._param("train_batch_size_per_learner") * learners
+            if fragment is None:  # RLlib's 'auto': the batch in whole vector steps
+                steps = envs * -(-batch // envs)
+                what = f"a train batch of {batch} in whole vector steps of {envs} env{'s' if envs > 1 else ''}"
+            else:
+                steps = fragment * envs * runners * -(-batch // (fragment * envs * runners))
+                what = f"a train batch of {batch} in samples of rollout_fragment_length {fragment} {round_}"
+        else:
+            fragment = fragment or trait.auto_rollout_fragment or self._param("n_step")
+            steps, what = fragment * envs * runners, f"rollout_fragment_length {fragment} {round_}"
+        if envs > 1 and self.environment.single_agent:
+            return RoundedBudget(total, None, f"{name}'s training iterations sample about {steps} env steps each "
+                                 f"({what}) and the run stops after the one that reaches total_timesteps {total}; "
+                                 f"how far past it is not known in advance: of a single-agent env's {envs} "
+                                 "vectorised envs, one that ended resets in a step RLlib does not count; the steps "
+                                 "it reports are those it ran")
+        return RoundedBudget.whole_units(total, steps, "training iteration", what, start=start)
+
+    def _param(self, name: str) -> int:
+        """``algo_params[name]`` when it is a positive int, else its default."""
+        value = self.algo_params.get(name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            value = algo_params.schema(self.algorithm)["properties"][name]["default"]
+        return value
 
     def stall_timeout(self) -> float:
         """The stall bound: the configured one, else a generous estimate of one slow iteration.
@@ -304,6 +340,23 @@ class RayWorkerConfig(WandbTracking, RunConfig):
         epochs = float(params.get("num_epochs") or 1)
         minimum = float(params.get("min_time_s_per_iteration") or 0)
         return max(STALL_TIMEOUT_FLOOR_S, batch * (1 / 20 + epochs / 100) + 3 * minimum)
+
+    def _check_fragment_fills_the_batch(self) -> None:
+        """PPO and A2C (RLlib's PPOConfig.validate) refuse a ``rollout_fragment_length`` whose samples (× envs ×
+        env runners) add up to the train batch only more than 10% past it: refused here, before the run."""
+        fragment = self.algo_params.get("rollout_fragment_length")
+        if self.rllib_algorithm not in ("PPO", "A2C") or not isinstance(fragment, int) or isinstance(fragment, bool):
+            return
+        envs, runners = self.num_envs_per_env_runner, max(1, self.rllib.num_env_runners)
+        batch = self._param("train_batch_size_per_learner") * max(1, self.learner_resources()["num_learners"])
+        sample = fragment * envs * runners
+        filled = sample * -(-batch // sample)
+        if filled - batch > 0.1 * batch:
+            raise ConfigError("algo_params.rollout_fragment_length",
+                              f"{fragment} fills the train batch of {batch} only with {filled} env steps, more than "
+                              f"10% past it (samples of {fragment} × {envs} env{'s' if envs > 1 else ''} × "
+                              f"{runners} env runner{'s' if runners > 1 else ''}: {sample}); allowed: \"auto\" or "
+                              f"{batch // (envs * runners)}")
 
     def _merge_hyperparameters(self) -> dict[str, Any]:
         """``algo_params`` with the shared hyperparameters under RLlib's names; both given: refused.
@@ -350,6 +403,7 @@ class RayWorkerConfig(WandbTracking, RunConfig):
             if shared is None:
                 raise
             raise ConfigError(shared, f"(RLlib's {names[shared]}) {str(exc).split(': ', 1)[-1]}") from None
+        self._check_fragment_fills_the_batch()
         if self.environment.single_agent:
             self._check_single_agent()
         if self.policy_configuration not in IMPLEMENTED_POLICY_CONFIGURATIONS:

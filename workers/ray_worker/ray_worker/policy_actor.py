@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 import gymnasium as gym
 import numpy as np
 
-from mosaic.errors import ConfigError, UserError
+from mosaic.errors import UserError
 from ray_worker.checkpoint_state import RayCheckpointState
 
 MODULES_DIR = Path("learner_group") / "learner" / "rl_module"

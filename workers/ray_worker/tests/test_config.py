@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -148,6 +149,10 @@ BAD_CONFIGS = [
     ({"algo_params": {"fcnet_kernel_initializer": "orthogonal"}},
      "algo_params.fcnet_kernel_initializer: 'orthogonal' is not one of null, orthogonal_, xavier_uniform_"),
     ({"algo_params": {"fcnet_use_layernorm": "yes"}}, "algo_params.fcnet_use_layernorm: must be true or false"),
+    ({"num_envs": 2, "rllib": {"num_env_runners": 1}, "algo_params": {"rollout_fragment_length": 100,
+                                                                     "train_batch_size_per_learner": 500}},
+     'algo_params.rollout_fragment_length: 100 fills the train batch of 500 only with 600 env steps, more than 10% '
+     'past it (samples of 100 × 2 envs × 1 env runner: 200); allowed: "auto" or 250'),
 ]
 
 
@@ -159,6 +164,61 @@ def test_bad_configs_name_the_field_with_exit_code_2(data, message):
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert lines[0].startswith("mosaic: error: ") and message in lines[0], lines[0]
     assert proc.stdout == ""
+
+
+def test_a_fragment_that_overfills_the_batch_is_refused_where_rllib_refuses_it():
+    """PPO's and A2C's rollout_fragment_length against the train batch is checked before the run (RLlib's
+    PPOConfig validation would fail it at run time, exit 1): refused exactly where RLlib refuses, over a grid."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    disagree = []
+    for fragment, envs, runners, batch in itertools.product((1, 7, 100, 167, 250, 333), (1, 2, 3), (0, 1, 2),
+                                                            (500, 1000)):
+        rllib = (PPOConfig().env_runners(num_env_runners=runners, num_envs_per_env_runner=envs,
+                                         rollout_fragment_length=fragment)
+                 .training(train_batch_size_per_learner=batch))
+        try:
+            rllib.validate_train_batch_size_vs_rollout_fragment_length()
+            theirs = False
+        except ValueError:
+            theirs = True
+        try:
+            RayWorkerConfig.from_dict({"run_id": "r", "num_envs": envs, "rllib": {"num_env_runners": runners},
+                                       "algo_params": {"rollout_fragment_length": fragment, "minibatch_size": 100,
+                                                       "train_batch_size_per_learner": batch}})
+            ours = False
+        except ConfigError as exc:
+            assert exc.field == "algo_params.rollout_fragment_length", exc
+            ours = True
+        if ours != theirs:
+            disagree.append((fragment, envs, runners, batch, ours, theirs))
+    assert not disagree, disagree
+
+
+@pytest.mark.parametrize("data,steps,said", [
+    ({"algorithm": "ppo", "num_envs": 3, "rllib": {"num_env_runners": 0}}, 1002,
+     "training iterations of 1002 env steps (a train batch of 1000 in whole vector steps of 3 envs)"),
+    ({"algorithm": "ppo", "num_envs": 3, "algo_params": {"rollout_fragment_length": 35}}, 1050,
+     "of 1050 env steps (a train batch of 1000 in samples of rollout_fragment_length 35 × 3 envs × 2 env runners)"),
+    ({"algorithm": "a2c"}, 1500, "of 500 env steps (a train batch of 500 in whole vector steps of 1 env)"),
+    ({"algorithm": "dqn", "algo_params": {"n_step": 3}}, 1002,
+     "of 6 env steps (rollout_fragment_length 3 × 1 env × 2 env runners)"),
+    ({"algorithm": "sac", "environment": {"family": "mpe", "env_id": "simple_spread_v3",
+                                          "env_kwargs": {"continuous_actions": True}}}, 1050,
+     "of 50 env steps (rollout_fragment_length 25 × 1 env × 2 env runners)"),
+    ({"algorithm": "dqn", "environment": {"family": "gymnasium", "env_id": "CartPole-v1"}, "num_envs": 3}, None,
+     "about 6 env steps each (rollout_fragment_length 1 × 3 envs × 2 env runners)"),
+    ({"algorithm": "appo", "algo_params": {"min_time_s_per_iteration": 2}}, None,
+     "APPO's training iterations last at least 2 s (min_time_s_per_iteration)"),
+])
+def test_the_budget_rllib_rounds_is_said_with_its_steps_or_as_not_known(data, steps, said):
+    """The env steps each algorithm's iterations sample (checked against real runs: tests/test_rounded_budgets.py
+    runs PPO, DQN and APPO; SAC, A2C and explicit fragments gave the same numbers by hand), for 1001 asked."""
+    rounded = RayWorkerConfig.from_dict({"run_id": "r", "total_timesteps": 1001, **data}).rounded_budget()
+    assert rounded.env_steps == steps and said in rounded.message, rounded
+    assert RayWorkerConfig.from_dict({"run_id": "r", "total_timesteps": 1001, **data}).rounded_budget(1001) is None
+    if steps is not None:  # a budget of whole iterations is taken as it is
+        assert RayWorkerConfig.from_dict({"run_id": "r", **data, "total_timesteps": steps}).rounded_budget() is None
 
 
 REFUSED = [("episodes", {"episodes": 5}), ("reporting.every_timesteps", {"reporting": {"every_timesteps": 100}}),
