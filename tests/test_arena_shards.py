@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -40,6 +41,38 @@ def crash_once(agent, observation):
     return first_legal(agent, observation)
 
 
+
+
+HOLD_VAR = "MOSAIC_TEST_HOLD"
+BEGUN = {"n": 0}
+
+
+def _held(play, agent, observation):
+    """``play``'s move; but while the file $MOSAIC_TEST_HOLD names exists, a player process that has begun two
+    games waits at the start of its next one (writing ``<hold>.held-<pid>``) until the file is removed: a shard
+    run the test holds cannot end, whatever the machine's speed."""
+    import numpy as np
+
+    board = np.asarray(observation["observation"])
+    hold = Path(os.environ.get(HOLD_VAR, "/nonexistent"))
+    if board.sum() <= 1:  # this player's first move of a game: an empty board, or the opening piece
+        BEGUN["n"] += 1
+        if BEGUN["n"] > 2 and hold.exists():
+            Path(f"{hold}.held-{os.getpid()}").touch()
+            wait_until(lambda: not hold.exists(), 600, "the test to lift its hold")
+    return play(agent, observation)
+
+
+def held_lowest(agent, observation):
+    from mosaic.arena.heuristics import first_legal
+
+    return _held(first_legal, agent, observation)
+
+
+def held_heuristic(agent, observation):
+    from mosaic.arena.heuristics import connect_four
+
+    return _held(connect_four, agent, observation)
 
 
 def test_a_shard_holds_both_seatings_of_one_pairing():
@@ -129,62 +162,59 @@ def test_a_shard_whose_player_crashes_is_retried_with_its_unplayed_games(tmp_pat
     assert {(g["pairing"], g["game"]): g["returns"] for g in games} == played_in_process(tmp_path, spec, "crash", env)
 
 
-def _driver(spec, home):
+def _driver(spec, home, env=None):
     return subprocess.Popen([sys.executable, "-m", "mosaic", "arena", "run", str(spec), "--parallel", "2"],
-                            env={**os.environ, "MOSAIC_HOME": str(home)}, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            env={**os.environ, "MOSAIC_HOME": str(home), **(env or {})}, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def test_an_interrupted_then_killed_driver_resumes_without_replaying_a_game(tmp_path):
-    """Ctrl-C cancels the shards in flight; a SIGKILL leaves them playing, and the next driver follows them."""
+    """Ctrl-C cancels the shards in flight; a SIGKILL leaves them playing, and the next driver follows them.
+
+    A hold the test lifts (``_held``) stops each shard run at the start of its third game: the first driver is
+    interrupted with most of the tournament left, and the second is killed while its shards are sure to have
+    games to play (games take milliseconds: without it a fast machine ended them before the kill)."""
     from mosaic.experiments.backends import status_from_run_store
 
     spec = tmp_path / "kill.json"
     spec.write_text(json.dumps({"name": "kill", "environment": CONNECT_FOUR, "games_per_pairing": 16, "seed": 6,
-                                "players": {"random": "random",
-                                            "lowest": "scripted:mosaic.arena.heuristics:first_legal",
-                                            "heuristic": "scripted:mosaic.arena.heuristics:connect_four"}}))
-    home = tmp_path / "home"
+                                "players": {"random": "random", "lowest": "scripted:test_arena_shards:held_lowest",
+                                            "heuristic": "scripted:test_arena_shards:held_heuristic"}}))
+    home, hold = tmp_path / "home", tmp_path / "hold"
+    env = {HOLD_VAR: str(hold), "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")])}
     try:
-        proc = _driver(spec, home)
+        hold.touch()
+        proc = _driver(spec, home, env)
         wait_until(lambda: len(journal(home, "kill")) >= 3, 300, "three games", proc=proc)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(120) == 130
+        hold.unlink()  # the cancelled shards end after the game they were holding at
         cancelled = [e for e in shard_log(home, "kill") if e.get("state") == "cancelled"]
         assert cancelled and all("KeyboardInterrupt" in e["cause"] for e in cancelled)
         # nothing plays on for a driver that stopped: each shard run it cancelled has ended
         wait_until(lambda: all(status_from_run_store(home, e["run_id"]) is not None for e in cancelled), 60,
                    "the cancelled shard runs to end")
+        assert len(journal(home, "kill")) <= 6  # two shards, each held at its third game, which the cancel ended
         logged = len(shard_log(home, "kill"))
-        proc = _driver(spec, home)
+        for marker in tmp_path.glob("hold.held-*"):
+            marker.unlink()
+        hold.touch()
+        proc = _driver(spec, home, env)
 
-        def killable() -> bool:
-            """Two games of the second driver's shards journaled, and one of its shard runs, not ended, with at
-            least four still to play by its own telemetry (the journal lags it by a poll of the driver: a kill in
-            the moment both shards had ended and been logged, before the next was submitted, left nothing to
-            follow)."""
-            log, games = shard_log(home, "kill")[logged:], journal(home, "kill")
-            submitted = {e["run_id"]: e for e in log if e.get("state") == "submitted"}
-            if sum(1 for g in games if g["run_id"] in submitted) < 2:
-                return False
-            for run_id, entry in submitted.items():
-                if status_from_run_store(home, run_id) is not None:
-                    continue  # ended
-                path = home / "trainer" / "runs" / run_id / "telemetry.jsonl"
-                lines = path.read_text().splitlines()[:-1] if path.exists() else []  # the last may be half-written
-                played = sum(1 for x in lines if json.loads(x).get("type") == "episode") + 1  # one more may end
-                if len(entry["config"]["shard"]["games"]) - played >= 4:
-                    return True
-            return False
+        def by_second_driver() -> int:
+            runs = {e["run_id"] for e in shard_log(home, "kill")[logged:] if e.get("state") == "submitted"}
+            return sum(1 for g in journal(home, "kill") if g["run_id"] in runs)
 
-        wait_until(killable, 300, "two games of the second driver's shards, and one of them with four to play",
-                   proc=proc)
+        wait_until(lambda: by_second_driver() >= 2 and any(tmp_path.glob("hold.held-*")), 300,
+                   "two games of the second driver's shards, and one of them held", proc=proc)
         proc.send_signal(signal.SIGKILL)  # no chance to cancel its shards: they play on in the daemon
         proc.wait(30)
         before, killed_log = journal(home, "kill"), shard_log(home, "kill")
         assert len(before) < 48, "the tournament finished before it could be interrupted"
-        resumed = run_cli("arena", "run", str(spec), "--parallel", "2", home=home, timeout=600)
+        hold.unlink()  # on with no driver
+        resumed = run_cli("arena", "run", str(spec), "--parallel", "2", home=home, timeout=600, env=env)
     finally:
+        hold.unlink(missing_ok=True)
         stop_daemon(home)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     games = journal(home, "kill")
@@ -196,7 +226,8 @@ def test_an_interrupted_then_killed_driver_resumes_without_replaying_a_game(tmp_
     theirs = {(p, g) for e in killed_log[logged:] if e["run_id"] in orphans and e.get("state") == "submitted"
               for p, g, *_ in e["config"]["shard"]["games"]}
     assert by_orphans == theirs  # every game of theirs, played by them
-    assert len(by_orphans) > sum(1 for g in before if g["run_id"] in orphans) or "submitted before" in resumed.stderr
+    # a shard held at the kill played its games after it
+    assert any(sum(g["run_id"] == r for g in games) > sum(g["run_id"] == r for g in before) for r in orphans)
     resubmitted = {(p, g) for e in shard_log(home, "kill")[len(killed_log):] if e.get("state") == "submitted"
                    for p, g, *_ in e["config"]["shard"]["games"]}
     assert not by_orphans & resubmitted
@@ -204,4 +235,4 @@ def test_an_interrupted_then_killed_driver_resumes_without_replaying_a_game(tmp_
     assert len(keys) == len(set(keys)) == 48  # every game once: none replayed
     runs = {e["run_id"] for e in shard_log(home, "kill") if e.get("state") == "submitted"}
     assert {g["run_id"] for g in games} <= runs
-    assert {(g["pairing"], g["game"]): g["returns"] for g in games} == played_in_process(tmp_path, spec, "kill")
+    assert {(g["pairing"], g["game"]): g["returns"] for g in games} == played_in_process(tmp_path, spec, "kill", env)
