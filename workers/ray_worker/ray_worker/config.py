@@ -356,7 +356,7 @@ class RayWorkerConfig(WandbTracking, RunConfig):
                               f"{fragment} fills the train batch of {batch} only with {filled} env steps, more than "
                               f"10% past it (samples of {fragment} × {envs} env{'s' if envs > 1 else ''} × "
                               f"{runners} env runner{'s' if runners > 1 else ''}: {sample}); allowed: \"auto\" or "
-                              f"{batch // (envs * runners)}")
+                              f"{max(1, batch // (envs * runners))}")
 
     def _merge_hyperparameters(self) -> dict[str, Any]:
         """``algo_params`` with the shared hyperparameters under RLlib's names; both given: refused.
