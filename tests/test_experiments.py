@@ -471,7 +471,7 @@ def test_a_crashed_cell_continues_from_its_checkpoint_with_retry_from_checkpoint
     from mosaic.host.daemon.client import DaemonClient, state_name
     from mosaic.runs import RunStore
 
-    spec = _random_spec("continued", cells=1, delay=0.05, steps=400)
+    spec = _random_spec("continued", cells=1, delay=0.02, steps=400)  # 8 s in all; the kill comes at 100 steps
     spec["retry_from"] = "checkpoint"
     spec["base"]["random"]["checkpoint"] = {"every_timesteps": 100}
     coordinator = _start(exp_home, "run", str(_write(tmp_path / "k.json", spec)))
