@@ -207,6 +207,16 @@ def hyperparameter_names(rllib_algorithm: str) -> dict[str, str | None]:
             "batch_size": "minibatch_size" if "minibatch_size" in props else "train_batch_size_per_learner"}
 
 
+def _samples(fragment: int, envs: int, runners: int) -> str:
+    """How one sampling round is made up, in words: ``fragment`` steps × envs × env runners."""
+    return f"{fragment} × {envs} env{'s' if envs > 1 else ''} × {runners} env runner{'s' if runners > 1 else ''}"
+
+
+def _filled(batch: int, sample: int) -> int:
+    """The env steps that fill a train batch of ``batch`` in whole sampling rounds of ``sample``."""
+    return sample * -(-batch // sample)
+
+
 @dataclass
 class RayWorkerConfig(WandbTracking, RunConfig):
     # ``wandb``, ``wandb_project`` and ``wandb_mode`` are the shared W&B section (run_fields.WandbTracking),
@@ -295,22 +305,18 @@ class RayWorkerConfig(WandbTracking, RunConfig):
                                  "(min_time_s_per_iteration) and the run stops after the one that reaches "
                                  f"total_timesteps {total}: it takes more env steps than that, how many depends on "
                                  "this machine's speed; the steps it reports are those it ran")
-        envs, runners = self.num_envs_per_env_runner, max(1, self.rllib.num_env_runners)
-        fragment = self.algo_params.get("rollout_fragment_length", "auto")
-        fragment = fragment if isinstance(fragment, int) and not isinstance(fragment, bool) and fragment > 0 else None
-        round_ = f"× {envs} env{'s' if envs > 1 else ''} × {runners} env runner{'s' if runners > 1 else ''}"
+        envs, runners, batch, fragment = self._sampling()
         if trait.on_policy:
-            learners = max(1, self.learner_resources()["num_learners"])
-            batch = self._param("train_batch_size_per_learner") * learners
             if fragment is None:  # RLlib's 'auto': the batch in whole vector steps
                 steps = envs * -(-batch // envs)
                 what = f"a train batch of {batch} in whole vector steps of {envs} env{'s' if envs > 1 else ''}"
             else:
-                steps = fragment * envs * runners * -(-batch // (fragment * envs * runners))
-                what = f"a train batch of {batch} in samples of rollout_fragment_length {fragment} {round_}"
+                steps = _filled(batch, fragment * envs * runners)
+                what = (f"a train batch of {batch} in samples of rollout_fragment_length "
+                        f"{_samples(fragment, envs, runners)}")
         else:
             fragment = fragment or trait.auto_rollout_fragment or self._param("n_step")
-            steps, what = fragment * envs * runners, f"rollout_fragment_length {fragment} {round_}"
+            steps, what = fragment * envs * runners, f"rollout_fragment_length {_samples(fragment, envs, runners)}"
         if envs > 1 and self.environment.single_agent:
             return RoundedBudget(total, None, f"{name}'s training iterations sample about {steps} env steps each "
                                  f"({what}) and the run stops after the one that reaches total_timesteps {total}; "
@@ -318,6 +324,14 @@ class RayWorkerConfig(WandbTracking, RunConfig):
                                  "vectorised envs, one that ended resets in a step RLlib does not count; the steps "
                                  "it reports are those it ran")
         return RoundedBudget.whole_units(total, steps, "training iteration", what, start=start)
+
+    def _sampling(self) -> tuple[int, int, int, int | None]:
+        """How an iteration samples: envs per env runner, env runners (at least one samples), the train batch over
+        all learners, and an explicit ``rollout_fragment_length`` (None: 'auto')."""
+        fragment = self.algo_params.get("rollout_fragment_length")
+        explicit = isinstance(fragment, int) and not isinstance(fragment, bool) and fragment > 0
+        batch = self._param("train_batch_size_per_learner") * max(1, self.learner_resources()["num_learners"])
+        return self.num_envs_per_env_runner, max(1, self.rllib.num_env_runners), batch, fragment if explicit else None
 
     def _param(self, name: str) -> int:
         """``algo_params[name]`` when it is a positive int, else its default."""
@@ -344,19 +358,15 @@ class RayWorkerConfig(WandbTracking, RunConfig):
     def _check_fragment_fills_the_batch(self) -> None:
         """PPO and A2C (RLlib's PPOConfig.validate) refuse a ``rollout_fragment_length`` whose samples (× envs ×
         env runners) add up to the train batch only more than 10% past it: refused here, before the run."""
-        fragment = self.algo_params.get("rollout_fragment_length")
-        if self.rllib_algorithm not in ("PPO", "A2C") or not isinstance(fragment, int) or isinstance(fragment, bool):
+        envs, runners, batch, fragment = self._sampling()
+        if self.rllib_algorithm not in ("PPO", "A2C") or fragment is None:
             return
-        envs, runners = self.num_envs_per_env_runner, max(1, self.rllib.num_env_runners)
-        batch = self._param("train_batch_size_per_learner") * max(1, self.learner_resources()["num_learners"])
-        sample = fragment * envs * runners
-        filled = sample * -(-batch // sample)
+        filled = _filled(batch, fragment * envs * runners)
         if filled - batch > 0.1 * batch:
             raise ConfigError("algo_params.rollout_fragment_length",
                               f"{fragment} fills the train batch of {batch} only with {filled} env steps, more than "
-                              f"10% past it (samples of {fragment} × {envs} env{'s' if envs > 1 else ''} × "
-                              f"{runners} env runner{'s' if runners > 1 else ''}: {sample}); allowed: \"auto\" or "
-                              f"{max(1, batch // (envs * runners))}")
+                              f"10% past it (samples of {_samples(fragment, envs, runners)}: "
+                              f"{fragment * envs * runners}); allowed: \"auto\" or {max(1, batch // (envs * runners))}")
 
     def _merge_hyperparameters(self) -> dict[str, Any]:
         """``algo_params`` with the shared hyperparameters under RLlib's names; both given: refused.
