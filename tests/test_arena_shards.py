@@ -22,6 +22,8 @@ pytestmark = pytest.mark.xdist_group("arena")
 CONNECT_FOUR = {"family": "classic", "env_id": "connect_four_v3"}
 CRASH_VAR = "MOSAIC_TEST_CRASH_MARKER"
 CALLS = {"n": 0}
+#: PYTHONPATH with this folder first: shard runs import their scripted players from this module
+TESTS_IMPORTABLE = os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")])
 
 
 def crash_once(agent, observation):
@@ -39,8 +41,6 @@ def crash_once(agent, observation):
             os.close(fd)
             raise RuntimeError("crashed on purpose")
     return first_legal(agent, observation)
-
-
 
 
 HOLD_VAR = "MOSAIC_TEST_HOLD"
@@ -132,8 +132,7 @@ def test_a_shard_whose_player_crashes_is_retried_with_its_unplayed_games(tmp_pat
     spec.write_text(json.dumps({"name": "crash", "environment": CONNECT_FOUR, "games_per_pairing": 8, "seed": 3,
                                 "players": {"random": "random", "crashy": "scripted:test_arena_shards:crash_once"}}))
     home = tmp_path / "home"
-    env = {CRASH_VAR: str(tmp_path / "crashed"),
-           "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")])}
+    env = {CRASH_VAR: str(tmp_path / "crashed"), "PYTHONPATH": TESTS_IMPORTABLE}
     try:
         proc = run_cli("arena", "run", str(spec), "--parallel", "2", home=home, timeout=600, env=env)
     finally:
@@ -181,7 +180,7 @@ def test_an_interrupted_then_killed_driver_resumes_without_replaying_a_game(tmp_
                                 "players": {"random": "random", "lowest": "scripted:test_arena_shards:held_lowest",
                                             "heuristic": "scripted:test_arena_shards:held_heuristic"}}))
     home, hold = tmp_path / "home", tmp_path / "hold"
-    env = {HOLD_VAR: str(hold), "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")])}
+    env = {HOLD_VAR: str(hold), "PYTHONPATH": TESTS_IMPORTABLE}
     try:
         hold.touch()
         proc = _driver(spec, home, env)
