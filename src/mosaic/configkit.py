@@ -498,6 +498,27 @@ def read_document(source: "str | Any", what: str = "config", stdin: Any = None) 
     return data
 
 
+_REQUIRED = object()
+
+
+def get_path(data: Any, path: str, default: Any = _REQUIRED) -> Any:
+    """The value at dotted ``path`` ``a.b.c``: ``data[a][b][c]`` through mappings, ``data.a.b.c`` through dataclass
+    instances (a config object). ``default`` where a mapping lacks the key or a value on the way is neither a
+    mapping nor a dataclass (without a ``default``: :class:`KeyError` naming the path); a dataclass's unknown
+    field is always an :class:`AttributeError` (a wrong path in code, not missing data)."""
+    node = data
+    for part in path.split("."):
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif dataclasses.is_dataclass(node) and not isinstance(node, type):
+            node = getattr(node, part)
+        elif default is _REQUIRED:
+            raise KeyError(path)
+        else:
+            return default
+    return node
+
+
 def set_path(data: dict[str, Any], path: str, value: Any, what: str = "") -> None:
     """``data[a][b][c] = value`` for ``path`` ``a.b.c``, making the objects on the way; :class:`UserError` if a
     part of the way is not an object (``what`` prefixes the message, e.g. ``--set``)."""

@@ -15,6 +15,7 @@ import secrets
 import shutil
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -22,6 +23,8 @@ from typing import Any, Iterator, Mapping
 from mosaic.errors import UserError
 
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+#: The name of an experiment or a tournament (its folder's name under ``$MOSAIC_HOME``).
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: The word for the newest run, wherever a run id goes (``mosaic show latest``): never a run's own id.
 LATEST = "latest"
 ARTEFACT_DIRS = ("checkpoints", "tensorboard", "logs", "videos", "eval")
@@ -97,6 +100,48 @@ def write_json_atomic(path: Path, data: Any) -> None:
             os.unlink(tmp)
         except OSError:
             pass
+        raise
+
+
+@contextmanager
+def staged_folder(final: Path, *, replace: bool = False, suffix: str = "", mode: int | None = None,
+                  sweep: bool = False) -> Iterator[Path]:
+    """A folder to write ``final``'s files into, put in ``final``'s place only when the block ends without error:
+    readers see no folder, or the whole new one (or, replacing, the whole old one).
+
+    The folder is ``final``'s sibling ``.<name>.<random><suffix>`` (hidden: listings skip it), made with
+    ``tempfile.mkdtemp`` (mode 0o700 unless ``mode`` is given). Any error, in the block or in the rename,
+    removes it and is raised again; ``final`` is then as it was. Without ``replace`` it is renamed to
+    ``final`` (the caller has checked that no ``final`` exists). With ``replace`` a ``final`` already there is
+    first renamed aside (``.<name>.<random>.old``), put back if the rename fails, and removed only once the new
+    one is in place. ``sweep``: first remove the staging folders ``.<name>.*<suffix>`` that a writer killed
+    mid-write left (needs a ``suffix``).
+    """
+    final = Path(final)
+    if sweep and not suffix:
+        raise ValueError("staged_folder: sweep needs a suffix (it removes .<name>.*<suffix>)")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    if sweep:
+        for stale in final.parent.glob(f".{final.name}.*{suffix}"):
+            shutil.rmtree(stale, ignore_errors=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=suffix, dir=final.parent))
+    try:
+        if mode is not None:
+            os.chmod(staging, mode)
+        yield staging
+        if not (replace and final.exists()):
+            os.rename(staging, final)
+        else:
+            old = final.with_name(f".{final.name}.{secrets.token_hex(4)}.old")
+            os.rename(final, old)
+            try:
+                os.rename(staging, final)
+            except BaseException:
+                os.rename(old, final)
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
         raise
 
 
@@ -216,9 +261,7 @@ class RunStore:
         final = self.path_for(run_id)
         if final.exists():
             raise UserError(f"run_id: a run named {run_id!r} already exists in {self.runs_dir}")
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{run_id}.", dir=self.runs_dir))
-        try:
+        with staged_folder(final) as staging:
             for name in ARTEFACT_DIRS:
                 (staging / name).mkdir()
             write_json_atomic(staging / "config.json", dict(config))
@@ -230,10 +273,6 @@ class RunStore:
                 "manifest_version": MANIFEST_VERSION, "run_id": run_id,
                 **dict(manifest), "artefacts": artefacts, "checkpoints": [],
             })
-            os.rename(staging, final)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
         return RunDir(final)
 
     def get(self, run_id: str) -> RunDir:

@@ -12,15 +12,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import shutil
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from mosaic.arena.tournament import Tournament
 from mosaic.errors import UserError
 from mosaic.ratings import Game, crosstable, rating_bootstrap
+from mosaic.runs import staged_folder
 
 FEW_GAMES = 10
 
@@ -72,7 +70,7 @@ def write_reports(tournaments: list[Tournament], out: Path | None = None, whole:
     if not any(rated_games(t) for t in tournaments):
         raise UserError(f"tournament: {name!r} has no finished game yet; run it first")
     out = Path(out or tournaments[0].root.parent / "report")
-    with _staged(out) as staging:
+    with staged_folder(out, replace=True, suffix=".tmp") as staging:  # a failed report leaves the last one whole
         sections = [f"# Tournament: {name}", "",
                     f"{len(tournaments)} games, each a tournament of its own: its own ratings, crosstable and first "
                     "mover, from its own games only. Ratings are not pooled across games (a player's skill in one "
@@ -93,22 +91,6 @@ def write_reports(tournaments: list[Tournament], out: Path | None = None, whole:
     return out / "report.md"
 
 
-@contextmanager
-def _staged(out: Path) -> Iterator[Path]:
-    """A folder to write ``out``'s files into, put in ``out``'s place only when all of them are written (a
-    failed report leaves the previous one whole)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    try:
-        yield staging
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-
-
 def write_report(tournament: Tournament, out: Path | None = None) -> Path:
     games = rated_games(tournament)
     if not games:
@@ -120,7 +102,7 @@ def write_report(tournament: Tournament, out: Path | None = None) -> Path:
                             first_move_advantage=not tournament.spec.sides)
     table = crosstable(games, confidence)
     out = Path(out or tournament.root / "report")
-    with _staged(out) as staging:
+    with staged_folder(out, replace=True, suffix=".tmp") as staging:
         (staging / "report.md").write_text(_markdown(tournament, games, boot, table, reps, confidence, seed))
         (staging / "ratings.csv").write_text(_ratings_csv(boot, table))
         (staging / "games.csv").write_text(_games_csv(tournament))

@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from mosaic.configkit import read_document
 from mosaic.errors import UserError
-from mosaic.runs import append_jsonl, mosaic_home, read_jsonl, write_json_atomic
+from mosaic.runs import NAME_PATTERN, append_jsonl, mosaic_home, read_jsonl, write_json_atomic
 
 FORMATS = ("round_robin", "gauntlet")
 SPEC_KEYS = ("name", "description", "environment", "players", "format", "candidate", "games_per_pairing",
@@ -48,7 +48,6 @@ LEAGUE_KEYS = tuple(k for k in SPEC_KEYS if k != "environment") + ("games",)
 GAME_KEYS = ("environment", "players", "games_per_pairing", "opening_moves", "sides", "max_steps")
 #: names a game may not take (a sub-folder of the tournament's folder has that name)
 RESERVED_GAMES = ("report", "shards")
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
 
 @dataclass(frozen=True)
@@ -103,8 +102,6 @@ class TournamentSpec:
 def parse_spec(data: Mapping[str, Any]) -> TournamentSpec:
     """A one-environment spec (also each game's spec of a several-game one, which carries ``game``, its key:
     :func:`parse_specs` reads a spec of either kind)."""
-    import re
-
     game_key = data.get("game")
     for key in data:
         if key not in SPEC_KEYS and not (key == "game" and isinstance(game_key, str)):
@@ -114,7 +111,7 @@ def parse_spec(data: Mapping[str, Any]) -> TournamentSpec:
             raise UserError(f"{key}: unknown field; allowed: {', '.join(SPEC_KEYS)}, or games instead of "
                             "environment")
     name = data.get("name")
-    if not isinstance(name, str) or not re.match(NAME_PATTERN, name):
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
         raise UserError(f"name: {name!r} is not a valid tournament name; allowed: letters, digits, '.', '_', '-'")
     env = data.get("environment")
     if not isinstance(env, dict) or not env.get("family") or not env.get("env_id"):
@@ -180,8 +177,6 @@ def parse_specs(data: Mapping[str, Any]) -> list[TournamentSpec]:
     spec's fields and the game's own ``environment``, ``players`` (labels, default all) and overrides of
     ``games_per_pairing``, ``opening_moves``, ``sides`` and ``max_steps``). Every error names its field
     (``games.GAME.FIELD`` for a game's)."""
-    import re
-
     if not isinstance(data, Mapping):
         raise UserError("spec: expected an object (name, players, environment or games, ...)")
     if "games" not in data:
@@ -205,7 +200,7 @@ def parse_specs(data: Mapping[str, Any]) -> list[TournamentSpec]:
     specs = []
     for key, game in games.items():
         where = f"games.{key}"
-        if not isinstance(key, str) or not re.match(NAME_PATTERN, key):
+        if not isinstance(key, str) or not NAME_PATTERN.match(key):
             raise UserError(f"{where}: {key!r} is not a valid game name; allowed: letters, digits, '.', '_', '-'")
         if key in RESERVED_GAMES:
             raise UserError(f"{where}: {key!r} is reserved (a folder of the tournament's); allowed: another name")

@@ -27,10 +27,6 @@ import csv
 import io
 import json
 import math
-import os
-import secrets
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -39,6 +35,7 @@ import numpy as np
 
 from mosaic import stats
 from mosaic.experiments.results import RunResult, run_result
+from mosaic.runs import staged_folder
 
 #: Seeds below which bootstrap intervals are too narrow to trust (they cover less than they state).
 FEW_SEEDS = 10
@@ -896,34 +893,11 @@ def write_report(out_dir: Path, data: ReportInput) -> Path:
     """Write the report folder ``out_dir`` (replacing one already there, all at once); returns report.md's path."""
     out_dir = Path(out_dir)
     analysis = analyse(data)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    for stale in out_dir.parent.glob(f".{out_dir.name}.*.tmp"):  # left by a writer killed mid-write
-        shutil.rmtree(stale, ignore_errors=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
-    try:
-        os.chmod(staging, 0o755)
+    with staged_folder(out_dir, replace=True, suffix=".tmp", mode=0o755, sweep=True) as staging:
         (staging / "report.md").write_text(render_markdown(analysis), encoding="utf-8")
         (staging / "scores.csv").write_text(render_csv(analysis), encoding="utf-8")
         (staging / "marl_eval.json").write_text(json.dumps(marl_eval_data(analysis), indent=2) + "\n",
                                                 encoding="utf-8")
         for name in PLOTS:
             PLOTTERS[name](analysis, staging / name)
-        _move_into_place(staging, out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return out_dir / "report.md"
-
-
-def _move_into_place(staging: Path, out_dir: Path) -> None:
-    if not out_dir.exists():
-        os.rename(staging, out_dir)
-        return
-    old = out_dir.with_name(f".{out_dir.name}.{secrets.token_hex(4)}.old")
-    os.rename(out_dir, old)
-    try:
-        os.rename(staging, out_dir)
-    except BaseException:
-        os.rename(old, out_dir)
-        raise
-    shutil.rmtree(old, ignore_errors=True)

@@ -40,7 +40,6 @@ import copy
 import itertools
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -48,6 +47,7 @@ from typing import Any, Mapping
 from mosaic.configkit import read_document, set_path
 from mosaic.errors import UserError
 from mosaic.experiments.backends import BACKENDS
+from mosaic.runs import NAME_PATTERN
 
 #: The spec's own keys.
 SPEC_KEYS = ("name", "description", "base", "settings", "translate", "axes", "combine", "seeds", "retries",
@@ -55,7 +55,6 @@ SPEC_KEYS = ("name", "description", "base", "settings", "translate", "axes", "co
 COMBINE = ("product", "zip")
 #: Where a retried cell starts: from scratch, or from the newest checkpoint its earlier attempts saved.
 RETRY_FROM = ("start", "checkpoint")
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: Paths that say which environment a cell runs: kept out of its configuration's label.
 ENV_PATHS = ("environment", "env_id", "env")
 #: ``normalise.ENV.random``: measure the random score (runs of the random reference worker)

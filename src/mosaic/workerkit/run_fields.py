@@ -255,7 +255,8 @@ class RunConfig:
             self.algorithm = canonical_algorithm(self.algorithm, allowed, self.ALGORITHM_ALIASES)
         defaults = type(self)(run_id="-")
         for path, reason in self.FIELDS.refused.items():
-            value, default = _get(self, path), _get(defaults, path)
+            # a key missing from a mapping (algo_params.X) reads as None
+            value, default = configkit.get_path(self, path, None), configkit.get_path(defaults, path, None)
             if value != default:
                 raise ConfigError(path, f"{json.dumps(configkit.to_dict(value))} is not supported by the "
                                         f"{self.worker or 'this'} worker: {reason}; allowed: "
@@ -327,12 +328,6 @@ def check_restore_from(value: str, field: str = "checkpoint.restore_from") -> st
         raise ConfigError(field, f"{value!r} is a run folder, not a checkpoint; allowed: one of its "
                                  f"checkpoints ({listed})")
     return str(path.resolve())
-
-
-def _get(obj: Any, path: str) -> Any:
-    for part in path.split("."):
-        obj = obj.get(part) if isinstance(obj, Mapping) else getattr(obj, part)
-    return obj
 
 
 def field_map(config_class: type | None) -> dict[str, Any] | None:

@@ -20,6 +20,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem,
                                QPushButton, QWidget)
 
+from mosaic.configkit import get_path
 from mosaic.curves import X_AXES, RunCurves, mean_band
 from mosaic.clients.gui.run_view import PALETTE, list_beside_plot
 
@@ -32,11 +33,7 @@ def config_value(run_dir: str | None, path: str) -> Any:
         node: Any = json.loads((Path(run_dir) / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
+    return get_path(node, path, None)
 
 
 class CompareView(QWidget):

@@ -13,6 +13,8 @@ from typing import Any, Callable
 import numpy as np
 from PySide6.QtGui import QColor, QImage
 
+from mosaic.configkit import set_path
+
 WAIT_S = 300.0  # generous for a busy machine; every wait ends on its condition
 
 
@@ -98,11 +100,7 @@ async def fill(window: Any, worker: str, **values: Any) -> Any:
     await wait(lambda: view.document and view.document["worker"] == worker, f"the {worker} form")
     config = json.loads(json.dumps(view.document["default_config"]))
     for path, value in values.items():
-        node = config
-        parts = path.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = value
+        set_path(config, path, value)
     view.form.set_value(config)
     return view.form
 

@@ -24,6 +24,7 @@ from mosaic.clients.gui.form_fields import FieldError
 from mosaic.clients.gui.schema_form import SchemaForm
 from mosaic.clients.gui.schema_paths import (ALGO_PARAMS_PATH, ALGORITHM_PATH, RESTORE_PATH, split_error,
                                              suggestions_from_envs, with_shared_choices)
+from mosaic.configkit import set_path
 
 HIDDEN = frozenset({"run_id", "worker"})
 ERROR_STYLE = "color: #c62828;"
@@ -270,11 +271,7 @@ class NewRunView(QWidget):
             self.error.setText(f"{self.document['worker']} cannot resume from a checkpoint")
             return
         values = self.config()
-        node = values
-        parts = where.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = self.checkpoint.currentData()
+        set_path(values, where, self.checkpoint.currentData())
         self.form.set_value(values)
 
     def _clear_fork(self) -> None:

@@ -38,7 +38,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFormLayout, QGroupBox, QLabel, QVBoxLayout, QWidget
 
 from mosaic.clients.gui.form_fields import CHANGED_MARK, CHANGED_STYLE, DynamicSchema, Field, FieldError, Suggest, _label, _nullable
-from mosaic.clients.gui.schema_paths import _MISSING, _default_at, _defaults, _get, _put
+from mosaic.clients.gui.schema_paths import _MISSING, _default_at, _defaults
+from mosaic.configkit import get_path, set_path
 
 
 class SchemaForm(QWidget):
@@ -160,20 +161,20 @@ class SchemaForm(QWidget):
         out: dict = {}
         for path, field in self.fields.items():
             try:
-                _put(out, path, field.value())
+                set_path(out, path, field.value())
             except FieldError:
-                _put(out, path, None)
+                set_path(out, path, None)
         return out
 
     def value(self) -> dict:
         """The config the form holds; raises :class:`FieldError` naming a field that is not valid."""
         out: dict = {}
         for path, extra in self._extra.items():
-            _put(out, path, extra)
+            set_path(out, path, extra)
         for path, field in self.fields.items():
-            _put(out, path, field.value())
+            set_path(out, path, field.value())
         for path, form in self._dynamic_forms.items():
-            _put(out, path, {**form.value(), **self._unknown.get(path, {})})
+            set_path(out, path, {**form.value(), **self._unknown.get(path, {})})
         return out
 
     def set_value(self, values: dict) -> None:
@@ -182,17 +183,17 @@ class SchemaForm(QWidget):
         try:
             for path in list(self._extra):
                 if path in self.hidden:
-                    found = _get(values, path)
+                    found = get_path(values, path, _MISSING)
                     if found is not _MISSING:
                         self._extra[path] = found
                     else:
                         self._extra.pop(path)
             for path, field in self.fields.items():
-                found = _get(values, path)
+                found = get_path(values, path, _MISSING)
                 field.set_value(field.default if found is _MISSING else found)
             for path in self.dynamic:
                 if path in self.groups:
-                    found = _get(values, path)
+                    found = get_path(values, path, _MISSING)
                     self._extra[path] = found if isinstance(found, dict) else {}
                     self._dynamic_schemas[path] = None
                     old = self._dynamic_forms.pop(path, None)

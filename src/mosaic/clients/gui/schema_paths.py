@@ -6,9 +6,11 @@ import json
 from typing import Any
 
 from mosaic.clients.gui.form_fields import Suggest
+from mosaic.configkit import get_path
 
 
 # -- plain helpers (no Qt) --------------------------------------------------------------
+#: A value a config does not give (:func:`mosaic.configkit.get_path`'s default, where None is a value).
 _MISSING = object()
 
 
@@ -33,21 +35,6 @@ def _default_at(schema: dict, path: str) -> Any:
         node = props[part]
         default = node.get("default", parent_default.get(part) if isinstance(parent_default, dict) else None)
     return default
-
-
-def _put(out: dict, path: str, value: Any) -> None:
-    parts = path.split(".")
-    for part in parts[:-1]:
-        out = out.setdefault(part, {})
-    out[parts[-1]] = value
-
-
-def _get(values: Any, path: str) -> Any:
-    for part in path.split("."):
-        if not isinstance(values, dict) or part not in values:
-            return _MISSING
-        values = values[part]
-    return values
 
 
 def split_error(message: str, paths: list[str]) -> tuple[str | None, str]:
@@ -83,7 +70,7 @@ def suggestions_from_envs(envs: dict[str, list[str]]) -> Suggest:
     def suggest(path: str, values: dict) -> list[str] | None:
         if path != ENV_ID_PATH:
             return None
-        family = _get(values, FAMILY_PATH)
+        family = get_path(values, FAMILY_PATH, None)
         if isinstance(family, str) and family in envs:
             return list(envs[family])
         return sorted({e for ids in envs.values() for e in ids})
