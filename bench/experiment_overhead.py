@@ -76,11 +76,12 @@ def via_experiment(home: Path, folder: Path, cell: dict, tag: str) -> tuple[floa
 
 
 def interval(diffs: list[float]) -> tuple[float, float, float]:
-    from mosaic.curves import t95
+    from mosaic.scoring.interval import t_interval
 
-    mean = statistics.fmean(diffs)
-    half = t95(len(diffs) - 1) * statistics.stdev(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else math.inf
-    return mean, mean - half, mean + half
+    if len(diffs) < 2:  # one difference measures no spread
+        return statistics.fmean(diffs), -math.inf, math.inf
+    iv = t_interval(diffs)
+    return iv.point, iv.low, iv.high
 
 
 def main() -> None:

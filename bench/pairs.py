@@ -139,12 +139,13 @@ def where(cores: tuple[int | None, int | None]) -> str:
 
 def paired_ratio(mosaic: list[float], direct: list[float]) -> tuple[float, float, float]:
     """Geometric mean of the per-pair ratios mosaic/direct, and its 95% t-interval (on the log ratios)."""
-    from mosaic.curves import t95
+    from mosaic.scoring.interval import t_interval
 
     logs = [math.log(m / d) for m, d in zip(mosaic, direct)]
-    mean = statistics.fmean(logs)
-    half = t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else math.inf
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+    if len(logs) < 2:  # one pair measures no spread
+        return math.exp(statistics.fmean(logs)), 0.0, math.inf
+    iv = t_interval(logs)
+    return math.exp(iv.point), math.exp(iv.low), math.exp(iv.high)
 
 
 def ratio_of_medians(mosaic: list[float], direct: list[float], draws: int = 5000) -> tuple[float, float, float]:

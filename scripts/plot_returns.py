@@ -1,11 +1,11 @@
-"""Plot episode_return_mean against env steps, one curve per label, as a PNG (Pillow only).
+"""Plot episode_return_mean against env steps, one curve per label, as a PNG (Pillow and numpy).
 
     python scripts/plot_returns.py OUT.png LABEL=RUN_DIR[,RUN_DIR...] [LABEL=...]
 
 Several run folders under one label (e.g. seeds) are drawn thin, with their mean drawn
-thick over a shaded 95% band (``mosaic.curves.mean_band``: curves interpolated at the env
-steps where any of them has a point, within the range all of them cover, so runs that
-report at different steps are averaged at the same x, not by index). For every label it prints the mean return over
+thick over a shaded 95% bootstrap band (``mosaic.scoring.stats.curve_band``, runs resampled:
+curves interpolated at the env steps where any of them has a point, within the range all of
+them cover, so runs that report at different steps are averaged at the same x, not by index). For every label it prints the mean return over
 the last 5 iterations, per run and across runs, and the env steps per second of the
 whole run (first to last event: start-up, training, checkpoints).
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from mosaic.curves import mean_band
+from mosaic.scoring.stats import curve_band, mean
 
 COLOURS = [(31, 119, 180), (214, 39, 40), (44, 160, 44), (148, 103, 189)]
 W, H, PAD = 800, 480, 60
@@ -54,7 +54,7 @@ def main() -> None:
         groups.append((label, [curve(p) for p in folders]))
         rates.append(statistics.fmean(throughput(p) for p in folders))
     xs = [x for _, cs in groups for c in cs for x, _ in c]
-    bands = [mean_band(([x for x, _ in c], [y for _, y in c]) for c in cs) for _, cs in groups]
+    bands = [curve_band([([x for x, _ in c], [y for _, y in c]) for c in cs], mean) for _, cs in groups]
     ys = [y for _, cs in groups for c in cs for _, y in c]
     ys += [y for (_, cs), b in zip(groups, bands) if len(cs) > 1 for y in (*b.low, *b.high)]
     x0, x1, y0, y1 = 0.0, max(xs), min(ys), max(ys)
@@ -75,7 +75,7 @@ def main() -> None:
                          + [to_px(x, y) for x, y in reversed(list(zip(band.x, band.low)))], fill=shade)
             for points in curves:
                 draw.line([to_px(x, y) for x, y in points], fill=light, width=1)
-        draw.line([to_px(x, y) for x, y in zip(band.x, band.mean)], fill=colour, width=3)
+        draw.line([to_px(x, y) for x, y in zip(band.x, band.point)], fill=colour, width=3)
         runs = f" (mean of {len(curves)} runs, 95% band)" if len(curves) > 1 else ""
         draw.text((PAD + 10, PAD // 2 + 10 + 16 * i), label + runs, fill=colour)
         per_run = [tail_mean(c) for c in curves]

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mosaic import stats
+from mosaic.scoring import stats
 from mosaic.experiments import report as report_module
 from mosaic.experiments.report import ReportCell, ReportInput, fmt, fmt_interval, write_report
 from mosaic.experiments.results import run_result

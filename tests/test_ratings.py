@@ -1,4 +1,4 @@
-"""mosaic.ratings against closed forms, a published fit, an independent fit, a naive bootstrap, and by simulation.
+"""mosaic.scoring.ratings against closed forms, a published fit, an independent fit, a naive bootstrap, and by simulation.
 
 Coverage. N simulated tournaments give a coverage with binomial standard deviation sqrt(c (1 - c) / N); we
 accept 3 of them. Measured once over 1500 tournaments (6 players, true Elo 0 to 600 in steps of 120, draws
@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from mosaic import ratings
-from mosaic.ratings import ELO_PER_LOGIT, Game, TeamGame
+from mosaic.scoring import ratings
+from mosaic.scoring.ratings import ELO_PER_LOGIT, Game, TeamGame
 
 N_TOURNAMENTS = 200
 SIM_REPS = 200

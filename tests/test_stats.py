@@ -1,4 +1,4 @@
-"""mosaic.stats against independent computations, against rliable 1.2.0 itself, and by simulation.
+"""mosaic.scoring.stats against independent computations, against rliable 1.2.0 itself, and by simulation.
 
 Monte-Carlo tolerances. An endpoint of a percentile interval is the p-quantile (p = 0.025 or 0.975)
 of B bootstrap replicates. The empirical CDF of B draws at a fixed value has standard deviation
@@ -34,7 +34,7 @@ import numpy as np
 import pytest
 import scipy.stats as scipy_stats
 
-from mosaic import stats
+from mosaic.scoring import stats
 
 ROOT = Path(__file__).resolve().parents[1]
 RLIABLE_ENV = ROOT / "var" / "cache" / "rliable-env"
@@ -236,7 +236,7 @@ def test_intervals_do_not_depend_on_the_dicts_order_or_contents():
 def test_derived_seeds_are_stable_across_processes():
     """SHA-256 of seed and label, never Python's salted hash: the same report in every process."""
     assert stats.derived_seed("a", 0) == 8348787342930090591
-    code = "from mosaic import stats; print(stats.derived_seed('algorithm=mappo', 7))"
+    code = "from mosaic.scoring import stats; print(stats.derived_seed('algorithm=mappo', 7))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONHASHSEED": "12345"}, check=True).stdout
     assert int(out) == stats.derived_seed("algorithm=mappo", 7) == 11071428658640399347

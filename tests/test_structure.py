@@ -3,9 +3,10 @@
 ``mosaic.workerkit`` is what a worker imports; ``mosaic.host`` hosts runs (discovery, worker
 environments, launcher, daemon); ``mosaic.experiments`` runs grids of runs on a host and reports them;
 ``mosaic.clients`` are the CLI and the GUI; ``mosaic.testing`` is the kit for tests. Shared pieces
-below them (``fastlane``, ``llm``, ``configkit``, ``runs``, ``stats``, ``errors``, ...) import none
+below them (``fastlane``, ``llm``, ``configkit``, ``runs``, ``scoring``, ``errors``, ...) import none
 of those five. Read from the source with ``ast``: lazy imports
-inside functions count, imports only for type checkers do not.
+inside functions count, imports only for type checkers do not. Scoring (intervals, curves, statistics,
+ratings) is one package, ``mosaic.scoring``, with one interval type.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ FORBIDDEN = {
     "mosaic.fastlane": ABOVE_SHARED,
     "mosaic.llm": ABOVE_SHARED,
 }
+#: shared modules, and packages (a package's modules with it)
 SHARED_MODULES = ("mosaic.configkit", "mosaic.errors", "mosaic.runs", "mosaic.run_status", "mosaic.pids",
-                  "mosaic.diskcache", "mosaic.provenance", "mosaic.curves", "mosaic.stats", "mosaic.ratings")
+                  "mosaic.diskcache", "mosaic.provenance", "mosaic.scoring")
 
 
 def module_name(path: Path, base: Path) -> str:
@@ -148,7 +150,9 @@ def test_each_layer_imports_only_what_is_below_it(layer):
 
 def test_shared_modules_import_no_layer_above_them():
     graph = core_graph()
-    bad = sorted((m, i) for m in SHARED_MODULES if m in graph for i in graph[m] if i.startswith(ABOVE_SHARED))
+    shared = [m for m in graph if any(m == s or m.startswith(s + ".") for s in SHARED_MODULES)]
+    assert "mosaic.scoring.stats" in shared
+    bad = sorted((m, i) for m in shared for i in graph[m] if i.startswith(ABOVE_SHARED))
     assert bad == []
 
 
@@ -186,3 +190,54 @@ def test_the_known_cross_import_is_still_there():
             if any(m.split(".")[0] == other for m in imports_of(path, module_name(path, folder.parent))):
                 found.add((own, other))
     assert found == KNOWN_CROSS_IMPORTS, f"no longer imported: {KNOWN_CROSS_IMPORTS - found}; remove it from the list"
+
+
+# -- one interval type ---------------------------------------------------------------------------------------
+def _interval_like(node: ast.ClassDef) -> bool:
+    """A class named like an interval or a band, or one with both ends of an interval among its fields."""
+    fields = {item.target.id for item in node.body
+              if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)}
+    named = any(word in node.name.lower() for word in ("interval", "band"))
+    return named or {"low", "high"} <= fields or {"lower", "upper"} <= fields or {"lo", "hi"} <= fields
+
+
+def interval_classes(base: Path, folder: Path) -> list[str]:
+    """``module.Class`` for every interval-like class defined under ``folder``."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        if "proto" in path.parts:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found += [f"{module_name(path, base)}.{node.name}" for node in ast.walk(tree)
+                  if isinstance(node, ast.ClassDef) and _interval_like(node)]
+    return found
+
+
+def test_the_scoring_package_replaces_the_modules_it_gathered():
+    for gone in ("stats", "curves", "ratings"):
+        assert not (SRC / "mosaic" / f"{gone}.py").exists(), f"mosaic.{gone} is mosaic.scoring.{gone} now"
+    assert sorted(p.stem for p in (SRC / "mosaic" / "scoring").glob("*.py")) == \
+        ["__init__", "curves", "interval", "ratings", "stats"]
+
+
+def test_one_interval_type_and_it_lives_in_scoring():
+    """A point estimate with its interval (a number's, or a curve's band) is mosaic.scoring.interval.Interval,
+    everywhere: no second class for the same idea, in the core or in a worker."""
+    from mosaic.scoring import ratings, stats
+    from mosaic.scoring.interval import Interval
+
+    found = interval_classes(SRC, SRC / "mosaic")
+    for worker in WORKERS:
+        package = next(p for p in worker.iterdir() if p.is_dir() and (p / "__init__.py").is_file())
+        found += interval_classes(worker, package)
+    assert found == ["mosaic.scoring.interval.Interval"]
+    assert stats.Interval is Interval and ratings.Interval is Interval  # what they return, not a copy
+
+
+def test_the_interval_scan_sees_a_second_interval_class(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "m.py").write_text("from dataclasses import dataclass\n\n@dataclass\nclass Spread:\n"
+                                  "    low: float\n    high: float\n\nclass Band: ...\n\nclass Game:\n"
+                                  "    a: str\n", encoding="utf-8")
+    assert interval_classes(tmp_path, package) == ["pkg.m.Spread", "pkg.m.Band"]

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 import signal
-import statistics
 import subprocess
 import sys
 
@@ -16,16 +14,15 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from mosaic import stats
 from mosaic.clients.gui import experiments_view
 from mosaic.clients.gui.drive import event_loop, inside, run, wait
 from mosaic.clients.gui.experiments_view import COLUMNS, ExperimentsView
-from mosaic.curves import t95
 from mosaic.experiments.plan import make_plan
 from mosaic.experiments.spec import parse_spec
 from mosaic.experiments.store import ExperimentStore
 from mosaic.host.daemon.proto import mosaic_daemon_pb2 as pb
 from mosaic.runs import RunStore
+from mosaic.scoring import stats
 
 BASE = {"environment": {"family": "classic", "env_id": "tictactoe_v3"}, "total_timesteps": 100}
 
@@ -208,26 +205,6 @@ def test_the_grid_its_counts_and_curves_from_the_store(qtbot, grid):
         rect = view.table.visualItemRect(view.table.item(row, COLUMNS.index("state")))
         double_click(view, rect.center())
     assert opened == ["grid-c001-a1"]
-    view.close_view()
-
-
-def test_without_mosaic_stats_the_curves_are_the_mean_with_a_t_band(qtbot, grid, monkeypatch):
-    home, _exp = grid
-    monkeypatch.setattr(experiments_view, "stats", None)
-    view = ExperimentsView(home)
-    qtbot.addWidget(view)
-    view.select("grid")
-    view.refresh()
-    band = by_configuration(view)["step_delay_s=0.0"]
-    x, values = independent(["c000", "c001", "c002", "c003"])
-    assert band["x"] == x and band["statistic"] == "mean"
-    for i in range(len(x)):
-        column_ = values[:, i].tolist()
-        mean = statistics.fmean(column_)
-        half = t95(3) * statistics.stdev(column_) / math.sqrt(4)
-        assert band["y"][i] == pytest.approx(mean, abs=1e-12)
-        assert band["low"][i] == pytest.approx(mean - half, abs=1e-12)
-        assert band["high"][i] == pytest.approx(mean + half, abs=1e-12)
     view.close_view()
 
 

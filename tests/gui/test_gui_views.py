@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mosaic.curves import ema
+from mosaic.scoring.curves import ema
 from mosaic.clients.gui.run_view import RunView
 
 

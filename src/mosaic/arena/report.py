@@ -17,7 +17,7 @@ from typing import Any
 
 from mosaic.arena.tournament import Tournament
 from mosaic.errors import UserError
-from mosaic.ratings import Game, crosstable, rating_bootstrap
+from mosaic.scoring.ratings import Game, crosstable, rating_bootstrap
 from mosaic.runs import staged_folder
 
 FEW_GAMES = 10

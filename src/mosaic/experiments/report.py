@@ -14,7 +14,7 @@ seed) into a folder::
     probability_of_improvement.png
 
 Each run's score is its final score (:mod:`mosaic.experiments.results`). Every interval is a stratified
-bootstrap percentile interval (:mod:`mosaic.stats`) drawn from a seed derived from the report's seed and
+bootstrap percentile interval (:mod:`mosaic.scoring.stats`) drawn from a seed derived from the report's seed and
 what is estimated (``"<env>:<metric>"``, ``"aggregate:<metric>"``, ``"poi:<x>><y>"``, then the
 configuration's label), so the same input gives the same files, byte for byte (the PNGs aside). The
 folder is written beside its final place and renamed into it: a failure leaves the previous report, or
@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from mosaic import stats
+from mosaic.scoring import stats
 from mosaic.experiments.results import RunResult, run_result
 from mosaic.runs import staged_folder
 

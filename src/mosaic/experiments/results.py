@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mosaic.curves import RunCurves, flatten, increasing
+from mosaic.scoring.curves import RunCurves, flatten, increasing
 from mosaic.run_status import RunState
 from mosaic.runs import RunDir
 

@@ -2,16 +2,15 @@
 
 A rate (success, win, invalid action) gets Wilson's score interval, which stays
 inside [0, 1] and is honest for few episodes and for rates near 0 or 1; a mean
-(progression, return, tokens) gets Student's t interval (``mosaic.curves.t95``).
+(progression, return, tokens) gets Student's t interval (``mosaic.scoring.interval.t_interval``).
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 from typing import Sequence
 
-from mosaic.curves import t95
+from mosaic.scoring.interval import t_interval
 
 Z95 = 1.959963984540054
 
@@ -32,6 +31,5 @@ def mean(values: Sequence[float]) -> dict[str, float]:
     n = len(values)
     if n == 0:
         return {"mean": 0.0, "ci95_low": 0.0, "ci95_high": 0.0, "n": 0}
-    centre = statistics.fmean(values)
-    half = t95(n - 1) * statistics.stdev(values) / math.sqrt(n) if n > 1 else 0.0
-    return {"mean": centre, "ci95_low": centre - half, "ci95_high": centre + half, "n": n}
+    iv = t_interval(values)
+    return {"mean": iv.point, "ci95_low": iv.low, "ci95_high": iv.high, "n": n}

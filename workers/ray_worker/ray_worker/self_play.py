@@ -300,10 +300,10 @@ class League:
     def ratings(self, reps: int = RATING_REPS, seed: int = 0) -> dict[str, Any] | None:
         """Bradley-Terry ratings (Elo scale) of every version that played: the snapshots, the baselines and
         each learner's current version, anchored at the first main's initial weights (``main_v0`` = 1000),
-        with percentile intervals from ``reps`` bootstrap resamples within pairings (:mod:`mosaic.ratings`).
+        with percentile intervals from ``reps`` bootstrap resamples within pairings (:mod:`mosaic.scoring.ratings`).
         A learner's version is rated from the games it played while training towards that snapshot, so its
         rating is an average over that stretch of training, not of its final weights. None before any game."""
-        from mosaic.ratings import Game, rating_bootstrap
+        from mosaic.scoring.ratings import Game, rating_bootstrap
 
         games = [Game(a, b, score, None) for (a, b), tally in sorted(self.rated.items())
                  for score, n in sorted(tally.items()) for _ in range(n)]

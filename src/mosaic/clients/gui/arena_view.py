@@ -137,7 +137,7 @@ def compute_standings(games: list[dict[str, Any]], reps: int = LIVE_REPS, confid
     """The report's rated games of ``games`` (journal lines of a tournament with ``spec``: a team tournament's
     games are rated in pairs), their crosstable and a seeded bootstrap fit."""
     from mosaic.arena.report import rated_games
-    from mosaic.ratings import crosstable, rating_bootstrap
+    from mosaic.scoring.ratings import crosstable, rating_bootstrap
 
     rated = rated_games(SimpleNamespace(games=lambda: games, spec=spec or SimpleNamespace(sides=None)))
     out = Standings(len(rated), reps=reps, confidence=confidence)

@@ -3,9 +3,10 @@
 Runs are picked from the daemon's list; their stored telemetry is fetched by
 the main window (``StreamTelemetry`` without follow) and handed to
 :meth:`CompareView.set_history`. Grouping by a config path (``seed``'s
-siblings, say ``algo_params.lr``) draws each group's mean with its
-95% t-interval over runs (``mosaic.curves.mean_band``). The figure exports to
-PNG and the drawn data to CSV.
+siblings, say ``algo_params.lr``) draws each group's mean over its runs with a
+95% bootstrap band (runs resampled; ``mosaic.scoring.stats.curve_band``, the
+band of the experiments view and the report), on the x values every run of the
+group covers. The figure exports to PNG and the drawn data to CSV.
 """
 
 from __future__ import annotations
@@ -21,8 +22,12 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLin
                                QPushButton, QWidget)
 
 from mosaic.configkit import get_path
-from mosaic.curves import X_AXES, RunCurves, mean_band
+from mosaic.scoring import stats
+from mosaic.scoring.curves import X_AXES, RunCurves, increasing
 from mosaic.clients.gui.run_view import PALETTE, list_beside_plot
+
+#: At most this many x values per group's band (the logged ones when there are fewer, else evenly spaced).
+BAND_POINTS = 200
 
 
 def config_value(run_dir: str | None, path: str) -> Any:
@@ -133,19 +138,22 @@ class CompareView(QWidget):
             for run_id in ready:
                 groups.setdefault(json.dumps(config_value(self.run_dirs.get(run_id), group_path)), []).append(run_id)
             for n, (value, members) in enumerate(sorted(groups.items())):
-                band = mean_band([self.history[r].series(key, x_key) for r in members])
-                if not band.x:
+                curves = [increasing(*self.history[r].series(key, x_key)) for r in members]
+                try:
+                    band = stats.curve_band([c for c in curves if c[0]], stats.mean, max_points=BAND_POINTS)
+                except ValueError:  # no run with the metric, or no x range every run covers
                     continue
                 colour = PALETTE[n % len(PALETTE)]
-                label = f"{group_path}={value} (n={band.runs})"
+                label = f"{group_path}={value} (n={band.n_runs})"
                 low = self.plot.plot(band.x, band.low, pen=pg.mkPen(colour, width=0))
                 high = self.plot.plot(band.x, band.high, pen=pg.mkPen(colour, width=0))
                 fill = pg.FillBetweenItem(low, high, brush=pg.mkBrush(pg.mkColor(colour).red(),
                                                                      pg.mkColor(colour).green(),
                                                                      pg.mkColor(colour).blue(), 60))
                 self.plot.addItem(fill)
-                self.plot.plot(band.x, band.mean, pen=pg.mkPen(colour, width=2), name=label)
-                self.drawn.append({"label": label, "x": band.x, "y": band.mean, "low": band.low, "high": band.high})
+                self.plot.plot(band.x, band.point, pen=pg.mkPen(colour, width=2), name=label)
+                self.drawn.append({"label": label, "x": band.x.tolist(), "y": band.point.tolist(),
+                                   "low": band.low.tolist(), "high": band.high.tolist()})
         else:
             for n, run_id in enumerate(ready):
                 xs, ys = self.history[run_id].series(key, x_key)

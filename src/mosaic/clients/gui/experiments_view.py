@@ -10,8 +10,8 @@ coordinator decides it (``cell_states``).
 The learning curves come from the run folders of the cells running or completed: each telemetry file is
 read from where the previous read stopped (whole lines, ``metrics`` events only), at most every two
 seconds. Each configuration is drawn as the IQM over its seeds with a 95% stratified-bootstrap band, on
-the env steps every run covers (``mosaic.stats``, as the report's sample-efficiency plot does), or as the
-mean with a 95% Student-t band (``mosaic.curves.mean_band``) where ``mosaic.stats`` is missing.
+the env steps every run covers (``mosaic.scoring.stats.curve_band``, as the report's sample-efficiency plot
+does).
 """
 
 from __future__ import annotations
@@ -28,19 +28,15 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QListWidget, QSplitter,
                                QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from mosaic.curves import RunCurves, increasing, mean_band
 from mosaic.errors import UserError
 from mosaic.experiments.coordinator import cell_states
 from mosaic.experiments.store import CellState, Experiment, ExperimentStore
 from mosaic.runs import RunStore
+from mosaic.scoring import stats
+from mosaic.scoring.curves import RunCurves, increasing
 from mosaic.clients.gui.lists import refill_names
 from mosaic.clients.gui.run_view import PALETTE
 from mosaic.clients.gui.runs_view import state_name
-
-try:
-    from mosaic import stats
-except ImportError:  # pragma: no cover - mosaic.stats ships with MOSAIC; the mean band is the fallback
-    stats = None
 
 COLUMNS = ("cell", "configuration", "env", "seed", "state", "attempts", "run", "last cause")
 REFRESH_MS = 2000            # the journal, the list of experiments and the curves: at most this often
@@ -123,25 +119,14 @@ def aggregate(curves: list[tuple[list[float], list[float]]], reps: int = 2000, c
     curves = [(xs, ys) for xs, ys in curves if xs]
     if not curves:
         return None
-    if stats is None:
-        band = mean_band(curves)
-        if not band.x:
-            return None
-        return {"x": band.x, "y": band.mean, "low": band.low, "high": band.high, "runs": band.runs,
-                "statistic": "mean"}
-    lo, hi = max(xs[0] for xs, _ in curves), min(xs[-1] for xs, _ in curves)
-    if lo > hi:
-        return None
     # as the report: the env steps logged inside the shared range, or CURVE_POINTS evenly spaced ones when
-    # there are more (counted first: interpolating every logged step of long runs only to drop it is slow)
-    logged = len({x for xs, _ in curves for x in xs if lo <= x <= hi})
+    # there are more
     try:
-        grid, values = stats.on_shared_x(curves, points=CURVE_POINTS if logged > CURVE_POINTS else None)
-        point, low, high = stats.curve_intervals(values[:, None, :], stats.iqm, reps, confidence, seed)
-    except ValueError:
+        band = stats.curve_band(curves, stats.iqm, reps, confidence, seed, max_points=CURVE_POINTS)
+    except ValueError:  # no shared range
         return None
-    return {"x": grid.tolist(), "y": point.tolist(), "low": low.tolist(), "high": high.tolist(),
-            "runs": len(curves), "statistic": "IQM"}
+    return {"x": band.x.tolist(), "y": band.point.tolist(), "low": band.low.tolist(), "high": band.high.tolist(),
+            "runs": band.n_runs, "statistic": "IQM"}
 
 
 def live_cells(cells: dict[str, CellState], run_states: dict[str, tuple[str, str]]) -> dict[str, CellState]:
@@ -498,9 +483,8 @@ class ExperimentsView(QWidget):
         if key in self.dirty or key not in self.bands:
             self.dirty.discard(key)
             curves = [increasing(self.tails[r].xs, self.tails[r].ys) for r in self.members.get(key, ())]
-            seed = self.report["seed"]
-            if stats is not None:  # the report's seed for this curve: the same band as its plot
-                seed = stats.derived_seed(f"curve:{key[1]}:{key[0]}", seed)
+            # the report's seed for this curve: the same band as its plot
+            seed = stats.derived_seed(f"curve:{key[1]}:{key[0]}", self.report["seed"])
             self.bands[key] = aggregate(curves, self.report["reps"], self.report["confidence"], seed)
         return self.bands[key]
 
@@ -532,7 +516,7 @@ class ExperimentsView(QWidget):
                                                                              colour.blue(), 60)))
             self.plot.plot(band["x"], band["y"], pen=pg.mkPen(colour, width=2), name=label)
             self.drawn.append({"configuration": configuration, "env": env, **band})
-        statistic = self.drawn[0]["statistic"] if self.drawn else ("IQM" if stats is not None else "mean")
+        statistic = self.drawn[0]["statistic"] if self.drawn else "IQM"
         self.plot.setLabel("bottom", "env steps")
         self.plot.setLabel("left", f"{statistic} of {self.metric_key}")
         self.plot_status.setText(

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
                                QListWidgetItem, QPlainTextEdit, QSlider, QSplitter, QTableWidget, QTableWidgetItem,
                                QTabWidget, QVBoxLayout, QWidget)
 
-from mosaic.curves import X_AXES, RunCurves, ema
+from mosaic.scoring.curves import X_AXES, RunCurves, ema
 from mosaic.clients.gui.frames import FramesView
 
 #: Line colours, in order (Okabe–Ito, readable by colour-blind users).

@@ -1,38 +1,26 @@
-"""Learning curves from telemetry: series, smoothing and bands over runs (pure Python).
+"""Learning curves from telemetry: series, smoothing and interpolation (pure Python).
 
 A ``metrics`` event is a nested JSON object; :func:`flatten` turns it into
 dotted keys (``learner.shared.loss_Q``, ``agent_episode_returns_mean.agent_0``)
 with numbers as values. :class:`RunCurves` collects a run's events as they
 stream in; :func:`ema` smooths a curve as TensorBoard's slider does (an
-exponential moving average, debiased at the start); :func:`mean_band` turns
-the curves of several runs (say, seeds of one config) into their mean and a
-95% confidence band, on the x values they share.
+exponential moving average, debiased at the start); :func:`increasing` and
+:func:`interpolate` prepare curves to be read at x values they share. The band
+of several runs' curves (say, seeds of one config) is
+:func:`mosaic.scoring.stats.curve_band`.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-import statistics
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 #: Keys of an event that are bookkeeping, not measurements.
 META_KEYS = frozenset({"v", "type", "run_id", "seq", "ts"})
 #: The x axes a curve can be drawn against.
 X_AXES = ("timesteps_total", "iteration", "wall_time_s")
-
-# Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom.
-_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-        2.045, 2.042)
-
-
-def t95(df: int) -> float:
-    """The two-sided 95% Student-t quantile (1.96 beyond 30 degrees of freedom)."""
-    if df < 1:
-        return math.nan
-    return _T95[df - 1] if df <= len(_T95) else 1.96
 
 
 def flatten(event: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
@@ -137,32 +125,3 @@ def interpolate(xs: Sequence[float], ys: Sequence[float], at: float) -> float:
         return ys[i]
     x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
     return y0 + (y1 - y0) * (at - x0) / (x1 - x0)
-
-
-@dataclass
-class Band:
-    x: list[float]
-    mean: list[float]
-    low: list[float]
-    high: list[float]
-    runs: int
-
-
-def mean_band(curves: Iterable[tuple[Sequence[float], Sequence[float]]]) -> Band:
-    """Mean and 95% t-interval of several curves, at the x values inside every curve's range."""
-    curves = [(list(xs), list(ys)) for xs, ys in curves if len(xs)]
-    if not curves:
-        return Band([], [], [], [], 0)
-    lo = max(xs[0] for xs, _ in curves)
-    hi = min(xs[-1] for xs, _ in curves)
-    grid = sorted({x for xs, _ in curves for x in xs if lo <= x <= hi})
-    band = Band([], [], [], [], len(curves))
-    for at in grid:
-        values = [interpolate(xs, ys, at) for xs, ys in curves]
-        mean = statistics.fmean(values)
-        half = t95(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
-        band.x.append(at)
-        band.mean.append(mean)
-        band.low.append(mean - half)
-        band.high.append(mean + half)
-    return band

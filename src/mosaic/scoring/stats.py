@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from mosaic import curves as _curves
+from mosaic.scoring import curves as _curves
+from mosaic.scoring.interval import Interval
 
 Metric = Callable[[np.ndarray], Any]
 
@@ -160,25 +160,6 @@ def _percentiles(replicates: np.ndarray, confidence: float) -> tuple[np.ndarray,
 
 def _scalar_or_array(value: np.ndarray) -> "float | np.ndarray":
     return float(value) if np.ndim(value) == 0 else np.asarray(value)
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A point estimate with its bootstrap confidence interval (arrays for vector metrics)."""
-
-    point: "float | np.ndarray"
-    low: "float | np.ndarray"
-    high: "float | np.ndarray"
-    n_runs: int = 0
-    n_tasks: int = 0
-    confidence: float = 0.95
-
-    def as_dict(self) -> dict[str, Any]:
-        def plain(v: Any) -> Any:
-            return np.asarray(v).tolist() if isinstance(v, np.ndarray) else v
-
-        return {"point": plain(self.point), "low": plain(self.low), "high": plain(self.high),
-                "n_runs": self.n_runs, "n_tasks": self.n_tasks, "confidence": self.confidence}
 
 
 def interval(scores: Any, metric: "Metric | str", reps: int = 2000, confidence: float = 0.95,
@@ -318,7 +299,7 @@ def on_shared_x(run_curves: Sequence[tuple[Sequence[float], Sequence[float]]],
     """Runs' curves ``(xs, ys)`` on x values inside every curve's range: ``(x, values (runs, len(x)))``.
 
     ``points`` None: every x any curve logged within the shared range; else that many evenly
-    spaced x values. Values are interpolated linearly (:func:`mosaic.curves.interpolate`);
+    spaced x values. Values are interpolated linearly (:func:`mosaic.scoring.curves.interpolate`);
     each curve's xs must be increasing.
     """
     if points is not None and (isinstance(points, bool) or points < 1):
@@ -340,3 +321,26 @@ def on_shared_x(run_curves: Sequence[tuple[Sequence[float], Sequence[float]]],
         grid = np.linspace(lo, hi, points).tolist() if hi > lo else [lo]
     values = np.array([[_curves.interpolate(xs, ys, at) for at in grid] for xs, ys in runs], dtype=float)
     return np.asarray(grid, dtype=float), values
+
+
+def curve_band(run_curves: Sequence[tuple[Sequence[float], Sequence[float]]], metric: "Metric | str" = iqm,
+               reps: int = 2000, confidence: float = 0.95, seed: int = 0,
+               max_points: int | None = None) -> Interval:
+    """Several runs' curves ``(xs, ys)`` (say, seeds of one configuration) as one: ``metric`` over the runs at
+    each x value they share, with :func:`curve_intervals`' bootstrap band (whole runs resampled).
+
+    The x values (:attr:`Interval.x`) are those the runs logged inside the range every run covers
+    (:func:`on_shared_x`), or ``max_points`` evenly spaced ones when there are more. ``point``, ``low`` and
+    ``high`` are arrays of their length; ``n_runs`` counts the runs. :class:`ValueError` when the curves share
+    no x range (or one is empty, or its x values decrease: :func:`mosaic.scoring.curves.increasing` first).
+    """
+    runs = [(list(xs), list(ys)) for xs, ys in run_curves]
+    points = None
+    if max_points is not None and runs and all(xs for xs, _ in runs):
+        # counted first: interpolating every logged x of long runs only to drop it is slow
+        lo, hi = max(xs[0] for xs, _ in runs), min(xs[-1] for xs, _ in runs)
+        if len({x for xs, _ in runs for x in xs if lo <= x <= hi}) > max_points:
+            points = max_points
+    grid, values = on_shared_x(runs, points)
+    point, low, high = curve_intervals(values[:, None, :], metric, reps, confidence, seed)
+    return Interval(point, low, high, n_runs=len(runs), n_tasks=1, confidence=float(confidence), x=grid)

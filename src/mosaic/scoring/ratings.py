@@ -48,7 +48,8 @@ import numpy as np
 from scipy import optimize, special
 from scipy import stats as scipy_stats
 
-from mosaic.stats import CHUNK_ELEMENTS, Interval
+from mosaic.scoring.interval import Interval
+from mosaic.scoring.stats import CHUNK_ELEMENTS
 
 #: Elo points per logit of winning odds (a 400-point gap is 10:1 odds).
 ELO_PER_LOGIT = 400.0 / math.log(10.0)
@@ -497,7 +498,7 @@ def fit_bradley_terry(games: Iterable[Game], first_move_advantage: bool = True, 
 class RatingBootstrap:
     """:func:`rating_bootstrap`'s result.
 
-    ``intervals``: each player's rating with its percentile interval (:class:`mosaic.stats.Interval`;
+    ``intervals``: each player's rating with its percentile interval (:class:`mosaic.scoring.interval.Interval`;
     ``n_runs`` is the player's games, ``n_tasks`` its distinct opponents). ``advantage``: the same for the
     first-move advantage (None when not fitted). ``p_best``: the fraction of replicates in which each
     player rates highest. ``ranks``: each player's rank (1 best) in the fit and its percentile interval over
@@ -674,7 +675,8 @@ def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple
 @dataclass(frozen=True)
 class Record:
     """Wins, draws and losses over ``games``, and the score: (wins + draws / 2) / games, the win rate
-    counting a draw as half a win (what Bradley-Terry models), with its Wilson interval ``[low, high]``.
+    counting a draw as half a win (what Bradley-Terry models), with its Wilson interval: ``interval``, also
+    read as ``score``, ``low``, ``high`` and ``confidence``.
 
     With draws the Wilson interval is conservative: it assumes each game scores 0 or 1, and a draw (1/2)
     varies less than that.
@@ -684,17 +686,31 @@ class Record:
     wins: int
     draws: int
     losses: int
-    score: float
-    low: float
-    high: float
-    confidence: float = 0.95
+    interval: Interval
+
+    @property
+    def score(self) -> float:
+        return self.interval.point
+
+    @property
+    def low(self) -> float:
+        return self.interval.low
+
+    @property
+    def high(self) -> float:
+        return self.interval.high
+
+    @property
+    def confidence(self) -> float:
+        return self.interval.confidence
 
 
 def _record(wins: int, draws: int, losses: int, confidence: float) -> Record:
     wins, draws, losses = int(wins), int(draws), int(losses)
     games = wins + draws + losses
     low, high = wilson_interval(wins + 0.5 * draws, games, confidence)
-    return Record(games, wins, draws, losses, (wins + 0.5 * draws) / games, low, high, float(confidence))
+    return Record(games, wins, draws, losses,
+                  Interval((wins + 0.5 * draws) / games, low, high, n_runs=games, confidence=float(confidence)))
 
 
 @dataclass(frozen=True)
