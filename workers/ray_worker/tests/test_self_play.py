@@ -89,7 +89,7 @@ def test_snapshot_rule_window_threshold_guard_and_eviction():
 def test_each_version_is_rated_against_the_pool_over_training():
     """A learner's games count for the snapshot it trains towards; the ratings (main_v0 = 1000) are the
     Bradley-Terry fit of exactly those games, and survive a checkpoint."""
-    from mosaic.ratings import Game, fit_bradley_terry
+    from mosaic.scoring.ratings import Game, fit_bradley_terry
 
     league = League(cfg(baselines=["random"]), SEATS, seed=0)
 
