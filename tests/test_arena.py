@@ -33,13 +33,49 @@ def _spec(tmp_path, name, games, **extra):
 @pytest.mark.parametrize("fields, field", [
     ({"format": "swiss"}, "format:"), ({"format": "gauntlet", "candidate": "nobody"}, "candidate:"),
     ({"games_per_pairing": 0}, "games_per_pairing:"), ({"players": {"a": "random"}}, "players:"),
-    ({"colour": 1}, "colour:"), ({"environment": {"family": "classic"}}, "environment:"),
+    ({"colour": 1}, "colour:"), ({"environment": {"family": "classic"}}, "environment.env_id:"),
     ({"opening_moves": -1}, "opening_moves:"),
 ])
 def test_a_bad_tournament_spec_is_refused_naming_the_field(fields, field):
     with pytest.raises(UserError) as err:
         parse_spec({"name": "t", "environment": CONNECT_FOUR, "players": FIELD, **fields})
     assert str(err.value).startswith(field)
+
+
+def test_a_tournament_spec_is_refused_in_the_words_of_a_run_config():
+    """The spec is read by the config kit, as a run config is: the same mistake is worded the same way. An
+    unknown key names the nearest and every allowed key; a value of the wrong type names its field and the
+    type wanted (a spec's field then says what it allows)."""
+    from dataclasses import fields
+
+    from mosaic.arena.tournament import TournamentFields, TournamentReport
+    from mosaic.workerkit.run_fields import Checkpointing, RunConfig
+
+    def refusal(parse, data):
+        with pytest.raises(UserError) as err:
+            parse(data)
+        return str(err.value)
+
+    def run(data):
+        return RunConfig.from_dict({"run_id": "r", **data})
+
+    def spec(data):
+        return parse_spec({"name": "t", "environment": CONNECT_FOUR, "players": FIELD, **data})
+
+    def keys(cls):
+        return ", ".join(f.name for f in fields(cls))
+
+    assert refusal(run, {"seeds": 3}) == f"seeds: unknown field (did you mean 'seed'?); allowed: {keys(RunConfig)}"
+    assert refusal(spec, {"seeds": 3}) == \
+        f"seeds: unknown field (did you mean 'seed'?); allowed: {keys(TournamentFields)}"
+    assert refusal(run, {"checkpoint": {"kep": 1}}) == \
+        f"checkpoint.kep: unknown field (did you mean 'keep'?); allowed: {keys(Checkpointing)}"
+    assert refusal(spec, {"report": {"rep": 1}}) == \
+        f"report.rep: unknown field (did you mean 'reps'?); allowed: {keys(TournamentReport)}"
+    assert refusal(run, {"seed": "two"}) == "seed: must be an integer, got 'two'"
+    assert refusal(spec, {"seed": "two"}) == "seed: must be an integer, got 'two'; allowed: an integer >= 0"
+    assert refusal(run, {"seed": -1}) == "seed: -1 is below the minimum 0"
+    assert refusal(spec, {"seed": -1}) == "seed: -1 is below the minimum 0; allowed: an integer >= 0"
 
 
 def test_a_round_robin_is_played_rated_and_reported(tmp_path):

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
+from typing import Annotated, Literal
 
 import pytest
 
@@ -172,3 +174,55 @@ def test_an_upstream_option_takes_the_bounds_and_choices_a_worker_knows():
             param.check(value, f"algo_params.{param.name}")
         assert str(err.value).startswith(f"algo_params.{param.name}: ") and words in str(err.value), str(err.value)
     assert UpstreamParam("flag", True, "Lib").bounded(0, 1) == UpstreamParam("flag", True, "Lib")  # not a number
+
+
+
+LEFT_OUT = object()
+
+
+@dataclass(kw_only=True)
+class Spec:
+    """A spec's shapes: a name of a form, a count or a list of items, a number or a word, sections by label."""
+
+    name: str = option(pattern=re.compile("[a-z]+"), what="a valid name", allowed="lower-case letters")
+    seeds: int | list[Annotated[int, option(min=0)]] = option(3, min=1, min_items=1, allowed="a count or seeds")
+    score: float | Literal["measure"] = option(0.0, finite=True)
+    format: str = option("one", choices=("one", "two"), what="a format")
+    sections: dict[Annotated[str, option(pattern=re.compile("[^~]+"), what="a label")],
+                   Annotated[Inner | None, option(allowed="an Inner or null")]] = option(default_factory=dict,
+                                                                                          max_items=2)
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"name": LEFT_OUT}, "name: is required; allowed: lower-case letters"),
+    ({"name": "A"}, "name: 'A' is not a valid name; allowed: lower-case letters"),
+    ({"name": 3}, "name: must be a string, got 3; allowed: lower-case letters"),
+    ({"seeds": 0}, "seeds: 0 is below the minimum 1; allowed: a count or seeds"),
+    ({"seeds": []}, "seeds: needs at least 1 item(s), got 0; allowed: a count or seeds"),
+    ({"seeds": [1, -1]}, "seeds[1]: -1 is below the minimum 0"),  # an item's error: the item's words
+    ({"seeds": "3"}, "seeds: '3' is not an integer or an array; allowed: a count or seeds"),
+    ({"score": "best"}, "score: 'best' is not a number or 'measure'"),
+    ({"score": float("nan")}, "score: must be a number, got nan"),
+    ({"format": "three"}, "format: 'three' is not a format; allowed: one, two"),
+    ({"sections": {"a~b": None}}, "sections.a~b: 'a~b' is not a label; allowed: [^~]+"),
+    ({"sections": {"a": 3}}, "sections.a: must be an object, got int; allowed: an Inner or null"),
+    ({"sections": {"a": {"nmae": "a"}}}, "sections.a.nmae: unknown field (did you mean 'name'?); allowed: name, rate"),
+    ({"sections": {"a": None, "b": None, "c": None}}, "sections: allows at most 2 item(s), got 3"),
+])
+def test_a_spec_shape_is_refused_naming_the_field_and_what_it_allows(data, message):
+    """The options a spec needs beyond a run config's: a string's form, the number of items, constraints on an item
+    or a key (Annotated), a word besides a number (Literal), and the words of what a field allows, which end
+    every error of the field itself. A union's error is its member's of the value's kind (an object's field)."""
+    with pytest.raises(ConfigError) as err:
+        configkit.from_dict(Spec, {k: v for k, v in {"name": "a", **data}.items() if v is not LEFT_OUT})
+    assert str(err.value) == message
+
+
+def test_a_spec_shape_is_read_and_described():
+    parsed = configkit.from_dict(Spec, {"name": "a", "seeds": [0, 2], "score": "measure", "sections": {"x": None}})
+    assert (parsed.seeds, parsed.score, parsed.sections) == ([0, 2], "measure", {"x": None})
+    assert configkit.from_dict(Spec, {"name": "a", "score": 1}).score == 1.0
+    schema = configkit.json_schema(Spec)["properties"]
+    assert schema["name"]["pattern"] == "[a-z]+" and schema["score"]["anyOf"][1] == {"enum": ["measure"]}
+    assert schema["seeds"]["anyOf"][1]["minItems"] == 1 and schema["seeds"]["anyOf"][1]["items"]["minimum"] == 0
+    assert schema["sections"]["propertyNames"] == {"type": "string", "pattern": "[^~]+"}

@@ -37,7 +37,7 @@ def _spec(**fields):
 
 @pytest.mark.parametrize("fields, field", [
     ({"name": "bad name"}, "name:"),
-    ({"name": None}, "name: not given;"),
+    ({"name": None}, "name: must be a string, got None;"),
     ({"combine": "cartesian"}, "combine:"),
     ({"seeds": 0}, "seeds:"),
     ({"seeds": [1, 1]}, "seeds:"),
@@ -54,7 +54,7 @@ def _spec(**fields):
     ({"score": {"final": 0.1}}, "score.final:"),
     ({"score": {"level_within": 1.5}}, "score.level_within:"),
     ({"score": {"level_within": "2%"}}, "score.level_within:"),
-    ({"normalise": {"x": {"random": 1.0}}}, "normalise.x:"),
+    ({"normalise": {"x": {"random": 1.0}}}, "normalise.x.reference: is required;"),
     ({"normalise": {"x": {"random": 1.0, "reference": 1.0}}}, "normalise.x:"),
     ({"normalise": {"x": {"random": "guess", "reference": 1.0}}}, "normalise.x.random:"),
     ({"normalise": {"x": {"random": 0.0, "reference": "top"}}}, "normalise.x.reference:"),
@@ -71,6 +71,44 @@ def test_a_bad_spec_is_refused_naming_the_field(fields, field):
         parse_spec(_spec(**fields))
     assert str(err.value).startswith(field), str(err.value)
     assert "allowed: " in str(err.value) or "expected " in str(err.value), str(err.value)
+
+
+def _refusal(parse, data) -> str:
+    with pytest.raises(UserError) as err:
+        parse(data)
+    return str(err.value)
+
+
+def test_a_spec_is_refused_in_the_words_of_a_run_config():
+    """The spec is read by the config kit, as a run config is: the same mistake is worded the same way. An
+    unknown key names the nearest and every allowed key; a value of the wrong type names its field and the
+    type wanted (a spec's field then says what it allows)."""
+    from dataclasses import fields
+
+    from mosaic.experiments.spec import Score, SpecFields
+    from mosaic.workerkit.run_fields import Checkpointing, RunConfig
+
+    def run(data):
+        return RunConfig.from_dict({"run_id": "r", **data})
+
+    def spec(data):
+        return parse_spec(_spec(**data))
+
+    def keys(cls):
+        return ", ".join(f.name for f in fields(cls))
+
+    assert _refusal(run, {"seeds": 3}) == f"seeds: unknown field (did you mean 'seed'?); allowed: {keys(RunConfig)}"
+    assert _refusal(spec, {"seed": 3}) == f"seed: unknown field (did you mean 'seeds'?); allowed: {keys(SpecFields)}"
+    assert _refusal(run, {"checkpoint": {"kep": 1}}) == \
+        f"checkpoint.kep: unknown field (did you mean 'keep'?); allowed: {keys(Checkpointing)}"
+    assert _refusal(spec, {"score": {"metrik": "x"}}) == \
+        f"score.metrik: unknown field (did you mean 'metric'?); allowed: {keys(Score)}"
+    assert _refusal(run, {"seed": "two"}) == "seed: must be an integer, got 'two'"
+    assert _refusal(spec, {"retries": "two"}) == \
+        "retries: must be an integer, got 'two'; allowed: an integer from 0 to 100"
+    assert _refusal(run, {"checkpoint": {"at_end": "no"}}) == "checkpoint.at_end: must be true or false, got 'no'"
+    assert _refusal(spec, {"score": {"higher_is_better": "no"}}) == \
+        "score.higher_is_better: must be true or false, got 'no'"
 
 
 def test_the_grid_crosses_axes_and_seeds_and_translates_names_per_worker():

@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import enum
+import math
+import re
 import types
 import typing
 from typing import Any, Mapping, Sequence, TypeVar, Union
@@ -22,39 +24,94 @@ _MISSING = dataclasses.MISSING
 
 def option(default: Any = _MISSING, *, help: str = "", choices: tuple | None = None,
            min: float | None = None, max: float | None = None, default_factory: Any = _MISSING,
-           merge: bool = False) -> Any:
+           merge: bool = False, min_items: int | None = None, max_items: int | None = None,
+           pattern: re.Pattern[str] | None = None, what: str = "", allowed: str = "", finite: bool = False) -> Any:
     """A dataclass field carrying its own documentation and constraints.
 
     ``merge``: for a section (a dataclass field) whose default instance differs from its class's defaults
     (``Resources(threads=1)``): a section given in part is laid over that instance, so the keys left out keep
     the section's defaults (``resources: {cpus: 1}`` keeps ``threads: 1``). Not for sections whose keys depend
     on each other (an env's family and its ids).
+
+    ``min_items``/``max_items`` bound the length of a list or an object; ``pattern`` is the form a string must
+    have (whole); ``finite`` refuses NaN and infinities. ``what`` names what a value must be (``"a tournament
+    format"``): a value outside ``choices`` or ``pattern`` reads ``X is not WHAT; allowed: ...``. ``allowed``
+    says in words what the field takes: every error of the field itself ends with ``; allowed: ALLOWED``.
+    The same keywords constrain a type inside another (``list[Annotated[int, option(min=0)]]``: each item).
     """
     if merge and default_factory is _MISSING:
         raise TypeError("option(merge=True) needs a default_factory: the section's default instance")
-    meta = {"help": help, "choices": choices, "min": min, "max": max, "merge": merge}
+    meta = {"help": help, "choices": choices, "min": min, "max": max, "merge": merge, "min_items": min_items,
+            "max_items": max_items, "pattern": pattern, "what": what, "allowed": allowed, "finite": finite}
     if default_factory is not _MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
 
 
 def _type_name(tp: Any) -> str:
+    """What a value of ``tp`` is, in words (``an integer``), for a value that fits none of a union's types."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _type_name(typing.get_args(tp)[0])
+    if origin is typing.Literal:
+        return " or ".join(repr(a) for a in typing.get_args(tp))
     if tp is type(None):
         return "null"
+    if dataclasses.is_dataclass(tp) or origin in (dict, Mapping):
+        return "an object"
+    if origin in (list, tuple):
+        return "an array"
     if isinstance(tp, type):
         if issubclass(tp, enum.Enum):
             return "one of " + ", ".join(m.name for m in tp)
-        return {int: "integer", float: "number", str: "string", bool: "boolean",
-                dict: "object", list: "array"}.get(tp, tp.__name__)
+        return {int: "an integer", float: "a number", str: "a string", bool: "true or false",
+                dict: "an object", list: "an array"}.get(tp, tp.__name__)
     return str(tp)
+
+
+def _kind(tp: Any) -> str | None:
+    """The JSON kind (object, array, string, number, boolean, null) a value of ``tp`` has; None: several or any."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _kind(typing.get_args(tp)[0])
+    if tp is type(None):
+        return "null"
+    if dataclasses.is_dataclass(tp) or origin in (dict, Mapping) or tp in (dict, Mapping):
+        return "object"
+    if origin in (list, tuple) or tp in (list, tuple):
+        return "array"
+    if isinstance(tp, type) and (tp is str or issubclass(tp, enum.Enum)):
+        return "string"
+    return {bool: "boolean", int: "number", float: "number"}.get(tp)
+
+
+def _value_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return ("object" if isinstance(value, Mapping) else "array" if isinstance(value, (list, tuple)) else
+            "string" if isinstance(value, str) else "number" if isinstance(value, (int, float)) else "other")
 
 
 def _convert(value: Any, tp: Any, path: str) -> Any:
     origin = typing.get_origin(tp)
+    if origin is typing.Annotated:  # a type with constraints of its own: Annotated[int, option(min=0)]
+        base, *extras = typing.get_args(tp)
+        meta = next((e.metadata for e in extras if isinstance(e, dataclasses.Field)), {})
+        return _checked(meta, path, lambda: _convert(value, base, path))
+    if origin is typing.Literal:
+        if value in typing.get_args(tp) and not isinstance(value, bool):
+            return value
+        raise ConfigError(path, one_of(value, typing.get_args(tp)))
     if origin in (Union, types.UnionType):
         options = typing.get_args(tp)
         if value is None and type(None) in options:
             return None
+        # a union of shapes (a number or a list): the one type of the value's JSON kind says what is wrong with it
+        same_kind = [t for t in options if _kind(t) == _value_kind(value)]
+        if len(same_kind) == 1:
+            return _convert(value, same_kind[0], path)
         errors = []
         for option_tp in options:
             if option_tp is type(None):
@@ -62,9 +119,10 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
             try:
                 return _convert(value, option_tp, path)
             except ConfigError as exc:
-                errors.append(str(exc))
-        raise ConfigError("", errors[0] if len(errors) == 1 else
-                          f"{path}: {value!r} is not {' or '.join(_type_name(t) for t in options)}")
+                errors.append(exc)
+        if len(errors) == 1:
+            raise errors[0]
+        raise ConfigError(path, f"{value!r} is not {' or '.join(_type_name(t) for t in options)}")
     if tp is Any:
         return value
     if dataclasses.is_dataclass(tp):
@@ -80,6 +138,8 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
         if not isinstance(value, Mapping):
             raise ConfigError(path, f"must be an object, got {type(value).__name__}")
         args = typing.get_args(tp)
+        if len(args) == 2 and typing.get_origin(args[0]) is typing.Annotated:  # keys with a form of their own
+            value = {_convert(k, args[0], f"{path}.{k}"): v for k, v in value.items()}
         if len(args) == 2 and args[1] is not Any:  # typed values (e.g. dict[str, SomeConfig]) are checked too
             return {k: _convert(v, args[1], f"{path}.{k}") for k, v in value.items()}
         return dict(value)
@@ -114,15 +174,58 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
 def _check_constraints(value: Any, meta: Mapping[str, Any], path: str) -> None:
     if value is None:
         return
+    what, allowed = meta.get("what"), meta.get("allowed")
     choices = meta.get("choices")
     if choices and value not in choices:
+        if what:
+            raise ConfigError(path, f"{value!r} is not {what}; allowed: {allowed or ', '.join(map(str, choices))}")
         raise ConfigError(path, one_of(value, choices))
+    pattern = meta.get("pattern")
+    if pattern is not None and isinstance(value, str) and not pattern.fullmatch(value):
+        raise ConfigError(path, f"{value!r} is not {what or 'of the allowed form'}; allowed: "
+                                f"{allowed or pattern.pattern}")
+    if meta.get("finite") and isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(path, f"must be a number, got {value!r}")
     low, high = meta.get("min"), meta.get("max")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if low is not None and value < low:
             raise ConfigError(path, f"{value!r} is below the minimum {low}")
         if high is not None and value > high:
             raise ConfigError(path, f"{value!r} is above the maximum {high}")
+    fewest, most = meta.get("min_items"), meta.get("max_items")
+    if isinstance(value, (list, tuple, Mapping)):
+        if fewest is not None and len(value) < fewest:
+            raise ConfigError(path, f"needs at least {fewest} item(s), got {len(value)}")
+        if most is not None and len(value) > most:
+            raise ConfigError(path, f"allows at most {most} item(s), got {len(value)}")
+
+
+def _checked(meta: Mapping[str, Any], path: str, make: Any) -> Any:
+    """``make()``, checked against ``meta``'s constraints; an error of the field itself (not of a field inside it)
+    ends with the field's ``allowed`` words, where it does not say what is allowed already."""
+    try:
+        value = make()
+        _check_constraints(value, meta, path)
+        return value
+    except ConfigError as exc:
+        allowed = meta.get("allowed")
+        if not allowed or exc.field != path or "; allowed: " in str(exc):
+            raise
+        raise ConfigError(path, f"{str(exc)[len(path) + 2:]}; allowed: {allowed}") from None
+
+
+def _given_or_default(f: dataclasses.Field, data: Mapping[str, Any], tp: Any, path: str) -> Any:
+    """Field ``f``'s value: converted from ``data``, or its default."""
+    if f.name in data:
+        given = data[f.name]
+        if f.metadata.get("merge") and isinstance(given, Mapping):
+            given = {**to_dict(f.default_factory()), **given}  # type: ignore[misc]
+        return _convert(given, tp, path)
+    if f.default is not _MISSING:
+        return f.default
+    if f.default_factory is not _MISSING:
+        return f.default_factory()
+    raise ConfigError(path, "is required")
 
 
 def from_dict(cls: type[T], data: Any, path: str = "") -> T:
@@ -130,7 +233,7 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
     where = path or "config"
     if not isinstance(data, Mapping):
         raise ConfigError(where, f"must be an object, got {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, include_extras=True)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     prefix = f"{path}." if path else ""
     for key in data:
@@ -141,19 +244,8 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
     kwargs = {}
     for name, f in fields.items():
         field_path = f"{prefix}{name}"
-        if name in data:
-            given = data[name]
-            if f.metadata.get("merge") and isinstance(given, Mapping):
-                given = {**to_dict(f.default_factory()), **given}  # type: ignore[misc]
-            value = _convert(given, hints[name], field_path)
-        elif f.default is not _MISSING:
-            value = f.default
-        elif f.default_factory is not _MISSING:
-            value = f.default_factory()
-        else:
-            raise ConfigError(field_path, "is required")
-        _check_constraints(value, f.metadata, field_path)
-        kwargs[name] = value
+        kwargs[name] = _checked(f.metadata, field_path,
+                                lambda: _given_or_default(f, data, hints[name], field_path))  # noqa: B023
     return cls(**kwargs)
 
 
@@ -174,7 +266,7 @@ def explain(cls: type, path: str = "", defaults: Any = None) -> list[str]:
     """One line per field: path, type, default and help, for ``--help-config``. ``defaults``: an instance of
     ``cls`` whose values are the defaults (a section declared with ``merge``)."""
     lines = []
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, include_extras=True)
     for f in dataclasses.fields(cls):
         field_path = f"{path}.{f.name}" if path else f.name
         tp = hints[f.name]
@@ -198,6 +290,12 @@ def explain(cls: type, path: str = "", defaults: Any = None) -> list[str]:
 def _type_schema(tp: Any) -> dict[str, Any]:
     """The JSON Schema of what :func:`_convert` accepts for ``tp``."""
     origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        base, *extras = typing.get_args(tp)
+        meta = next((e.metadata for e in extras if isinstance(e, dataclasses.Field)), {})
+        return _constrained_schema(_type_schema(base), meta)
+    if origin is typing.Literal:
+        return {"enum": list(typing.get_args(tp))}
     if origin in (Union, types.UnionType):
         options = [_type_schema(t) for t in typing.get_args(tp)]
         return options[0] if len(options) == 1 else {"anyOf": options}
@@ -212,7 +310,9 @@ def _type_schema(tp: Any) -> dict[str, Any]:
         return {"type": "string", "enum": names + [n.lower() for n in names if n.lower() != n]}
     if origin in (dict, Mapping) or tp in (dict, Mapping):
         args = typing.get_args(tp)
-        return {"type": "object", **({"additionalProperties": _type_schema(args[1])} if len(args) == 2 else {})}
+        keys = _type_schema(args[0]) if len(args) == 2 and typing.get_origin(args[0]) is typing.Annotated else {}
+        return {"type": "object", **({"propertyNames": keys} if keys.get("pattern") else {}),
+                **({"additionalProperties": _type_schema(args[1])} if len(args) == 2 else {})}
     if origin in (list, tuple) or tp in (list, tuple):
         args = [a for a in typing.get_args(tp) if a is not Ellipsis]
         return {"type": "array", **({"items": _type_schema(args[0])} if args else {})}
@@ -228,7 +328,7 @@ def _type_schema(tp: Any) -> dict[str, Any]:
 
 
 def _object_schema(cls: type) -> dict[str, Any]:
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, include_extras=True)
     properties: dict[str, Any] = {}
     required: list[str] = []
     for f in dataclasses.fields(cls):
@@ -247,20 +347,31 @@ def _object_schema(cls: type) -> dict[str, Any]:
                                         for k, v in schema["properties"].items()}
         else:
             required.append(f.name)
-        if meta.get("choices"):  # None (when allowed) is not checked against the choices
-            allowed = [to_dict(c) for c in meta["choices"]]
-            schema = {"anyOf": [{"type": "null"}, {**schema, "enum": allowed}]} if "null" in json_types(schema) \
-                else {**schema, "enum": allowed}
-        for key, word in (("min", "minimum"), ("max", "maximum")):
-            if meta.get(key) is not None:
-                schema = _bounded(schema, word, meta[key])
-        properties[f.name] = schema
+        properties[f.name] = _constrained_schema(schema, meta)
     out: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
     if required:
         out["required"] = required
     if cls.__doc__ and not cls.__doc__.startswith(f"{cls.__name__}("):
         out["description"] = cls.__doc__.strip().splitlines()[0]
     return out
+
+
+def _constrained_schema(schema: dict[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` with an option's constraints: choices, bounds, the number of items, a string's pattern."""
+    if meta.get("choices"):  # None (when allowed) is not checked against the choices
+        allowed = [to_dict(c) for c in meta["choices"]]
+        schema = {"anyOf": [{"type": "null"}, {**schema, "enum": allowed}]} if "null" in json_types(schema) \
+            else {**schema, "enum": allowed}
+    for key, word in (("min", "minimum"), ("max", "maximum")):
+        if meta.get(key) is not None:
+            schema = _bounded(schema, word, meta[key])
+    for key, kind, word in (("min_items", "array", "minItems"), ("max_items", "array", "maxItems"),
+                            ("min_items", "object", "minProperties"), ("max_items", "object", "maxProperties"),
+                            ("pattern", "string", "pattern")):
+        if meta.get(key) is not None:
+            bound = meta[key].pattern if key == "pattern" else meta[key]
+            schema = _bounded(schema, word, bound, (kind,))
+    return schema
 
 
 def json_types(schema: Mapping[str, Any]) -> set[str]:
@@ -271,12 +382,13 @@ def json_types(schema: Mapping[str, Any]) -> set[str]:
     return found
 
 
-def _bounded(schema: dict[str, Any], word: str, bound: float) -> dict[str, Any]:
-    """Put a bound on the numeric branch(es) of ``schema``."""
+def _bounded(schema: dict[str, Any], word: str, bound: Any, kinds: tuple[str, ...] = ("integer", "number")
+             ) -> dict[str, Any]:
+    """Put a bound on the branch(es) of ``schema`` of the JSON types ``kinds`` (by default the numeric ones)."""
     if "anyOf" in schema:
-        return {**schema, "anyOf": [_bounded(dict(o), word, bound) if json_types(o) & {"integer", "number"}
+        return {**schema, "anyOf": [_bounded(dict(o), word, bound, kinds) if json_types(o) & set(kinds)
                                     else o for o in schema["anyOf"]]}
-    return {**schema, word: bound} if json_types(schema) & {"integer", "number"} else schema
+    return {**schema, word: bound} if json_types(schema) & set(kinds) else schema
 
 
 def json_schema(cls: type, *, title: str | None = None) -> dict[str, Any]:

@@ -25,6 +25,8 @@ from mosaic.errors import UserError
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 #: The name of an experiment or a tournament (its folder's name under ``$MOSAIC_HOME``).
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+#: ``NAME_PATTERN`` in words, for the errors that refuse a name.
+NAME_RULE = "letters, digits, '.', '_', '-', 1 to 64 characters, starting with a letter or digit"
 #: The word for the newest run, wherever a run id goes (``mosaic show latest``): never a run's own id.
 LATEST = "latest"
 ARTEFACT_DIRS = ("checkpoints", "tensorboard", "logs", "videos", "eval")

@@ -28,24 +28,21 @@ result is the one an uninterrupted run gives.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Annotated, Any, Callable, Iterator, Mapping
 
-from mosaic.configkit import read_document
+from mosaic.configkit import from_dict, option, read_document
 from mosaic.errors import UserError
-from mosaic.runs import NAME_PATTERN, append_jsonl, mosaic_home, read_jsonl, write_json_atomic
+from mosaic.runs import NAME_PATTERN, NAME_RULE, append_jsonl, mosaic_home, read_jsonl, write_json_atomic
+from mosaic.workerkit.envs import API_TYPES
 
 FORMATS = ("round_robin", "gauntlet")
-SPEC_KEYS = ("name", "description", "environment", "players", "format", "candidate", "games_per_pairing",
-             "seed", "max_steps", "opening_moves", "sides", "report")
-#: a several-game spec: ``games`` instead of ``environment``
-LEAGUE_KEYS = tuple(k for k in SPEC_KEYS if k != "environment") + ("games",)
-#: what a game of a several-game spec may set (the rest is the tournament's: format, candidate, seed, report)
-GAME_KEYS = ("environment", "players", "games_per_pairing", "opening_moves", "sides", "max_steps")
 #: names a game may not take (a sub-folder of the tournament's folder has that name)
 RESERVED_GAMES = ("report", "shards")
 
@@ -99,76 +96,137 @@ class TournamentSpec:
                 yield f"{a}~{b}", game, first, second, self.seed + (game // 2 if self.sides else game)
 
 
+# -- the spec as written ----------------------------------------------------------------------------------
+_NOT_EMPTY = re.compile(".+", re.S)
+
+
+@dataclass
+class GameEnvironment:
+    """The env a tournament's games are played on."""
+
+    family: str = option(pattern=_NOT_EMPTY, what="an env family", allowed="the env's family, e.g. classic",
+                         help="the env's family (classic, mpe, ...)")
+    env_id: str = option(pattern=_NOT_EMPTY, what="an env id", allowed="the env's id, e.g. connect_four_v3",
+                         help="the env's id within its family")
+    env_kwargs: dict[str, Any] = option(default_factory=dict, help="keyword arguments for the env's constructor")
+    api_type: str | None = option(None, choices=API_TYPES, help="the PettingZoo API the games step (default: "
+                                                                "parallel where the env and the players have it)")
+
+
+@dataclass
+class Player:
+    """A player given with options."""
+
+    target: str = option(help="a run (id or folder) or a checkpoint, 'random' or 'scripted:MODULE:FUNCTION'")
+    options: dict[str, Any] = option(default_factory=dict, help="the player's options (mosaic player --help)")
+
+
+@dataclass
+class TournamentReport:
+    reps: int = option(1000, min=100, max=100_000, allowed="an integer from 100 to 100000",
+                       help="bootstrap resamples of the ratings' intervals")
+    confidence: float = option(0.95, min=0.5, max=0.999, finite=True, allowed="a number from 0.5 to 0.999",
+                               help="the intervals' confidence level")
+    seed: int = option(0, min=0, allowed="an integer >= 0", help="the bootstrap's seed")
+
+
+_ENVIRONMENT = "{family, env_id[, env_kwargs, api_type]}"
+_LABEL = Annotated[str, option(pattern=re.compile("[^~]+"), what="a player label",
+                               allowed="non-empty text without '~' (it joins the two labels of a pairing)")]
+_PLAYER = Annotated[str | Player, option(allowed="a target string or {target, options}")]
+_GAME = Annotated[str, option(pattern=NAME_PATTERN, what="a valid game name", allowed=NAME_RULE)]
+_SIDE = Annotated[list[str], option(min_items=1, allowed="a list of agent ids")]
+#: what a game of a several-game spec may set as well as the tournament
+_PER_PAIRING = {"min": 1, "max": 100_000, "allowed": "an integer from 1 to 100000"}
+_OPENING = {"min": 0, "max": 1000, "allowed": "an integer from 0 to 1000 (random legal moves opening each game)"}
+_MAX_STEPS = {"min": 1, "allowed": "an integer >= 1 or null"}
+_SIDES = {"min_items": 2, "max_items": 2, "allowed": "two sides, each a list of agent ids, e.g. {adversaries: "
+                                                     "[adversary_0], good: [agent_0, agent_1]}"}
+
+
+@dataclass(kw_only=True)
+class TournamentFields:
+    """A tournament spec as written (the module's docstring says what each field means): one ``environment``,
+    or several ``games``."""
+
+    name: str = option(pattern=NAME_PATTERN, what="a valid tournament name", allowed=NAME_RULE,
+                       help="the tournament's folder under MOSAIC_HOME/arena")
+    description: str = option("", help="what the tournament is for")
+    environment: GameEnvironment | None = option(None, allowed=_ENVIRONMENT, help="the env of every game")
+    games: dict[_GAME, Annotated[dict[str, Any], option(allowed="{environment, players, ...}")]] | None = option(
+        None, min_items=1, help="GAME -> its environment and what it sets otherwise (GameFields)",
+        allowed="an object of at least one game (GAME -> {environment, players, ...})")
+    players: dict[_LABEL, _PLAYER] = option(
+        min_items=2, help="label -> what plays",
+        allowed="an object of at least two players (label -> a run, 'random' or 'scripted:MODULE:FUNCTION', or "
+                "{target, options})")
+    format: str = option("round_robin", choices=FORMATS, what="a tournament format", help="round_robin or gauntlet")
+    candidate: str | None = option(None, help="the gauntlet's player, against every other")
+    games_per_pairing: int = option(10, **_PER_PAIRING, help="split between the two seatings")
+    seed: int = option(0, min=0, allowed="an integer >= 0", help="game g of a pairing is seeded seed + g")
+    max_steps: int | None = option(None, **_MAX_STEPS, help="a game's steps at most")
+    opening_moves: int = option(0, **_OPENING, help="random legal moves opening each game")
+    sides: dict[str, _SIDE] | None = option(None, **_SIDES, help="a team game's two sides")
+    report: TournamentReport = option(default_factory=TournamentReport, allowed="{reps, confidence, seed}",
+                                      help="the ratings' intervals")
+
+
+@dataclass
+class GameFields:
+    """A game of a several-game spec: its env, the players that play it, and what it sets otherwise than the
+    tournament (format, candidate, seed and report are the tournament's)."""
+
+    environment: GameEnvironment = option(allowed=_ENVIRONMENT, help="the game's env")
+    players: list[str] | None = option(None, allowed="a list of the spec's player labels",
+                                       help="the labels of the players that play it (default: all)")
+    games_per_pairing: int = option(10, **_PER_PAIRING)
+    opening_moves: int = option(0, **_OPENING)
+    sides: dict[str, _SIDE] | None = option(None, **_SIDES)
+    max_steps: int | None = option(None, **_MAX_STEPS)
+
+
+#: what a game takes from the tournament unless it sets it
+_OVERRIDES = tuple(f.name for f in dataclasses.fields(GameFields) if f.name not in ("environment", "players"))
+
+
+def _spec(fields: TournamentFields, source: Mapping[str, Any], environment: Mapping[str, Any],
+          game: str | None = None, where: str = "") -> TournamentSpec:
+    """The :class:`TournamentSpec` of checked ``fields`` (a game's: its own settings in them), once what one field
+    says of another holds; errors name the field under ``where`` (``games.GAME.``)."""
+    if fields.format == "gauntlet" and fields.candidate not in fields.players:
+        raise UserError(f"candidate: {fields.candidate!r} is not a player; allowed: {', '.join(fields.players)}")
+    if fields.sides and fields.opening_moves:
+        raise UserError(f"{where}opening_moves: random openings are for two-player turn-based games, not with "
+                        "sides; allowed: 0 with sides")
+    if fields.sides and fields.games_per_pairing % 2:
+        raise UserError(f"{where}games_per_pairing: {fields.games_per_pairing} with sides; allowed: an even number "
+                        "(games come in pairs, sides swapped)")
+    players = [PlayerSpec(label, value) if isinstance(value, str) else PlayerSpec(label, value.target, value.options)
+               for label, value in fields.players.items()]
+    return TournamentSpec(fields.name, dict(environment), players, fields.format, fields.candidate,
+                          fields.games_per_pairing, fields.seed, fields.max_steps, dict(source.get("report", {})),
+                          dict(source), fields.opening_moves,
+                          {str(k): v for k, v in fields.sides.items()} if fields.sides else None, game)
+
+
+def _an_object(data: Any) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise UserError("spec: expected an object (name, players, environment or games, ...)")
+    return data
+
+
 def parse_spec(data: Mapping[str, Any]) -> TournamentSpec:
     """A one-environment spec (also each game's spec of a several-game one, which carries ``game``, its key:
     :func:`parse_specs` reads a spec of either kind)."""
-    game_key = data.get("game")
-    for key in data:
-        if key not in SPEC_KEYS and not (key == "game" and isinstance(game_key, str)):
-            if key == "games":
-                raise UserError("games: a spec lists its games or names one environment; allowed: games or "
-                                "environment, not both")
-            raise UserError(f"{key}: unknown field; allowed: {', '.join(SPEC_KEYS)}, or games instead of "
-                            "environment")
-    name = data.get("name")
-    if not isinstance(name, str) or not NAME_PATTERN.match(name):
-        raise UserError(f"name: {name!r} is not a valid tournament name; allowed: letters, digits, '.', '_', '-'")
-    env = data.get("environment")
-    if not isinstance(env, dict) or not env.get("family") or not env.get("env_id"):
-        raise UserError("environment: expected {family, env_id[, env_kwargs]}")
-    players_in = data.get("players")
-    if not isinstance(players_in, dict) or len(players_in) < 2:
-        raise UserError("players: expected an object of at least two players (label -> run, 'random' or "
-                        "'scripted:MODULE:FUNCTION')")
-    players = []
-    for label, value in players_in.items():
-        if "~" in label or not label:
-            raise UserError(f"players.{label}: a label may not contain '~'")
-        if isinstance(value, str):
-            players.append(PlayerSpec(label, value))
-        elif isinstance(value, dict) and isinstance(value.get("target"), str):
-            options = value.get("options", {})
-            if not isinstance(options, dict):
-                raise UserError(f"players.{label}.options: expected an object")
-            players.append(PlayerSpec(label, value["target"], dict(options)))
-        else:
-            raise UserError(f"players.{label}: expected a target string or {{target, options}}")
-    fmt = data.get("format", "round_robin")
-    if fmt not in FORMATS:
-        raise UserError(f"format: {fmt!r} is not a tournament format; allowed: {', '.join(FORMATS)}")
-    candidate = data.get("candidate")
-    if fmt == "gauntlet" and candidate not in players_in:
-        raise UserError(f"candidate: {candidate!r} is not a player; allowed: {', '.join(players_in)}")
-    games = data.get("games_per_pairing", 10)
-    if isinstance(games, bool) or not isinstance(games, int) or not 1 <= games <= 100_000:
-        raise UserError(f"games_per_pairing: {games!r}; allowed: an integer from 1")
-    seed = data.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise UserError(f"seed: {seed!r}; allowed: an integer >= 0")
-    max_steps = data.get("max_steps")
-    if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
-        raise UserError(f"max_steps: {max_steps!r}; allowed: an integer >= 1 or null")
-    report = data.get("report", {})
-    if not isinstance(report, dict):
-        raise UserError("report: expected {reps, confidence, seed}")
-    opening = data.get("opening_moves", 0)
-    if isinstance(opening, bool) or not isinstance(opening, int) or not 0 <= opening <= 1000:
-        raise UserError(f"opening_moves: {opening!r}; allowed: an integer >= 0 (random legal moves opening each game)")
-    sides = data.get("sides")
-    if sides is not None:
-        if not isinstance(sides, dict) or len(sides) != 2 or not all(
-                isinstance(v, list) and v and all(isinstance(a, str) for a in v) for v in sides.values()):
-            raise UserError("sides: expected two sides, each a list of agent ids, e.g. {adversaries: [adversary_0], "
-                            "good: [agent_0, agent_1]}")
-        if opening:
-            raise UserError("opening_moves: random openings are for two-player turn-based games, not with sides; "
-                            "allowed: 0 with sides")
-        if games % 2:
-            raise UserError(f"games_per_pairing: {games} with sides; allowed: an even number (games come in pairs, "
-                            "sides swapped)")
-    return TournamentSpec(name, dict(env), players, fmt, candidate, games, seed, max_steps, dict(report), dict(data),
-                          opening, {str(k): list(v) for k, v in sides.items()} if sides else None,
-                          game_key if isinstance(game_key, str) else None)
+    game = _an_object(data).get("game")
+    game = game if isinstance(game, str) else None
+    if "games" in data:
+        raise UserError("games: a spec lists its games or names one environment; allowed: games or environment, "
+                        "not both")
+    fields = from_dict(TournamentFields, {k: v for k, v in data.items() if game is None or k != "game"})
+    if fields.environment is None:
+        raise UserError(f"environment: is required; allowed: {_ENVIRONMENT}, or games instead of environment")
+    return _spec(fields, data, data["environment"], game)
 
 
 def parse_specs(data: Mapping[str, Any]) -> list[TournamentSpec]:
@@ -177,9 +235,7 @@ def parse_specs(data: Mapping[str, Any]) -> list[TournamentSpec]:
     spec's fields and the game's own ``environment``, ``players`` (labels, default all) and overrides of
     ``games_per_pairing``, ``opening_moves``, ``sides`` and ``max_steps``). Every error names its field
     (``games.GAME.FIELD`` for a game's)."""
-    if not isinstance(data, Mapping):
-        raise UserError("spec: expected an object (name, players, environment or games, ...)")
-    if "games" not in data:
+    if "games" not in _an_object(data):
         if "game" in data:
             raise UserError("game: MOSAIC writes it into each game's spec of a several-game spec; allowed: "
                             "games: {GAME: {environment, ...}} to list games")
@@ -187,47 +243,31 @@ def parse_specs(data: Mapping[str, Any]) -> list[TournamentSpec]:
     if "environment" in data:
         raise UserError("environment: a spec names one environment or lists games, each with its own; allowed: "
                         "environment or games, not both")
-    for key in data:
-        if key not in LEAGUE_KEYS:
-            raise UserError(f"{key}: unknown field; allowed: {', '.join(LEAGUE_KEYS)}")
-    games = data["games"]
-    if not isinstance(games, Mapping) or not games:
-        raise UserError("games: expected an object of at least one game (GAME -> {environment, players, ...})")
+    fields = from_dict(TournamentFields, data)
+    _spec(fields, data, {})  # what the tournament's own fields say of each other, errors naming them
+    everyone = list(fields.players)
     base = {k: v for k, v in data.items() if k != "games"}
-    # the tournament's own fields, once, errors naming them (a placeholder env: each game's is checked below)
-    parse_spec({**base, "environment": {"family": "-", "env_id": "-"}})
-    everyone = list(data["players"])
     specs = []
-    for key, game in games.items():
+    for key, given in (fields.games or {}).items():
         where = f"games.{key}"
-        if not isinstance(key, str) or not NAME_PATTERN.match(key):
-            raise UserError(f"{where}: {key!r} is not a valid game name; allowed: letters, digits, '.', '_', '-'")
         if key in RESERVED_GAMES:
             raise UserError(f"{where}: {key!r} is reserved (a folder of the tournament's); allowed: another name")
-        if not isinstance(game, Mapping):
-            raise UserError(f"{where}: expected an object {{environment, players, ...}}")
-        for field_name in game:
-            if field_name not in GAME_KEYS:
-                raise UserError(f"{where}.{field_name}: unknown field for a game; allowed: {', '.join(GAME_KEYS)} "
-                                "(format, candidate, seed and report are the tournament's)")
-        labels = game.get("players", everyone)
-        if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
-            raise UserError(f"{where}.players: expected a list of player labels; allowed: {', '.join(everyone)}")
+        game = from_dict(GameFields, {**{k: data[k] for k in _OVERRIDES if k in data}, **given}, where)
+        labels = everyone if game.players is None else game.players
         for label in labels:
-            if label not in data["players"]:
+            if label not in fields.players:
                 raise UserError(f"{where}.players: {label!r} is not a player; allowed: {', '.join(everyone)}")
         if len(set(labels)) != len(labels) or len(labels) < 2:
             raise UserError(f"{where}.players: expected at least two different players; allowed: "
                             f"{', '.join(everyone)}")
-        if data.get("format") == "gauntlet" and data.get("candidate") not in labels:
-            raise UserError(f"{where}.players: the gauntlet's candidate {data.get('candidate')!r} plays every game; "
+        if fields.format == "gauntlet" and fields.candidate not in labels:
+            raise UserError(f"{where}.players: the gauntlet's candidate {fields.candidate!r} plays every game; "
                             f"allowed: a list that includes it")
-        source = {**base, **{k: v for k, v in game.items() if k != "players"},
+        merged = dataclasses.replace(fields, players={label: fields.players[label] for label in labels},
+                                     **{k: getattr(game, k) for k in _OVERRIDES})
+        source = {**base, **{k: v for k, v in given.items() if k != "players"},
                   "players": {label: data["players"][label] for label in labels}, "game": key}
-        try:
-            spec = parse_spec(source)
-        except UserError as exc:
-            raise UserError(f"{where}.{exc}") from None
+        spec = _spec(merged, source, given["environment"], key, f"{where}.")
         spec.league = json.loads(json.dumps(dict(data)))
         specs.append(spec)
     return specs

@@ -39,19 +39,16 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any, Literal, Mapping
 
-from mosaic.configkit import read_document, set_path
+from mosaic.configkit import from_dict, option, read_document, set_path
 from mosaic.errors import UserError
 from mosaic.experiments.backends import BACKENDS
-from mosaic.runs import NAME_PATTERN
+from mosaic.runs import NAME_PATTERN, NAME_RULE
 
-#: The spec's own keys.
-SPEC_KEYS = ("name", "description", "base", "settings", "translate", "axes", "combine", "seeds", "retries",
-             "retry_from", "continue_from", "score", "normalise", "report", "backend")
 COMBINE = ("product", "zip")
 #: Where a retried cell starts: from scratch, or from the newest checkpoint its earlier attempts saved.
 RETRY_FROM = ("start", "checkpoint")
@@ -66,17 +63,24 @@ RANDOM_WORKER = "random"
 RANDOM_PLAY = "random play"
 
 
+#: a dotted config path: field names joined by dots (``algo_params.lambda_``)
+CONFIG_PATH = re.compile(r"[^.]+(\.[^.]+)*")
+_FRACTION = {"min": 0.0, "max": 1.0, "finite": True, "allowed": "a number from 0 to 1"}
+
+
 @dataclass(frozen=True)
 class Score:
     """What a run scores: ``metric`` of its ``metrics`` events, averaged over the last ``final_fraction`` of
     its env steps (evaluators: their final value)."""
 
-    metric: str = "episode_return_mean"
-    higher_is_better: bool = True
-    final_fraction: float = 0.1
+    metric: str = option("episode_return_mean", pattern=re.compile(".+", re.S), what="a metric name",
+                         allowed="a metric name such as episode_return_mean", help="the metric a run is scored by")
+    higher_is_better: bool = option(True, help="whether a higher score is better")
+    final_fraction: float = option(0.1, **_FRACTION, help="the last share of a run's env steps its score averages")
     #: a report calls a configuration's curves levelled off when their last ``final_fraction`` of env steps added
     #: less than this share of their whole gain (the whole interval)
-    level_within: float = 0.02
+    level_within: float = option(0.02, **_FRACTION, help="the share of its whole gain a levelled-off curve adds "
+                                                          "over the last final_fraction")
 
 
 #: Scores every training worker's ``metrics`` events carry (docs/telemetry.md): a spec may name another metric
@@ -100,9 +104,11 @@ def metric_warning(score: Score) -> str | None:
 
 @dataclass(frozen=True)
 class ReportSettings:
-    reps: int = 2000
-    confidence: float = 0.95
-    seed: int = 0
+    reps: int = option(2000, min=100, max=100_000, allowed="an integer from 100 to 100000",
+                       help="bootstrap resamples of the intervals")
+    confidence: float = option(0.95, min=0.5, max=0.999, finite=True, allowed="a number from 0.5 to 0.999",
+                               help="the intervals' confidence level")
+    seed: int = option(0, min=0, allowed="an integer >= 0", help="the bootstrap's seed")
 
 
 @dataclass(frozen=True)
@@ -263,173 +269,129 @@ def read_spec(path: str | Path) -> ExperimentSpec:
     return parse_spec(data, base_dir=path.parent)
 
 
-def _score_or(value: Any, word: str, where: str, what: str, meaning: str) -> float | None:
-    """A score given as a number, or None for ``word`` (what the experiment finds out itself)."""
-    if value == word:
-        return None
-    if isinstance(value, str):
-        raise UserError(f"{where}: {value!r} is neither a number nor {word}; allowed: {what}, or {word} ({meaning})")
-    return float(_number(value, where))
+@dataclass
+class Translation:
+    """A translated name's path for one worker, with the library's own words for some of its values."""
+
+    path: str = option(pattern=CONFIG_PATH, what="a config path", help="where the worker's config has it",
+                       allowed="dotted field names such as algo_params.lambda_")
+    values: dict[str, Any] = option(default_factory=dict, help="a value as the spec words it -> the library's word "
+                                                               "(a value not listed is written as it is)")
 
 
-def _number(value: Any, where: str, *, low: float | None = None, high: float | None = None,
-            integer: bool = False) -> Any:
-    kind = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kind) or (not integer and not math.isfinite(value)):
-        raise UserError(f"{where}: expected {'an integer' if integer else 'a number'}, got {value!r}")
-    if (low is not None and value < low) or (high is not None and value > high):
-        bounds = f"{'>= ' + format(low, 'g') if low is not None else ''}" + \
-                 (f"{' and ' if low is not None else ''}<= {high:g}" if high is not None else "")
-        raise UserError(f"{where}: {value!r} is out of range; allowed: {bounds}")
-    return value
+#: a worker's path for a translated name: a path, null (the worker has no such setting), or {path, values}
+_TRANSLATED = "dotted field names such as algo_params.lambda_, null, or {path: ..., values: {...}}"
+_TRANSLATED_TO = Annotated[Annotated[str, option(pattern=CONFIG_PATH, what="a config path", allowed=_TRANSLATED)]
+                           | Translation | None, option(allowed=_TRANSLATED)]
+_BASE = Annotated[str | dict[str, Any], option(allowed="a base config: an object, or a config file's path "
+                                                       "(relative to the spec)")]
 
 
-def _object(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise UserError(f"{where}: expected an object, got {type(value).__name__}")
-    return value
+@dataclass
+class Normalisation:
+    """An env's random and reference scores, between which its normalised scores go from 0 to 1."""
+
+    random: float | Literal["measure"] = option(finite=True, help="the env's random score",
+                                                allowed=f"a random score, or {MEASURE} (runs of the random worker "
+                                                        "measure it)")
+    reference: float | Literal["best"] = option(finite=True, help="the env's reference score",
+                                                allowed=f"a reference score, or {BEST} (the best configuration's "
+                                                        "mean score there)")
+    measure_timesteps: int | None = option(None, min=1, allowed="a number of env steps >= 1",
+                                           help="env steps of each random-play run (random: measure)")
 
 
-def _keys(value: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
-    for key in value:
-        if key not in allowed:
-            raise UserError(f"{where}{key}: unknown field; allowed: {', '.join(allowed)}")
+@dataclass
+class SpecFields:
+    """An experiment spec as written (the module's docstring says what each field means)."""
+
+    name: str = option(pattern=NAME_PATTERN, what="a valid experiment name", allowed=NAME_RULE,
+                       help="the experiment's folder under MOSAIC_HOME/experiments")
+    description: str = option("", help="what the experiment is for")
+    base: dict[str, _BASE] = option(default_factory=dict, help="worker -> its base config",
+                                    allowed="worker -> a base config")
+    settings: dict[str, Any] = option(default_factory=dict, help="config path or translated name -> its value in "
+                                                                 "every cell")
+    translate: dict[str, dict[str, _TRANSLATED_TO]] = option(default_factory=dict,
+                                                             help="name -> worker -> the worker's path for it")
+    axes: dict[str, Annotated[list[Any], option(min_items=1, allowed="a non-empty list of values")]] = option(
+        default_factory=dict, help="config path or translated name -> its values")
+    combine: str = option("product", choices=COMBINE, what="a way to combine the axes", help="product or zip")
+    seeds: int | list[Annotated[int, option(min=0, allowed="a seed: an integer >= 0")]] = option(
+        3, min=1, max=10_000, min_items=1, help="a count (seeds 0..N-1) or a list of seeds",
+        allowed="a count from 1 to 10000, or a non-empty list of distinct integers >= 0")
+    retries: int = option(2, min=0, max=100, allowed="an integer from 0 to 100",
+                          help="reruns of a failed or cancelled cell")
+    retry_from: str = option("start", choices=RETRY_FROM, what="where a retry starts",
+                             help="start, or checkpoint: the last one saved before")
+    continue_from: str | None = option(
+        None, pattern=NAME_PATTERN, what="an experiment name", help="an earlier experiment each cell goes on from",
+        allowed="the name of an experiment in this MOSAIC_HOME (`mosaic experiment list`)")
+    score: Score = option(default_factory=Score, help="what a run scores")
+    normalise: dict[str, Normalisation] = option(default_factory=dict, help="env -> its random and reference "
+                                                                            "scores")
+    report: ReportSettings = option(default_factory=ReportSettings, help="the report's intervals")
+    backend: str = option("local", choices=BACKENDS, what="a backend here", help="where the cells run")
 
 
 def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> ExperimentSpec:
-    _keys(data, SPEC_KEYS, "")
-    name = data.get("name")
-    if not isinstance(name, str) or not NAME_PATTERN.match(name):
-        what = "not given" if name is None else f"{name!r} is not a valid experiment name"
-        raise UserError(f"name: {what}; allowed: letters, digits, '.', '_', '-', 1 to 64 characters, starting with "
-                        "a letter or digit")
-    base_in = _object(data.get("base", {}), "base")
+    """The spec in ``data``, checked (:class:`SpecFields`, then what one field says of another); base configs
+    given as paths are read relative to ``base_dir``."""
+    spec = from_dict(SpecFields, data)
     base: dict[str, dict[str, Any]] = {}
-    for worker, value in base_in.items():
+    for worker, value in spec.base.items():
         if isinstance(value, str):
-            file = (base_dir / value)
-            value = read_document(file, f"base.{worker}")
-        value = dict(_object(value, f"base.{worker}"))
+            value = read_document(base_dir / value, f"base.{worker}")
+        value = dict(value)
         named = value.pop("worker", worker)
         if named != worker:
             raise UserError(f"base.{worker}: the config names worker {named!r}; allowed: {worker!r} or no worker")
         base[worker] = value
-    axes_in = _object(data.get("axes", {}), "axes")
-    axes: dict[str, list[Any]] = {}
-    for axis, values in axes_in.items():
+    for axis in spec.axes:
         if axis in ("seed", "run_id"):
             raise UserError(f"axes.{axis}: not an axis; allowed: seeds are given by 'seeds', run ids are made "
                             "by the experiment")
-        if not isinstance(values, list) or not values:
-            raise UserError(f"axes.{axis}: expected a non-empty list of values, got {values!r}")
-        axes[axis] = values
-    workers = [str(w) for w in axes.get("worker", [])]
+    workers = [str(w) for w in spec.axes.get("worker", [])]
     for w in workers:
-        if not isinstance(w, str) or not w:
+        if not w:
             raise UserError(f"axes.worker: {w!r} is not a worker name")
     if not workers and len(base) != 1:
         raise UserError("base: name exactly one worker's base config, or vary 'worker' under axes; "
                         f"got {', '.join(base) or 'none'}")
-    combine = data.get("combine", "product")
-    if combine not in COMBINE:
-        raise UserError(f"combine: {combine!r} is not a way to combine the axes; allowed: {', '.join(COMBINE)}")
-    if combine == "zip" and len({len(v) for v in axes.values()}) > 1:
-        lengths = ", ".join(f"{k} {len(v)}" for k, v in axes.items())
+    if spec.combine == "zip" and len({len(v) for v in spec.axes.values()}) > 1:
+        lengths = ", ".join(f"{k} {len(v)}" for k, v in spec.axes.items())
         raise UserError(f"axes: combine 'zip' needs every axis to have as many values ({lengths}); "
                         "allowed: equal lengths, or combine 'product'")
-    seeds_in = data.get("seeds", 3)
-    if isinstance(seeds_in, list):
-        if not seeds_in:
-            raise UserError("seeds: expected a count or a non-empty list of integers, got []")
-        seeds = [_number(s, f"seeds[{i}]", low=0, integer=True) for i, s in enumerate(seeds_in)]
-        if len(set(seeds)) != len(seeds):
-            raise UserError(f"seeds: {seeds} repeats a seed; allowed: distinct integers")
-    else:
-        seeds = list(range(_number(seeds_in, "seeds", low=1, high=10_000, integer=True)))
-    settings = dict(_object(data.get("settings", {}), "settings"))
+    seeds = list(range(spec.seeds)) if isinstance(spec.seeds, int) else spec.seeds
+    if len(set(seeds)) != len(seeds):
+        raise UserError(f"seeds: {seeds} repeats a seed; allowed: distinct integers")
     for key in ("seed", "worker", "run_id"):
-        if key in settings:
+        if key in spec.settings:
             raise UserError(f"settings.{key}: not a setting; allowed: 'seeds' for seeds, axes.worker for workers")
-    translate: dict[str, dict[str, str | None]] = {}
-    for name_, mapping in _object(data.get("translate", {}), "translate").items():
-        mapping = _object(mapping, f"translate.{name_}")
-        for worker, path in mapping.items():
-            where = f"translate.{name_}.{worker}"
-            if isinstance(path, dict):
-                _keys(path, ("path", "values"), f"{where}.")
-                values = path.get("values", {})
-                if not isinstance(values, dict):
-                    raise UserError(f"{where}.values: expected an object of spec value -> the library's value")
-                mapping[worker] = path = {"path": path.get("path"), "values": {str(k): v for k, v in values.items()}}
-                path = path["path"]
-                where += ".path"
-            if path is not None and (not isinstance(path, str) or any(not p for p in path.split("."))):
-                raise UserError(f"{where}: {path!r} is not a config path; allowed: dotted field names such as "
-                                "algo_params.lambda_, null, or {path: ..., values: {...}}")
-        translate[name_] = dict(mapping)
-    retries = _number(data.get("retries", 2), "retries", low=0, high=100, integer=True)
-    retry_from = data.get("retry_from", "start")
-    if retry_from not in RETRY_FROM:
-        raise UserError(f"retry_from: {retry_from!r} is not where a retry starts; allowed: {', '.join(RETRY_FROM)}")
-    continue_from = data.get("continue_from")
-    if continue_from is not None and (not isinstance(continue_from, str) or not NAME_PATTERN.match(continue_from)):
-        raise UserError(f"continue_from: {continue_from!r} is not an experiment name; allowed: the name of an "
-                        "experiment in this MOSAIC_HOME (`mosaic experiment list`)")
-    if continue_from is not None and continue_from == name:
-        raise UserError(f"continue_from: {name!r} is this experiment; allowed: an earlier experiment's name")
-    score_in = _object(data.get("score", {}), "score")
-    _keys(score_in, ("metric", "higher_is_better", "final_fraction", "level_within"), "score.")
-    metric = score_in.get("metric", Score.metric)
-    if not isinstance(metric, str) or not metric:
-        raise UserError(f"score.metric: expected a metric name such as episode_return_mean, got {metric!r}")
-    hib = score_in.get("higher_is_better", True)
-    if not isinstance(hib, bool):
-        raise UserError(f"score.higher_is_better: expected true or false, got {hib!r}")
-    score = Score(metric, hib, float(_number(score_in.get("final_fraction", 0.1), "score.final_fraction",
-                                             low=0.0, high=1.0)),
-                  float(_number(score_in.get("level_within", Score.level_within), "score.level_within",
-                                low=0.0, high=1.0)))
+    if spec.continue_from is not None and spec.continue_from == spec.name:
+        raise UserError(f"continue_from: {spec.name!r} is this experiment; allowed: an earlier experiment's name")
     normalise: dict[str, tuple[float | None, float | None]] = {}
     measure_timesteps: dict[str, int] = {}
-    for env, pair in _object(data.get("normalise", {}), "normalise").items():
-        pair = _object(pair, f"normalise.{env}")
-        _keys(pair, ("random", "reference", "measure_timesteps"), f"normalise.{env}.")
-        if "random" not in pair or "reference" not in pair:
-            raise UserError(f"normalise.{env}: give both scores; allowed: {{random: NUMBER or {MEASURE}, "
-                            f"reference: NUMBER or {BEST}}}")
-        measured = pair["random"] == MEASURE
-        low = _score_or(pair["random"], MEASURE, f"normalise.{env}.random", "a random score",
-                        "runs of the random worker measure it")
-        high = _score_or(pair["reference"], BEST, f"normalise.{env}.reference", "a reference score",
-                         "the best configuration's mean score there")
+    for env, pair in spec.normalise.items():
+        low = None if pair.random == MEASURE else pair.random
+        high = None if pair.reference == BEST else pair.reference
         if low is not None and low == high:
             raise UserError(f"normalise.{env}: random and reference are both {low:g}; allowed: two different scores")
-        if "measure_timesteps" in pair:
-            if not measured:
+        if pair.measure_timesteps is not None:
+            if low is not None:
                 raise UserError(f"normalise.{env}.measure_timesteps: only with random: {MEASURE}; allowed: leave it "
                                 "out, or measure the random score")
-            measure_timesteps[str(env)] = int(_number(pair["measure_timesteps"],
-                                                      f"normalise.{env}.measure_timesteps", low=1, integer=True))
+            measure_timesteps[str(env)] = pair.measure_timesteps
         normalise[str(env)] = (low, high)
-    report_in = _object(data.get("report", {}), "report")
-    _keys(report_in, ("reps", "confidence", "seed"), "report.")
-    report = ReportSettings(int(_number(report_in.get("reps", 2000), "report.reps", low=100, high=100_000,
-                                        integer=True)),
-                            float(_number(report_in.get("confidence", 0.95), "report.confidence",
-                                          low=0.5, high=0.999)),
-                            int(_number(report_in.get("seed", 0), "report.seed", low=0, integer=True)))
-    backend = data.get("backend", "local")
-    if backend not in BACKENDS:
-        raise UserError(f"backend: {backend!r} is not a backend here; allowed: {', '.join(BACKENDS)}")
-    description = data.get("description", "")
-    if not isinstance(description, str):
-        raise UserError("description: expected text")
+    translate = {name: {worker: {"path": path.path, "values": {str(k): v for k, v in path.values.items()}}
+                        if isinstance(path, Translation) else path for worker, path in mapping.items()}
+                 for name, mapping in spec.translate.items()}
     source = {**{k: copy.deepcopy(v) for k, v in data.items()}, "base": copy.deepcopy(base)}
-    spec = ExperimentSpec(name=name, base=base, axes=axes, seeds=seeds, settings=settings, translate=translate,
-                          combine=combine, retries=retries, retry_from=retry_from, continue_from=continue_from,
-                          score=score,
-                          normalise=normalise, measure_timesteps=measure_timesteps, report=report,
-                          backend=backend, description=description, source=source)
+    parsed = ExperimentSpec(name=spec.name, base=base, axes=spec.axes, seeds=seeds, settings=spec.settings,
+                            translate=translate, combine=spec.combine, retries=spec.retries,
+                            retry_from=spec.retry_from, continue_from=spec.continue_from, score=spec.score,
+                            normalise=normalise, measure_timesteps=measure_timesteps, report=spec.report,
+                            backend=spec.backend, description=spec.description, source=source)
     for worker in workers:
-        spec.base.setdefault(worker, {})
-    return spec
+        parsed.base.setdefault(worker, {})
+    return parsed
