@@ -18,8 +18,7 @@ import numpy as np
 import pytest
 
 from mosaic.scoring import stats
-from mosaic.experiments import report as report_module
-from mosaic.experiments.report import ReportCell, ReportInput, fmt, fmt_interval, write_report
+from mosaic.experiments.report import ReportCell, ReportInput, analysis, fmt, fmt_interval, plots, tables, write_report
 from mosaic.experiments.results import run_result
 from mosaic.runs import RunStore
 
@@ -335,7 +334,7 @@ def test_a_continued_runs_chain_is_followed_through_an_earlier_experiments_runs(
     """The cell's attempt continued from run old-a2 of an earlier experiment (continue_from), which itself had
     continued from old-a1 after an interruption: the chain goes back to old-a1, which started from scratch, each
     link cut at the checkpoint the next run started from; a chain that loops stops before visiting a run twice."""
-    from mosaic.experiments.reporting import _continued_from
+    from mosaic.experiments.collect import _continued_from
     from mosaic.experiments.store import Attempt
     from mosaic.runs import write_json_atomic
 
@@ -365,17 +364,17 @@ def test_a_reference_taken_from_the_results_is_the_best_configurations_mean(expe
     better); the report names it and says the normalised numbers are relative to it."""
     _, cells = experiment
     data = report_input(cells, normalisation={env: (0.0, None) for env in ENVS})
-    a = report_module.analyse(data)
+    a = analysis.analyse(data)
     assert a.best_of == {env: "algorithm=mappo" for env in ENVS}
     for env in ENVS:
         best = float(np.mean([expected_final("algorithm=mappo", env, s) for s in SEEDS]))
         assert a.normalisation[env] == (0.0, pytest.approx(best, rel=1e-12))
-        assert float(np.mean(report_module.env_matrix(a, "algorithm=mappo", env, normalised=True))) == \
+        assert float(np.mean(analysis.env_matrix(a, "algorithm=mappo", env, normalised=True))) == \
             pytest.approx(1.0, rel=1e-12)
-    markdown = report_module.render_markdown(a)
+    markdown = tables.render_markdown(a)
     assert f"reference {fmt(a.normalisation['simple_spread_v3'][1])} (best: the mean score of algorithm=mappo)" \
         in markdown and "Reference taken from the results (simple_spread_v3: algorithm=mappo" in markdown
-    assert report_module.analyse(dataclasses.replace(data, higher_is_better=False)).best_of == \
+    assert analysis.analyse(dataclasses.replace(data, higher_is_better=False)).best_of == \
         {env: "algorithm=ippo" for env in ENVS}
 
 
@@ -398,7 +397,7 @@ def test_report_states_what_was_run_and_what_is_not_supported(experiment, writte
 
 
 def test_plots_are_png_files(written):
-    for name in report_module.PLOTS:
+    for name in plots.PLOTS:
         data = (written[0] / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n", name
         assert len(data) > 8_000, f"{name}: only {len(data)} bytes"
@@ -433,18 +432,18 @@ def test_same_input_gives_the_same_bytes(written):
 def test_a_failing_write_leaves_no_half_report(experiment, tmp_path, monkeypatch):
     _, cells = experiment
 
-    def broken(analysis, path):
+    def broken(_analysis, path):
         path.write_bytes(b"half a plot")
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setitem(report_module.PLOTTERS, "performance_profiles.png", broken)
+    monkeypatch.setitem(plots.PLOTTERS, "performance_profiles.png", broken)
     with pytest.raises(RuntimeError, match="disk on fire"):
         write_report(tmp_path / "report", report_input(cells))
     assert list(tmp_path.iterdir()) == []  # neither the report nor its staging folder
 
     monkeypatch.undo()
     previous = write_report(tmp_path / "report", report_input(cells, name="before")).read_bytes()
-    monkeypatch.setitem(report_module.PLOTTERS, "performance_profiles.png", broken)
+    monkeypatch.setitem(plots.PLOTTERS, "performance_profiles.png", broken)
     with pytest.raises(RuntimeError):
         write_report(tmp_path / "report", report_input(cells, name="after"))
     assert (tmp_path / "report" / "report.md").read_bytes() == previous  # the old report, whole

@@ -143,7 +143,7 @@ def test_one_function_stages_a_folder_and_renames_it_into_place():
 
 @pytest.mark.parametrize("module, function", [
     ("mosaic.runs", "RunStore.create"),
-    ("mosaic.experiments.report", "write_report"),
+    ("mosaic.experiments.report.write", "write_report"),
     ("mosaic.arena.report", "write_report"),
     ("mosaic.arena.report", "write_reports"),
 ])

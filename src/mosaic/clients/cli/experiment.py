@@ -340,7 +340,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from mosaic.experiments.reporting import joint_report_input, report_input
+    from mosaic.experiments.collect import joint_report_input, report_input
     from mosaic.experiments.report import write_report
 
     store = _store()

@@ -1,4 +1,5 @@
-"""An experiment's cells as the report reads them: each cell's configuration, env, seed, state and run."""
+"""An experiment's cells collected for its report (:mod:`mosaic.experiments.report`): each cell's configuration, env,
+seed, state and run, read from the experiment's store and the run store, as a :class:`ReportInput`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mosaic.errors import UserError
-from mosaic.experiments.report import ReportCell, ReportInput
+from mosaic.experiments.report.inputs import ReportCell, ReportInput
 from mosaic.experiments.spec import BEST, MEASURE, Score
 from mosaic.experiments.store import Attempt, Experiment
 from mosaic.runs import RunStore

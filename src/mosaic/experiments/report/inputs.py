@@ -1,0 +1,46 @@
+"""What a report is made from: an experiment's cells (one run each) and how they are scored."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class ReportCell:
+    cell_id: str  # "c000", ...
+    configuration: str  # label of the varied settings except env and seed, e.g. "worker=ray algorithm=mappo"
+    env: str  # task label (e.g. "simple_spread_v3")
+    seed: int
+    status: str  # completed / failed / cancelled / pending / running
+    run_id: str | None
+    run_dir: Path | None
+    settings: dict[str, Any]  # axis name -> value for this cell
+    worker: str
+    algorithm: str
+    budget: int | None  # total_timesteps or episodes
+    #: the runs this cell's run continued from a checkpoint of, oldest first, with the checkpoint's env steps
+    before: tuple[tuple[Path, float | None], ...] = ()
+    #: a random-play run that measures its env's random score (the spec's ``normalise``: ``random: measure``)
+    baseline: bool = False
+
+
+@dataclass
+class ReportInput:
+    name: str
+    spec: dict[str, Any]
+    cells: list[ReportCell]
+    metric: str = "episode_return_mean"
+    higher_is_better: bool = True
+    #: env -> (random score, reference score); a random score of None: the mean score of the env's baseline cells;
+    #: a reference of None: the best configuration's mean score on the env
+    normalisation: dict[str, tuple[float | None, float | None]] | None = None
+    reps: int = 2000
+    confidence: float = 0.95
+    seed: int = 0
+    final_fraction: float = 0.1  # a run's final score: its mean metric over this last part of its env steps
+    #: a curve has levelled off when its last window adds less than this share of its whole gain (either way)
+    level_within: float = 0.02
+    #: a joint report (``--with``): every experiment's spec by name, the first one's (also ``spec``) first
+    joined: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -1,0 +1,28 @@
+"""The report folder, written all at once (staged beside its final place, then renamed into it): a failure
+leaves the previous report, or nothing, never half of one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mosaic.experiments.report.analysis import analyse
+from mosaic.experiments.report.exports import marl_eval_data, render_csv
+from mosaic.experiments.report.inputs import ReportInput
+from mosaic.experiments.report.plots import PLOTS, PLOTTERS
+from mosaic.experiments.report.tables import render_markdown
+from mosaic.runs import staged_folder
+
+
+def write_report(out_dir: Path, data: ReportInput) -> Path:
+    """Write the report folder ``out_dir`` (replacing one already there, all at once); returns report.md's path."""
+    out_dir = Path(out_dir)
+    analysis = analyse(data)
+    with staged_folder(out_dir, replace=True, suffix=".tmp", mode=0o755, sweep=True) as staging:
+        (staging / "report.md").write_text(render_markdown(analysis), encoding="utf-8")
+        (staging / "scores.csv").write_text(render_csv(analysis), encoding="utf-8")
+        (staging / "marl_eval.json").write_text(json.dumps(marl_eval_data(analysis), indent=2) + "\n",
+                                                encoding="utf-8")
+        for name in PLOTS:
+            PLOTTERS[name](analysis, staging / name)
+    return out_dir / "report.md"
