@@ -197,7 +197,7 @@ def test_a_team_tournament_rates_paired_sides(tmp_path):
     """sides: on simple_adversary (an adversary against two good agents) each player plays a side, games come in
     pairs on one env seed with the sides swapped, and each pair rates one comparison per side."""
     from cli_support import REPO
-    from mosaic.arena.report import rated_games
+    from mosaic.arena.standings import rated_games
     from mosaic.arena.tournament import Tournament
 
     env = {"family": "mpe", "env_id": "simple_adversary_v3", "env_kwargs": {"max_cycles": 10}}
@@ -221,7 +221,7 @@ def test_a_team_tournament_rates_paired_sides(tmp_path):
         assert g["length"] == 10 and set(g["teams"]) == {"still", "toward"}
         assert g["teams"]["toward"] == pytest.approx(sum(r for a, r in g["returns"].items()
                                                          if g["seats"][a] == "toward"))
-    rated = rated_games(Tournament.get("teams", home))
+    rated = rated_games(Tournament.get("teams", home).games(), teams=True)
     assert len(rated) == 2 * 2 and all(r.seat_a is None for r in rated)
     first = games[0]["teams"]["still"], games[1]["teams"]["toward"]  # the adversary side of the first pair
     expected = 1.0 if first[0] > first[1] else 0.0 if first[0] < first[1] else 0.5

@@ -6,7 +6,9 @@ environments, launcher, daemon); ``mosaic.experiments`` runs grids of runs on a 
 below them (``fastlane``, ``llm``, ``configkit``, ``runs``, ``scoring``, ``errors``, ...) import none
 of those five. Read from the source with ``ast``: lazy imports
 inside functions count, imports only for type checkers do not. Scoring (intervals, curves, statistics,
-ratings) is one package, ``mosaic.scoring``, with one interval type.
+ratings) is one package, ``mosaic.scoring``, with one interval type. The experiment report is a package of
+small modules, one per seam; a tournament's standings are computed once (``mosaic.arena.standings``), for its
+report and for the GUI's arena view, which only shows them.
 """
 
 from __future__ import annotations
@@ -241,3 +243,67 @@ def test_the_interval_scan_sees_a_second_interval_class(tmp_path):
                                   "    low: float\n    high: float\n\nclass Band: ...\n\nclass Game:\n"
                                   "    a: str\n", encoding="utf-8")
     assert interval_classes(tmp_path, package) == ["pkg.m.Spread", "pkg.m.Band"]
+
+
+# -- the experiment report, one module per seam --------------------------------------------------------------
+#: The most lines a module of the experiment report's package may have.
+REPORT_MODULE_LINES = 350
+
+
+def test_the_experiment_report_is_a_package_of_small_modules():
+    """Numbers, report.md, data files, figures and the folder each have a module of their own; what reads an
+    experiment's cells for the report is mosaic.experiments.collect, not a second module named like the report."""
+    experiments = SRC / "mosaic" / "experiments"
+    assert not (experiments / "report.py").exists() and not (experiments / "reporting.py").exists()
+    modules = {p.stem: len(p.read_text(encoding="utf-8").splitlines()) for p in (experiments / "report").glob("*.py")}
+    assert {"analysis", "tables", "exports", "plots", "write"} <= set(modules)
+    assert {m: n for m, n in modules.items() if n > REPORT_MODULE_LINES} == {}
+
+
+# -- the arena's standings: computed once, outside Qt ---------------------------------------------------------
+ARENA_VIEW = SRC / "mosaic" / "clients" / "gui" / "arena_view.py"
+RATINGS = SRC / "mosaic" / "scoring" / "ratings.py"
+
+
+def rating_work(path: Path, base: Path = SRC) -> list[str]:
+    """What in ``path`` rates games itself: an import from ``mosaic.scoring.ratings``, a call of one of its
+    functions or of any fit or bootstrap, or a ``SimpleNamespace`` posing as something else."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    functions = {n.name for n in ast.parse(RATINGS.read_text(encoding="utf-8")).body if isinstance(n, ast.FunctionDef)}
+    found = [f"imports {m}" for m in sorted(imports_of(path, module_name(path, base)))
+             if m == "mosaic.scoring.ratings" or m.startswith("mosaic.scoring.ratings.")
+             or m.endswith("SimpleNamespace")]
+    for node in ast.walk(tree):
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if name == "SimpleNamespace":
+            found.append(f"line {node.lineno}: SimpleNamespace")
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            words = called.lower().split("_")
+            if called in functions or "fit" in words or "bootstrap" in words:
+                found.append(f"line {node.lineno}: calls {called}")
+    return found
+
+
+def test_the_rating_scan_sees_each_kind_of_rating_work(tmp_path):
+    source = tmp_path / "view.py"
+    source.write_text("from types import SimpleNamespace\nfrom mosaic.scoring import ratings\n"
+                      "from mosaic.scoring.ratings import crosstable\n"
+                      "def f(games):\n    crosstable(games)\n    ratings.rating_bootstrap(games)\n"
+                      "    fit_bradley_terry(games)\n    x = SimpleNamespace(games=games)\n"
+                      "    table.resizeColumnsToContents()\n", encoding="utf-8")
+    found = rating_work(source, tmp_path)
+    assert "imports mosaic.scoring.ratings" in found and "imports mosaic.scoring.ratings.crosstable" in found
+    assert "imports types.SimpleNamespace" in found and "line 8: SimpleNamespace" in found
+    assert {"line 5: calls crosstable", "line 6: calls rating_bootstrap", "line 7: calls fit_bradley_terry"} \
+        <= set(found)
+    assert not any("resizeColumnsToContents" in f for f in found)
+
+
+def test_the_arena_view_only_shows_the_standings():
+    """The GUI's arena view rates nothing: its standings, crosstable and first-move line come from
+    mosaic.arena.standings, as the arena report's do."""
+    assert rating_work(ARENA_VIEW) == []
+    for user in (ARENA_VIEW, SRC / "mosaic" / "arena" / "report.py"):
+        assert "mosaic.arena.standings" in imports_of(user, module_name(user, SRC)), user

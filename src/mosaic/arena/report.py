@@ -4,7 +4,8 @@
 ``ratings.png`` (ratings with interval bars beside the crosstable's scores) into the tournament's
 ``report/`` folder (written to a temporary folder first, then moved into place). A several-game tournament's
 ``report/`` has ``report.md`` with one section per game and one sub-folder per game with that game's five
-files: each game is rated on its own (no rating is pooled across games).
+files: each game is rated on its own (no rating is pooled across games). The numbers are the tournament's
+standings (:mod:`mosaic.arena.standings`, as the GUI's Arena tab shows them), at the spec's ``report`` settings.
 """
 
 from __future__ import annotations
@@ -13,50 +14,18 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Any
 
+from mosaic.arena.standings import Standings, rated_games, tournament_standings
 from mosaic.arena.tournament import Tournament
 from mosaic.errors import UserError
-from mosaic.scoring.ratings import Game, crosstable, rating_bootstrap
 from mosaic.runs import staged_folder
 
 FEW_GAMES = 10
 
 
-def rated_games(tournament: Tournament) -> list[Game]:
-    """The journal as rated games. A two-player game: the first mover as ``a`` (seat 0), 1 / 0.5 / 0 by the
-    returns. A team game (``sides``): its returns are on each side's own scale (general-sum), so the two games
-    of a pair (one env seed, sides swapped) give one comparison per side, with no first mover: the player whose
-    team did better on that side, on that seed, wins it (equal returns: a draw). A pair missing a game counts
-    nothing yet."""
-    games = sorted(tournament.games(), key=lambda g: (g["pairing"], g["game"]))
-    if tournament.spec.sides:
-        return _paired_side_games(games)
-    out = []
-    for g in games:
-        by_label: dict[str, float] = {}
-        for agent, label in g["seats"].items():
-            by_label[label] = by_label.get(label, 0.0) + float(g["returns"][agent])
-        first, second = by_label[g["first"]], by_label[g["second"]]
-        out.append(Game(g["first"], g["second"], 1.0 if first > second else 0.0 if first < second else 0.5, 0))
-    return out
-
-
-def _paired_side_games(games: list[dict]) -> list[Game]:
-    pairs: dict[tuple[str, int], list[dict]] = {}
-    for g in games:
-        pairs.setdefault((g["pairing"], int(g["game"]) // 2), []).append(g)
-    out = []
-    for pair in pairs.values():
-        if len(pair) != 2:
-            continue
-        one, two = pair
-        for side in sorted(set(one["sides"].values())):
-            p1 = next(label for label, s in one["sides"].items() if s == side)
-            p2 = next(label for label, s in two["sides"].items() if s == side)
-            r1, r2 = float(one["teams"][p1]), float(two["teams"][p2])
-            out.append(Game(p1, p2, 1.0 if r1 > r2 else 0.0 if r1 < r2 else 0.5, None))
-    return out
+def _rated(tournament: Tournament) -> bool:
+    """Whether ``tournament`` has a finished game to rate."""
+    return bool(rated_games(tournament.games(), bool(tournament.spec.sides)))
 
 
 def write_reports(tournaments: list[Tournament], out: Path | None = None, whole: bool = True) -> Path:
@@ -67,7 +36,7 @@ def write_reports(tournaments: list[Tournament], out: Path | None = None, whole:
     if len(tournaments) == 1 and (tournaments[0].spec.game is None or not whole):
         return write_report(tournaments[0], out)
     name = tournaments[0].spec.name
-    if not any(rated_games(t) for t in tournaments):
+    if not any(_rated(t) for t in tournaments):
         raise UserError(f"tournament: {name!r} has no finished game yet; run it first")
     out = Path(out or tournaments[0].root.parent / "report")
     with staged_folder(out, replace=True, suffix=".tmp") as staging:  # a failed report leaves the last one whole
@@ -78,7 +47,7 @@ def write_reports(tournaments: list[Tournament], out: Path | None = None, whole:
         for tournament in tournaments:
             game = tournament.spec.game
             sections += [f"## Game: {game}", ""]
-            if not rated_games(tournament):
+            if not _rated(tournament):
                 sections += [f"No finished game yet ({tournament.root}).", ""]
                 continue
             text = write_report(tournament, staging / game).read_text(encoding="utf-8")
@@ -92,62 +61,60 @@ def write_reports(tournaments: list[Tournament], out: Path | None = None, whole:
 
 
 def write_report(tournament: Tournament, out: Path | None = None) -> Path:
-    games = rated_games(tournament)
-    if not games:
+    standings = tournament_standings(tournament)
+    if not standings.games:
         raise UserError(f"tournament: {tournament.name!r} has no finished game yet; run it first")
-    settings = tournament.spec.report
-    reps, confidence, seed = int(settings.get("reps", 1000)), float(settings.get("confidence", 0.95)), \
-        int(settings.get("seed", 0))
-    boot = rating_bootstrap(games, reps=reps, confidence=confidence, seed=seed,
-                            first_move_advantage=not tournament.spec.sides)
-    table = crosstable(games, confidence)
+    if standings.boot is None:
+        raise UserError(f"tournament: {tournament.name!r}: {standings.why}")
     out = Path(out or tournament.root / "report")
     with staged_folder(out, replace=True, suffix=".tmp") as staging:
-        (staging / "report.md").write_text(_markdown(tournament, games, boot, table, reps, confidence, seed))
-        (staging / "ratings.csv").write_text(_ratings_csv(boot, table))
+        (staging / "report.md").write_text(_markdown(tournament, standings))
+        (staging / "ratings.csv").write_text(_ratings_csv(standings))
         (staging / "games.csv").write_text(_games_csv(tournament))
         (staging / "ratings.json").write_text(json.dumps({
-            "tournament": tournament.name, "games": len(games), "confidence": confidence, "reps": reps, "seed": seed,
-            "ratings": {p: {"elo": boot.fit.ratings[p], "low": boot.intervals[p].low, "high": boot.intervals[p].high,
-                            "p_best": boot.p_best[p]} for p in boot.fit.ratings},
-            "first_move_advantage_elo": None if boot.advantage is None else boot.advantage.as_dict(),
-            "notes": list(boot.notes)}, indent=2) + "\n")
-        _plot(boot, table, staging / "ratings.png")
+            "tournament": tournament.name, "games": standings.games, "confidence": standings.confidence,
+            "reps": standings.reps, "seed": standings.seed,
+            "ratings": {r.player: {"elo": r.elo, "low": r.interval.low, "high": r.interval.high, "p_best": r.p_best}
+                        for r in standings.rows()},
+            "first_move_advantage_elo": None if standings.advantage is None else standings.advantage.as_dict(),
+            "notes": list(standings.notes)}, indent=2) + "\n")
+        _plot(standings, staging / "ratings.png")
     return out / "report.md"
 
 
-def _markdown(tournament: Tournament, games: list[Game], boot: Any, table: Any, reps: int, confidence: float,
-              seed: int) -> str:
+def _markdown(tournament: Tournament, standings: Standings) -> str:
     spec = tournament.spec
     env = spec.environment
+    table, rows, adv = standings.table, standings.rows(), standings.advantage
+    assert table is not None
     per_pair = {tuple(sorted(k)): r.games for k, r in table.pairs.items()}
-    pct = round(confidence * 100)
+    pct = round(standings.confidence * 100)
     lines = [f"# Tournament: {tournament.name}", "",
              f"- Env: {env['family']}/{env['env_id']}" + (f" {env.get('env_kwargs')}" if env.get("env_kwargs") else ""),
              f"- Format: {spec.format}" + (f" (candidate {spec.candidate})" if spec.candidate else ""),
-             (f"- Games: {len(games)} finished of {sum(1 for _ in spec.schedule())} scheduled; "
+             (f"- Games: {standings.games} finished of {sum(1 for _ in spec.schedule())} scheduled; "
               f"{min(per_pair.values())} to {max(per_pair.values())} per pairing, seats alternating "
               f"(game g seeded {spec.seed} + g)") if not spec.sides else
              (f"- Team games: sides {', '.join(f'{k} = {v}' for k, v in spec.sides.items())}; games in pairs on one "
               f"env seed ({spec.seed} + pair), sides swapped; each pair rates one comparison per side (the player "
-              f"whose team did better on that side wins it): {len(games)} comparisons, {min(per_pair.values())} to "
-              f"{max(per_pair.values())} per pairing; no first mover"),
+              f"whose team did better on that side wins it): {standings.games} comparisons, "
+              f"{min(per_pair.values())} to {max(per_pair.values())} per pairing; no first mover"),
              *([f"- Openings: each game's first {spec.opening_moves} moves random legal moves (seeded), the same for "
                 "games 2k and 2k+1 (seats swapped); the players play every move after them"]
                if spec.opening_moves else []),
              f"- Ratings: Bradley-Terry by maximum likelihood on the Elo scale (mean 1000), a draw counting as half a "
-             f"win{', with a first-move parameter' if not spec.sides else ''}; {pct}% intervals from {reps} bootstrap resamples of the games within "
-             f"each pairing (seed {seed}).", "",
+             f"win{', with a first-move parameter' if adv is not None else ''}; {pct}% intervals from "
+             f"{standings.reps} bootstrap resamples of the games within each pairing (seed {standings.seed}).", "",
              "Players: " + ", ".join(f"`{p.label}` = {p.target}" for p in spec.players), "",
              "## Ratings", "",
              f"| rank | player | Elo | {pct}% interval | rank interval | P(best) | games | score [{pct}% Wilson] |",
              "|---|---|---|---|---|---|---|---|"]
-    for i, (player, elo) in enumerate(boot.fit.ratings.items(), 1):
-        iv, rk, tot = boot.intervals[player], boot.ranks[player], table.totals[player]
-        lines.append(f"| {i} | {player} | {elo:.0f} | [{iv.low:.0f}, {iv.high:.0f}] | {rk.low:.0f}–{rk.high:.0f} | "
-                     f"{boot.p_best[player]:.2f} | {tot.games} | {tot.score:.3f} [{tot.low:.3f}, {tot.high:.3f}] |")
-    if boot.advantage is not None:
-        adv = boot.advantage
+    for r in rows:
+        iv, rk, tot = r.interval, r.ranks, r.record
+        lines.append(f"| {r.rank} | {r.player} | {r.elo:.0f} | [{iv.low:.0f}, {iv.high:.0f}] | "
+                     f"{rk.low:.0f}–{rk.high:.0f} | {r.p_best:.2f} | {tot.games} | "
+                     f"{tot.score:.3f} [{tot.low:.3f}, {tot.high:.3f}] |")
+    if adv is not None:
         lines += ["", f"First-move advantage: {adv.point:+.0f} Elo, {pct}% interval [{adv.low:+.0f}, {adv.high:+.0f}]"
                   + (f"; the first mover scored {table.first_mover.score:.3f} [{table.first_mover.low:.3f}, "
                      f"{table.first_mover.high:.3f}] over {table.first_mover.games} games." if table.first_mover else ".")]
@@ -165,9 +132,7 @@ def _markdown(tournament: Tournament, games: list[Game], boot: Any, table: Any, 
     if few:
         lines.append(f"- Few games: {len(few)} pairing(s) played fewer than {FEW_GAMES} games; bootstrap intervals from "
                      "so few games are too narrow (they cover the truth less often than stated).")
-    ordered = list(boot.fit.ratings)
-    overlaps = [f"{a} and {b}" for a, b in zip(ordered, ordered[1:])
-                if boot.intervals[a].low <= boot.intervals[b].high]
+    overlaps = [f"{a.player} and {b.player}" for a, b in zip(rows, rows[1:]) if a.interval.low <= b.interval.high]
     if overlaps:
         lines.append("- No ranking claim between " + "; ".join(overlaps) + ": their intervals overlap.")
     lines.append("- Ratings hold for this env, these players and this pool: an Elo gap is relative to the field, "
@@ -175,19 +140,19 @@ def _markdown(tournament: Tournament, games: list[Game], boot: Any, table: Any, 
     if spec.opening_moves:
         lines.append(f"- The games start from {spec.opening_moves} random moves: the ratings are of play from such "
                      "positions, not from the empty board (where deterministic players would repeat one game).")
-    for note in boot.notes:
+    for note in standings.notes:
         lines.append(f"- {note}")
     return "\n".join(lines) + "\n"
 
 
-def _ratings_csv(boot: Any, table: Any) -> str:
+def _ratings_csv(standings: Standings) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(["player", "elo", "low", "high", "p_best", "rank_low", "rank_high", "games", "wins", "draws",
                      "losses", "score"])
-    for player, elo in boot.fit.ratings.items():
-        iv, rk, tot = boot.intervals[player], boot.ranks[player], table.totals[player]
-        writer.writerow([player, f"{elo:.2f}", f"{iv.low:.2f}", f"{iv.high:.2f}", f"{boot.p_best[player]:.4f}",
+    for r in standings.rows():
+        iv, rk, tot = r.interval, r.ranks, r.record
+        writer.writerow([r.player, f"{r.elo:.2f}", f"{iv.low:.2f}", f"{iv.high:.2f}", f"{r.p_best:.4f}",
                          f"{rk.low:.0f}", f"{rk.high:.0f}", tot.games, tot.wins, tot.draws, tot.losses,
                          f"{tot.score:.4f}"])
     return buf.getvalue()
@@ -203,19 +168,21 @@ def _games_csv(tournament: Tournament) -> str:
     return buf.getvalue()
 
 
-def _plot(boot: Any, table: Any, path: Path) -> None:
+def _plot(standings: Standings, path: Path) -> None:
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    players = list(boot.fit.ratings)
+    rows, table = standings.rows(), standings.table
+    assert table is not None
+    players = [r.player for r in rows]
     fig = Figure(figsize=(11, max(3.0, 0.5 * len(players) + 1.5)))
     FigureCanvasAgg(fig)
     left, right = fig.subplots(1, 2)
     y = np.arange(len(players))[::-1]
-    elo = np.array([boot.fit.ratings[p] for p in players])
-    low = np.array([boot.intervals[p].low for p in players])
-    high = np.array([boot.intervals[p].high for p in players])
+    elo = np.array([r.elo for r in rows])
+    low = np.array([r.interval.low for r in rows])
+    high = np.array([r.interval.high for r in rows])
     left.errorbar(elo, y, xerr=[elo - low, high - elo], fmt="o", capsize=4)
     left.set_yticks(y, players)
     left.set_xlabel("Elo (Bradley-Terry), 95% bootstrap interval")

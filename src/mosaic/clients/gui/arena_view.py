@@ -6,13 +6,13 @@ as ``NAME/GAME``). The view reads the journal every two seconds, and only when i
 size or modification time changed; it takes the whole lines appended since the last read (a line still being
 written waits for the next read), and a game journaled twice counts once, as ``Tournament.games`` does.
 
-Each change recomputes the standings in a background thread, so the window never waits on the fit: the games
-become rated games exactly as the report makes them (``mosaic.arena.report.rated_games``), then a
-Bradley-Terry fit on the Elo scale with percentile intervals from a seeded bootstrap of only ``LIVE_REPS``
-resamples (the header says so; ``mosaic arena report`` uses the spec's count), the crosstable with Wilson
-intervals, and the first mover's record. Before the seats have alternated in any pairing (a live tournament
-plays one seating of a pairing first), the first-move parameter cannot be fitted: the ratings are then fitted
-without it, and the view says so.
+Each change recomputes the standings in a background thread, so the window never waits on the fit. They are
+computed as the report computes them, by :func:`mosaic.arena.standings.compute_standings` (rated games, a
+Bradley-Terry fit on the Elo scale with bootstrap intervals, the crosstable with Wilson intervals, the first
+mover's record), with only ``LIVE_REPS`` resamples (the header says so; ``mosaic arena report`` uses the spec's
+count). Before the seats have alternated in any pairing (a live tournament plays one seating of a pairing
+first), the ratings are fitted without the first-move parameter, and the notes say so. This view only shows
+them: it rates nothing itself.
 
 Double-clicking a game opens :class:`ReplayDialog`: a game journaled with its ``moves`` is replayed by
 stepping a fresh env (``mosaic.workerkit.envs.make_env`` with ``render_mode="rgb_array"``) reset with the
@@ -27,7 +27,6 @@ import math
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -37,6 +36,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDialog, QHBoxLayou
                                QProgressBar, QPushButton, QSizePolicy, QSlider, QSplitter, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
+from mosaic.arena.standings import Standings, compute_standings, label_returns, report_settings
 from mosaic.arena.tournament import Tournament, listed_names
 from mosaic.clients.gui.lists import refill_names
 from mosaic.clients.gui.frames import to_qimage
@@ -99,70 +99,17 @@ class GamesTail:
         return came or replaced
 
 
-def by_label(game: Mapping[str, Any]) -> dict[str, float]:
-    """Each player label's summed returns in a journaled game (as the report sums them)."""
-    out: dict[str, float] = {}
-    for agent, label in game["seats"].items():
-        out[label] = out.get(label, 0.0) + float(game["returns"][agent])
-    return out
-
-
 def result_text(game: Mapping[str, Any]) -> str:
     """Who won a journaled game (``LABEL won``) or ``draw``."""
     try:
-        scores = by_label(game)
+        scores = label_returns(game)
         first, second = scores[game["first"]], scores[game["second"]]
     except (KeyError, TypeError, ValueError):
         return "?"
     return f"{game['first']} won" if first > second else f"{game['second']} won" if second > first else "draw"
 
 
-# -- the standings ----------------------------------------------------------------------------------------
-@dataclass
-class Standings:
-    """What the view shows of a tournament's games: the crosstable (None before any game), the bootstrap
-    (None where no fit exists yet, with ``why``), and the notes to read with them."""
-
-    games: int
-    table: Any = None
-    boot: Any = None
-    why: str = ""
-    notes: tuple[str, ...] = ()
-    reps: int = LIVE_REPS
-    confidence: float = 0.95
-
-
-def compute_standings(games: list[dict[str, Any]], reps: int = LIVE_REPS, confidence: float = 0.95,
-                      seed: int = 0, spec: Any = None) -> Standings:
-    """The report's rated games of ``games`` (journal lines of a tournament with ``spec``: a team tournament's
-    games are rated in pairs), their crosstable and a seeded bootstrap fit."""
-    from mosaic.arena.report import rated_games
-    from mosaic.scoring.ratings import crosstable, rating_bootstrap
-
-    rated = rated_games(SimpleNamespace(games=lambda: games, spec=spec or SimpleNamespace(sides=None)))
-    out = Standings(len(rated), reps=reps, confidence=confidence)
-    if not rated:
-        out.why = "no game finished yet"
-        return out
-    out.table = crosstable(rated, confidence)
-    notes: list[str] = []
-    try:
-        out.boot = rating_bootstrap(rated, reps=reps, confidence=confidence, seed=seed)
-    except ValueError as exc:
-        if not str(exc).startswith("first_move_advantage"):
-            out.why = f"no ratings yet: {exc}"
-            return out
-        try:  # the seats have not alternated yet: the first mover's edge cannot be told from the ratings
-            out.boot = rating_bootstrap(rated, reps=reps, confidence=confidence, seed=seed,
-                                        first_move_advantage=False)
-        except ValueError as again:
-            out.why = f"no ratings yet: {again}"
-            return out
-        notes.append("fitted without a first-move parameter until the seats alternate in a pairing")
-    out.notes = tuple(notes) + tuple(out.boot.notes)
-    return out
-
-
+# -- work in the background, scores in colour ------------------------------------------------------------
 class _Relay(QObject):
     """Carries a background thread's result to the UI thread (a queued signal)."""
 
@@ -627,16 +574,15 @@ class ArenaView(QWidget):
         self._games_changed()
 
     def _live_settings(self) -> tuple[int, float, int]:
-        report = self.tournament.spec.report if self.tournament is not None else {}
-        return (min(LIVE_REPS, int(report.get("reps", 1000))), float(report.get("confidence", 0.95)),
-                int(report.get("seed", 0)))
+        reps, confidence, seed = report_settings(self.tournament.spec.report if self.tournament is not None else {})
+        return min(LIVE_REPS, reps), confidence, seed
 
     def _show_header(self) -> None:
         assert self.tournament is not None
         spec = self.tournament.spec
         env = spec.environment
         reps, confidence, seed = self._live_settings()
-        report_reps = int(spec.report.get("reps", 1000))
+        report_reps = report_settings(spec.report)[0]
         fmt = spec.format + (f" (candidate {spec.candidate})" if spec.candidate else "")
         self.header.setText(
             f"{self.tournament.name}: {env['family']}/{env['env_id']}, {fmt}, {len(spec.players)} players, "
@@ -671,8 +617,8 @@ class ArenaView(QWidget):
             return
         self._busy, self._stale = True, False
         games, (reps, confidence, seed) = self.games(), self._live_settings()
-        spec = self.tournament.spec if self.tournament is not None else None
-        in_background(self._relay, self._token, lambda: compute_standings(games, reps, confidence, seed, spec))
+        teams = bool(self.tournament.spec.sides) if self.tournament is not None else False
+        in_background(self._relay, self._token, lambda: compute_standings(games, teams, reps, confidence, seed))
 
     def _computed(self, token: Any, result: Any) -> None:
         self._busy = False
@@ -700,32 +646,23 @@ class ArenaView(QWidget):
         self.standings_table.setHorizontalHeaderItem(STANDING_COLUMNS.index("interval"),
                                                      QTableWidgetItem(f"{pct}% interval"))
         players = self._players()
-        if result.boot is not None:
-            order = list(result.boot.fit.ratings) + [p for p in players if p not in result.boot.fit.ratings]
-        elif result.table is not None:
-            order = sorted(players, key=lambda p: -(result.table.totals[p].score if p in result.table.totals else -1))
-        else:
-            order = players
-        self.standings_table.setRowCount(len(order))
-        for row, player in enumerate(order):
-            total = result.table.totals.get(player) if result.table is not None else None
-            rated = result.boot is not None and player in result.boot.fit.ratings
-            iv = result.boot.intervals[player] if rated else None
-            cells = [str(row + 1) if rated else "—", player,
-                     f"{result.boot.fit.ratings[player]:.0f}" if rated else "—",
+        rows = result.rows(players)
+        self.standings_table.setRowCount(len(rows))
+        for row, line in enumerate(rows):
+            total, rated, iv, rk = line.record, line.rank is not None, line.interval, line.ranks
+            cells = [str(line.rank) if rated else "—", line.player, f"{line.elo:.0f}" if rated else "—",
                      f"[{iv.low:.0f}, {iv.high:.0f}]" if iv is not None else "—",
                      str(total.games) if total else "0", str(total.wins) if total else "0",
                      str(total.draws) if total else "0", str(total.losses) if total else "0",
                      f"{total.score:.3f}" if total else "—"]
-            tips = {"rank": f"rank interval {result.boot.ranks[player].low:.0f}–{result.boot.ranks[player].high:.0f}; "
-                            f"P(best) {result.boot.p_best[player]:.2f}" if rated else "",
+            tips = {"rank": f"rank interval {rk.low:.0f}–{rk.high:.0f}; P(best) {line.p_best:.2f}"
+                            if rk is not None else "",
                     "score": f"{pct}% Wilson [{total.low:.3f}, {total.high:.3f}]" if total else ""}
             for col, text in enumerate(cells):
                 self.standings_table.setItem(row, col, _item(text, tips.get(STANDING_COLUMNS[col], ""),
                                                              right=col not in (1, 3)))
         self._show_crosstable(players)
-        first = result.table.first_mover if result.table is not None else None
-        adv = result.boot.advantage if result.boot is not None else None
+        first, adv = result.first_mover, result.advantage
         if first is None:
             self.first_mover.setText("first mover: no game yet")
         else:

@@ -1,0 +1,169 @@
+"""A tournament's standings, computed once from its journaled games, for every reader of them.
+
+The games become rated games (:func:`rated_games`), then a Bradley-Terry fit on the Elo scale with percentile
+intervals from a seeded bootstrap (ranks and P(best) with them, and the first mover's edge in Elo), the
+crosstable with Wilson intervals, and the first mover's record: a :class:`Standings`. ``mosaic arena report``
+writes them (:mod:`mosaic.arena.report`, with the spec's resamples) and the GUI's Arena tab shows them live
+(with fewer resamples); neither rates anything itself.
+
+Before the seats have alternated in any pairing (a live tournament plays one seating of a pairing first), the
+first-move parameter cannot be told apart from the ratings: the ratings are then fitted without it, and a note
+says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+if TYPE_CHECKING:
+    from mosaic.arena.tournament import Tournament
+    from mosaic.scoring.interval import Interval
+    from mosaic.scoring.ratings import Crosstable, Game, RatingBootstrap, Record
+
+# The ratings (numpy and scipy, seconds to import) are imported where games are rated, not with this module: the
+# GUI imports it when it starts.
+
+#: A spec's ``report`` settings when it gives none.
+DEFAULT_REPS, DEFAULT_CONFIDENCE, DEFAULT_SEED = 1000, 0.95, 0
+NO_FIRST_MOVE = ("fitted without a first-move parameter: the seats have not alternated within any pairing, so the "
+                 "first mover's edge cannot be told apart from the ratings")
+
+
+def report_settings(report: Mapping[str, Any]) -> tuple[int, float, int]:
+    """A spec's ``report`` settings: (bootstrap resamples, confidence, seed)."""
+    return (int(report.get("reps", DEFAULT_REPS)), float(report.get("confidence", DEFAULT_CONFIDENCE)),
+            int(report.get("seed", DEFAULT_SEED)))
+
+
+def label_returns(game: Mapping[str, Any]) -> dict[str, float]:
+    """Each player label's returns in a journaled game, summed over the agents it seated."""
+    out: dict[str, float] = {}
+    for agent, label in game["seats"].items():
+        out[label] = out.get(label, 0.0) + float(game["returns"][agent])
+    return out
+
+
+def rated_games(games: Iterable[Mapping[str, Any]], teams: bool = False) -> list[Game]:
+    """Journaled games (``Tournament.games``) as rated games. A two-player game: the first mover as ``a``
+    (seat 0), 1 / 0.5 / 0 by the returns. A team game (``teams``: the spec has ``sides``): its returns are on
+    each side's own scale (general-sum), so the two games of a pair (one env seed, sides swapped) give one
+    comparison per side, with no first mover: the player whose team did better on that side, on that seed,
+    wins it (equal returns: a draw). A pair missing a game counts nothing yet."""
+    from mosaic.scoring.ratings import Game
+
+    ordered = sorted(games, key=lambda g: (g["pairing"], g["game"]))
+    if teams:
+        return _paired_side_games(ordered)
+    out = []
+    for g in ordered:
+        scores = label_returns(g)
+        first, second = scores[g["first"]], scores[g["second"]]
+        out.append(Game(g["first"], g["second"], 1.0 if first > second else 0.0 if first < second else 0.5, 0))
+    return out
+
+
+def _paired_side_games(games: list[Mapping[str, Any]]) -> list[Game]:
+    from mosaic.scoring.ratings import Game
+
+    pairs: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
+    for g in games:
+        pairs.setdefault((g["pairing"], int(g["game"]) // 2), []).append(g)
+    out = []
+    for pair in pairs.values():
+        if len(pair) != 2:
+            continue
+        one, two = pair
+        for side in sorted(set(one["sides"].values())):
+            p1 = next(label for label, s in one["sides"].items() if s == side)
+            p2 = next(label for label, s in two["sides"].items() if s == side)
+            r1, r2 = float(one["teams"][p1]), float(two["teams"][p2])
+            out.append(Game(p1, p2, 1.0 if r1 > r2 else 0.0 if r1 < r2 else 0.5, None))
+    return out
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One player's line of the standings: its rank (1 best; None while it is not rated), Elo with its
+    interval, its rank's interval and P(best) over the bootstrap, and its record (None: no game yet)."""
+
+    player: str
+    rank: int | None = None
+    elo: float | None = None
+    interval: Interval | None = None
+    ranks: Interval | None = None
+    p_best: float | None = None
+    record: Record | None = None
+
+
+@dataclass(frozen=True)
+class Standings:
+    """A tournament's games rated: ``games`` rated games (comparisons in a team tournament), their crosstable
+    (None before any), the bootstrap fit (None where none exists yet: ``why`` says why) and the notes to read
+    with them, at ``reps`` resamples, ``confidence`` and ``seed``."""
+
+    games: int
+    reps: int
+    confidence: float
+    seed: int
+    table: Crosstable | None = None
+    boot: RatingBootstrap | None = None
+    why: str = ""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def advantage(self) -> Interval | None:
+        """The first mover's edge in Elo with its interval (None: not fitted)."""
+        return self.boot.advantage if self.boot is not None else None
+
+    @property
+    def first_mover(self) -> Record | None:
+        """The first mover's record over every game with one (None: no such game)."""
+        return self.table.first_mover if self.table is not None else None
+
+    def rows(self, players: Iterable[str] = ()) -> list[Standing]:
+        """The rated players, best first; then the other ``players`` and those of the crosstable, those with
+        games by their score (before any fit) and those without last."""
+        rated = list(self.boot.fit.ratings) if self.boot is not None else []
+        totals = self.table.totals if self.table is not None else {}
+        rest = [p for p in dict.fromkeys([*players, *(self.table.players if self.table is not None else ())])
+                if p not in rated]
+        if self.boot is None:
+            rest.sort(key=lambda p: -(totals[p].score if p in totals else -1.0))
+        out = []
+        for rank, player in enumerate(rated, 1):
+            assert self.boot is not None
+            out.append(Standing(player, rank, self.boot.fit.ratings[player], self.boot.intervals[player],
+                                self.boot.ranks[player], self.boot.p_best[player], totals.get(player)))
+        return out + [Standing(player, record=totals.get(player)) for player in rest]
+
+
+def compute_standings(games: Iterable[Mapping[str, Any]], teams: bool = False, reps: int = DEFAULT_REPS,
+                      confidence: float = DEFAULT_CONFIDENCE, seed: int = DEFAULT_SEED) -> Standings:
+    """The standings of journaled ``games`` (of a team tournament: ``teams``): their rated games, crosstable and
+    seeded bootstrap fit, with a first-move parameter in a two-player game once the seats have alternated."""
+    from mosaic.scoring.ratings import crosstable, rating_bootstrap
+
+    rated = rated_games(games, teams)
+    if not rated:
+        return Standings(0, reps, confidence, seed, why="no game finished yet")
+    table = crosstable(rated, confidence)
+    notes: tuple[str, ...] = ()
+    try:
+        boot = rating_bootstrap(rated, reps=reps, confidence=confidence, seed=seed, first_move_advantage=not teams)
+    except ValueError as exc:
+        if teams or not str(exc).startswith("first_move_advantage"):
+            return Standings(len(rated), reps, confidence, seed, table, why=f"no ratings yet: {exc}")
+        try:
+            boot = rating_bootstrap(rated, reps=reps, confidence=confidence, seed=seed, first_move_advantage=False)
+        except ValueError as again:
+            return Standings(len(rated), reps, confidence, seed, table, why=f"no ratings yet: {again}")
+        notes = (NO_FIRST_MOVE,)
+    return Standings(len(rated), reps, confidence, seed, table, boot, notes=notes + tuple(boot.notes))
+
+
+def tournament_standings(tournament: Tournament, reps: int | None = None) -> Standings:
+    """The standings of ``tournament``'s journal with its spec's report settings (``reps``: fewer resamples)."""
+    spec_reps, confidence, seed = report_settings(tournament.spec.report)
+    return compute_standings(tournament.games(), bool(tournament.spec.sides),
+                             spec_reps if reps is None else reps, confidence, seed)
