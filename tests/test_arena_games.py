@@ -65,11 +65,16 @@ def test_each_game_of_a_spec_is_a_tournament_of_its_own():
      "games.ttt.players: 'x' is not a player; allowed: random, lowest, heuristic"),
     ({"games": {"ttt": {"environment": TICTACTOE, "players": ["random"]}}}, "games.ttt.players: expected at least two"),
     ({"games": {"ttt": {"environment": TICTACTOE, "players": "random"}}},
-     "games.ttt.players: must be an array, got str; allowed: a list of the spec's player labels"),
+     "games.ttt.players: must be an array, got str; allowed: a list of the spec's player labels: random, lowest, "
+     "heuristic"),
+    ({"games": {"ttt": {"environment": TICTACTOE, "players": ["random", 3]}}},
+     "games.ttt.players[1]: must be a string, got 3; allowed: one of the spec's player labels: random, lowest, "
+     "heuristic"),
     ({"games": {"ttt": {"environment": {"family": "classic"}}}}, "games.ttt.environment.env_id: is required;"),
     ({"games": {"ttt": {}}}, "games.ttt.environment: is required; allowed: {family, env_id"),
     ({"games": {"ttt": {"environment": TICTACTOE, "seed": 1}}},
-     "games.ttt.seed: unknown field; allowed: environment, players, games_per_pairing, opening_moves"),
+     "games.ttt.seed: unknown field; allowed: environment, players, games_per_pairing, opening_moves, sides, "
+     "max_steps (format, candidate, seed and report are the tournament's)"),
     ({"games": {"ttt": {"environment": TICTACTOE, "games_per_pairing": 0}}},
      "games.ttt.games_per_pairing: 0 is below the minimum 1; allowed: an integer from 1"),
     ({"games": {"ttt": {"environment": TICTACTOE, "opening_moves": -2}}},

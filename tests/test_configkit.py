@@ -218,6 +218,21 @@ def test_a_spec_shape_is_refused_naming_the_field_and_what_it_allows(data, messa
     assert str(err.value) == message
 
 
+@dataclass
+class Noted:
+    name: str = option("a")
+
+    UNKNOWN_FIELD_NOTE = "seed is the whole spec's"
+
+
+def test_an_unknown_key_of_a_section_with_a_note_says_it_after_the_allowed_keys():
+    """A section whose keys are a part of a whole's (a game of a tournament) says where the others belong."""
+    with pytest.raises(ConfigError) as err:
+        configkit.from_dict(Noted, {"seed": 1}, "games.g")
+    assert str(err.value) == "games.g.seed: unknown field; allowed: name (seed is the whole spec's)"
+    assert "UNKNOWN_FIELD_NOTE" not in configkit.json_schema(Noted)["properties"]
+
+
 def test_a_spec_shape_is_read_and_described():
     parsed = configkit.from_dict(Spec, {"name": "a", "seeds": [0, 2], "score": "measure", "sections": {"x": None}})
     assert (parsed.seeds, parsed.score, parsed.sections) == ([0, 2], "measure", {"x": None})

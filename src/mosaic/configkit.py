@@ -229,7 +229,9 @@ def _given_or_default(f: dataclasses.Field, data: Mapping[str, Any], tp: Any, pa
 
 
 def from_dict(cls: type[T], data: Any, path: str = "") -> T:
-    """Build dataclass ``cls`` from ``data``, validating every field."""
+    """Build dataclass ``cls`` from ``data``, validating every field. An unknown key's error lists ``cls``'s
+    fields, then, where ``cls`` has one, its ``UNKNOWN_FIELD_NOTE`` in parentheses (a class attribute: where the
+    keys it does not take belong, e.g. ``"seed is the tournament's"``)."""
     where = path or "config"
     if not isinstance(data, Mapping):
         raise ConfigError(where, f"must be an object, got {type(data).__name__}")
@@ -240,7 +242,9 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
         if key not in fields:
             close = difflib.get_close_matches(str(key), list(fields), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(f"{prefix}{key}", f"unknown field{hint}; allowed: {', '.join(fields)}")
+            note = getattr(cls, "UNKNOWN_FIELD_NOTE", "")
+            raise ConfigError(f"{prefix}{key}", f"unknown field{hint}; allowed: {', '.join(fields)}"
+                                                + (f" ({note})" if note else ""))
     kwargs = {}
     for name, f in fields.items():
         field_path = f"{prefix}{name}"

@@ -35,10 +35,10 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Callable, Iterator, Mapping
+from typing import Annotated, Any, Callable, ClassVar, Iterator, Mapping
 
 from mosaic.configkit import from_dict, option, read_document
-from mosaic.errors import UserError
+from mosaic.errors import ConfigError, UserError
 from mosaic.runs import NAME_PATTERN, NAME_RULE, append_jsonl, mosaic_home, read_jsonl, write_json_atomic
 from mosaic.workerkit.envs import API_TYPES
 
@@ -176,9 +176,13 @@ class GameFields:
     """A game of a several-game spec: its env, the players that play it, and what it sets otherwise than the
     tournament (format, candidate, seed and report are the tournament's)."""
 
+    #: said after the allowed keys of an unknown one (a tournament's key put in a game)
+    UNKNOWN_FIELD_NOTE: ClassVar[str] = "format, candidate, seed and report are the tournament's"
+
     environment: GameEnvironment = option(allowed=_ENVIRONMENT, help="the game's env")
-    players: list[str] | None = option(None, allowed="a list of the spec's player labels",
-                                       help="the labels of the players that play it (default: all)")
+    players: list[Annotated[str, option(allowed="one of the spec's player labels")]] | None = option(
+        None, allowed="a list of the spec's player labels",
+        help="the labels of the players that play it (default: all)")
     games_per_pairing: int = option(10, **_PER_PAIRING)
     opening_moves: int = option(0, **_OPENING)
     sides: dict[str, _SIDE] | None = option(None, **_SIDES)
@@ -252,7 +256,12 @@ def parse_specs(data: Mapping[str, Any]) -> list[TournamentSpec]:
         where = f"games.{key}"
         if key in RESERVED_GAMES:
             raise UserError(f"{where}: {key!r} is reserved (a folder of the tournament's); allowed: another name")
-        game = from_dict(GameFields, {**{k: data[k] for k in _OVERRIDES if k in data}, **given}, where)
+        try:
+            game = from_dict(GameFields, {**{k: data[k] for k in _OVERRIDES if k in data}, **given}, where)
+        except ConfigError as exc:  # a game's players, or one of them: the error names the spec's labels
+            if exc.field != f"{where}.players" and not exc.field.startswith(f"{where}.players["):
+                raise
+            raise ConfigError(exc.field, f"{str(exc)[len(exc.field) + 2:]}: {', '.join(everyone)}") from None
         labels = everyone if game.players is None else game.players
         for label in labels:
             if label not in fields.players:
