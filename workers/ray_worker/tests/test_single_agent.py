@@ -16,6 +16,7 @@ import sys
 import pytest
 
 from mosaic.errors import ConfigError
+from mosaic.testing.learning import check, claim, learning, seed
 from ray_support import train
 
 #: Random play on CartPole-v1 lasts about 22 steps; the trained policy must do far better.
@@ -24,7 +25,7 @@ CARTPOLE = {"family": "gymnasium", "env_id": "CartPole-v1"}
 #: The smallest budget that learned on every seed tried (5 iterations of 1000 env steps, about 35 s on a
 #: loaded 2-core machine): the greedy policy then balances for 250-450 steps.
 PPO_CARTPOLE = {
-    "environment": CARTPOLE, "total_timesteps": 5000, "seed": 0,
+    "environment": CARTPOLE, "total_timesteps": 5000, "seed": seed(0),
     "algo_params": {"train_batch_size_per_learner": 1000, "minibatch_size": 128, "num_epochs": 10, "lr": 0.001,
                     "vf_loss_coeff": 0.01, "fcnet_hiddens": [64, 64]},
     "fastlane": {"enabled": True, "fps": 30}, "tensorboard": False,
@@ -37,7 +38,9 @@ def cartpole(ray_session, tmp_path_factory):
     return home, train(home, PPO_CARTPOLE)
 
 
-def test_ppo_on_cartpole_trains_through_the_single_agent_path(cartpole):
+@learning(seed=0, beats_random=claim(bar=2 * RANDOM_RETURN, measured={0: 142.67, 1: 114.29, 2: 123.14, 3: 132.17},
+                                     what="the last iteration's mean return over random play's 22"))
+def test_ppo_on_cartpole_trains_through_the_single_agent_path(request, cartpole):
     _, run = cartpole
     started = run.events[0]
     assert started["type"] == "run_started" and started["agents"] == ["agent_0"]
@@ -50,7 +53,7 @@ def test_ppo_on_cartpole_trains_through_the_single_agent_path(cartpole):
     assert all(e["modules"] == {"agent_0": "default_policy"} for e in episodes)
     assert metrics[-1]["num_episodes_lifetime"] == len(episodes) == run.summary["episodes"]
     # it learned: the last iteration's episodes last far longer than random play's
-    assert metrics[-1]["episode_return_mean"] > 3 * RANDOM_RETURN, [m["episode_return_mean"] for m in metrics]
+    check(request, "beats_random", metrics[-1]["episode_return_mean"], baseline=RANDOM_RETURN)
     (saved,) = run.of_type("checkpoint_saved")
     assert (run.run.root / "checkpoints" / "checkpoint_000005" / "mosaic_state.json").exists()
     assert saved["timesteps_total"] == 5000
@@ -71,14 +74,17 @@ def test_fastlane_frames_of_the_single_agent_env(cartpole):
     assert not list_segments(run.run.run_id)
 
 
-def test_mosaic_eval_plays_the_checkpoint_without_ray(cartpole):
+@learning(seed=0, beats_random=claim(bar=4 * RANDOM_RETURN, measured={0: 233.8, 1: 403.0, 2: 238.6, 3: 251.4},
+                                     what="the greedy policy's mean return (5 episodes) over random play's 22"))
+def test_mosaic_eval_plays_the_checkpoint_without_ray(request, cartpole):
     home, run = cartpole
     proc = subprocess.run([sys.executable, "-m", "mosaic", "eval", run.run.run_id, "--episodes", "5", "--json"],
                           capture_output=True, text=True, timeout=300, env={**os.environ, "MOSAIC_HOME": str(home)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(proc.stdout)
     agent = results["per_agent_return"]["agent_0"]
-    assert agent["n"] == 5 and agent["mean"] > 5 * RANDOM_RETURN, agent
+    assert agent["n"] == 5, agent
+    check(request, "beats_random", agent["mean"], baseline=RANDOM_RETURN)
     assert list((run.run.root / "eval").glob("*/summary.json"))
 
 

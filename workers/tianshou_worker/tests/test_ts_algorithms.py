@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from mosaic.testing.learning import check, claim, learning, seed
 from ts_support import REPO
 
 AGENT = "agent_0"
@@ -32,7 +33,7 @@ _BOX = {"learning_starts": 200, "collect_steps": 10, "update_per_step": 1.0}
 #: Small budgets (seed 1) at which each learned, also with seed 2 where tried (docs/tianshou-worker.md, "Tests").
 #: ``learns``: the learner scalars its metrics must carry (Tianshou's names).
 RUNS: dict[str, dict[str, Any]] = {
-    "c51": {"config": {"total_timesteps": 3000, **_Q, "reporting": {"every_timesteps": 1000},
+    "c51": {"config": {"total_timesteps": 5000, **_Q, "reporting": {"every_timesteps": 2500},
                        "algo_params": {"eps_training": 0.1, "target_update_freq": 100, "v_min": 0, "v_max": 100}},
             "learns": {"loss", "total_loss"}},
     "rainbow": {"config": {"total_timesteps": 3000, **_Q, "reporting": {"every_timesteps": 1000},
@@ -99,6 +100,28 @@ ENV = {"c51": "CartPole-v1", "rainbow": "CartPole-v1", "iqn": "CartPole-v1", "a2
 #: random policy here: 20.6); Pendulum's random return here is -1349 (a policy that swings up: above -400).
 MARGIN = {"CartPole-v1": 25.0, "Pendulum-v1": 300.0}
 EVAL_EPISODES = 10
+#: The margins over random play measured per seed at these budgets (docs/learning-tests.md), the bar MARGIN. c51's
+#: budget went from 3,000 to 5,000 env steps: at 3,000 its margins were 54 to 454 (seeds 0-2), too spread for a bar.
+MEASURED: dict[str, dict[int, float]] = {
+    "c51": {0: 198.77, 1: 185.87, 3: 204.87},
+    "rainbow": {0: 148.87, 1: 177.87, 2: 109.27, 3: 133.67},
+    "iqn": {0: 129.47, 1: 80.67, 2: 124.37, 3: 103.57},
+    "redq": {0: 1126.84, 1: 1156.81, 2: 1154.95, 3: 1169.68},
+    "sac_auto": {0: 708.53, 1: 740.09, 3: 1129.26},
+    "ppo_box": {0: 913.99, 1: 877.25, 3: 841.18},
+}
+#: Trained and evaluated, with no claim yet that they learn at this budget: across seeds they did not, reliably, or
+#: were not yet measured at enough seeds (docs/learning-tests.md, "Not claimed"). a2c, trpo, ddpg and td3 played
+#: within 10 to 340 points of random play on at least one of seeds 0-3 at these budgets or at twice them; the
+#: offline and imitation algorithms learn from td3's data, as uneven as td3.
+TRAINS_ONLY = sorted((set(RUNS) | set(DATA_RUNS)) - set(MEASURED))
+
+
+def _learns(name: str) -> Any:
+    env_id = ENV[name]
+    return pytest.param(name, marks=learning(seed=1, beats_random=claim(
+        bar=MARGIN[env_id], measured=MEASURED[name],
+        what=f"the played mean return (10 episodes) over random play's (30 episodes) on {env_id}")))
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +140,7 @@ class Trained:
         """The run of ``name`` (a key of RUNS or DATA_RUNS: the algorithm, unless it says another)."""
         if name not in self.runs:
             spec = RUNS.get(name) or DATA_RUNS[name]
-            config = {"algorithm": spec.get("algorithm", name), "seed": 1, **spec["config"]}
+            config = {"algorithm": spec.get("algorithm", name), "seed": seed(1), **spec["config"]}
             if "source" in spec:  # the data set: played by the source run's checkpoint
                 source = self(spec["source"])
                 config["offline_data"] = {**config["offline_data"], "policy": str(source)}
@@ -138,9 +161,21 @@ def _evaluate(home: Any, run: Path) -> dict[str, Any]:
     return json.loads(proc.stdout[proc.stdout.index("{"):])
 
 
-@pytest.mark.parametrize("algorithm", [*RUNS, *DATA_RUNS])
-def test_algorithm_learns_beyond_random_play_and_its_checkpoint_evaluates(module_home, trained, random_return,
+@pytest.mark.parametrize("algorithm", [_learns(name) for name in [*RUNS, *DATA_RUNS] if name in MEASURED])
+def test_algorithm_learns_beyond_random_play_and_its_checkpoint_evaluates(request, module_home, trained, random_return,
                                                                           algorithm):
+    mean = _trained_and_played(module_home, trained, algorithm)
+    check(request, "beats_random", mean, baseline=random_return[ENV[algorithm]])
+
+
+@pytest.mark.parametrize("algorithm", TRAINS_ONLY)
+def test_algorithm_trains_and_its_checkpoint_evaluates(module_home, trained, algorithm):
+    """What the test above checks but the claim: at the budget the suite affords, these do not learn on every seed."""
+    assert math.isfinite(_trained_and_played(module_home, trained, algorithm))
+
+
+def _trained_and_played(module_home: Any, trained: Trained, algorithm: str) -> float:
+    """Checks a run's telemetry, checkpoint and evaluation; returns the played mean return."""
     run = trained(algorithm)
     spec = RUNS.get(algorithm) or DATA_RUNS[algorithm]
     home, env_id = module_home, ENV[algorithm]
@@ -164,9 +199,7 @@ def test_algorithm_learns_beyond_random_play_and_its_checkpoint_evaluates(module
     assert played["env"]["algorithm"] == spec.get("algorithm", algorithm)
     assert played["num_episodes"] == EVAL_EPISODES
     returns = [e["returns"][AGENT] for e in played["episodes"]]
-    mean = sum(returns) / len(returns)
-    baseline = random_return[env_id]
-    assert mean > baseline + MARGIN[env_id], (algorithm, mean, baseline, returns)
+    return sum(returns) / len(returns)
 
 
 def _data_note(home: Any, run: Path) -> str:

@@ -10,6 +10,7 @@ import pytest
 
 from mosaic.fastlane.png import read_png
 from mosaic.fastlane.registry import last_frame_path
+from mosaic.testing.learning import check, claim, learning, seed
 from xc_support import TINY
 
 ALGORITHMS = sorted(TINY)
@@ -198,16 +199,22 @@ print(json.dumps(sum(totals) / len(totals)))
 """
 
 
+#: COMA's budget (env steps): at 40k seed 0 stayed within 3 points of random play (docs/learning-tests.md).
+COMA_STEPS = 80_000
+
+
 @pytest.mark.slow
-def test_coma_learns_beyond_random_play_on_simple_spread(home):
+@learning(seed=1, beats_random=claim(bar=1, measured={0: 16.59, 1: 12.55, 2: 12.95, 3: 5.48, 4: 11.12},
+                                     what="the summed return (100 episodes) over random play's on the same seeds"))
+def test_coma_learns_beyond_random_play_on_simple_spread(request, home):
     """COMA, XuanCe's simple_spread yaml but one actor per agent (no parameter sharing) and an update every 800 env
-    steps (buffer_size 800; the yaml's 3200 gives 12 updates in 40k steps), 40,000 env steps, 8 envs; then 100
-    episodes of its checkpoint against a uniform random policy on the same episode seeds. The summed return must
-    beat random play's by 5. Measured (docs/xuance-worker.md): seeds 1-3 beat random by 10 to 14 at 80k and by
-    7 to 10 at 40k (seed 1, this test's: 9.7); with the yaml's parameter sharing COMA stayed at random play's
-    level in 100k steps, or fell below it."""
-    proc, run = home.run("coma", environment=SPREAD, seed=1, total_timesteps=40_000, num_envs=8, batch_size=None,
-                         reporting={"every_timesteps": 10_000},
+    steps (buffer_size 800; the yaml's 3200 gives 12 updates in 40k steps), 80,000 env steps, 8 envs; then 100
+    episodes of its checkpoint against a uniform random policy on the same episode seeds. The summed return must beat
+    random play's. Seeds 0-4 here beat it by 5.5 to 16.6 (spread 4.0), so the bar is 1 point (docs/learning-tests.md);
+    at 40k seed 0 beat it by 3.0 and seed 1 by 9.7 here but by 4.2 on a machine with AVX-512. With the yaml's
+    parameter sharing COMA stayed at random play's level in 100k steps, or fell below it (docs/xuance-worker.md)."""
+    proc, run = home.run("coma", environment=SPREAD, seed=seed(1), total_timesteps=COMA_STEPS, num_envs=8,
+                         batch_size=None, reporting={"every_timesteps": 10_000},
                          algo_params={"use_parameter_sharing": False, "buffer_size": 800})
     assert proc.returncode == 0, proc.stderr[-3000:]
     played = home.cli("eval", run.name, "--episodes", "100", "--seed", "1000", "--json")
@@ -216,4 +223,4 @@ def test_coma_learns_beyond_random_play_on_simple_spread(home):
     assert [e["seed"] for e in episodes] == list(range(1000, 1100))
     trained = sum(sum(e["returns"].values()) for e in episodes) / len(episodes)
     random_play = json.loads(home.probe(RANDOM_SPREAD)[-1])
-    assert trained > random_play + 5, (trained, random_play)
+    check(request, "beats_random", trained, baseline=random_play)

@@ -14,6 +14,7 @@ import subprocess
 
 import pytest
 
+from mosaic.testing.learning import check, claim, learning, seed
 
 RULES = """
 import json
@@ -114,17 +115,19 @@ def test_every_discrete_action_algorithm_plays_tictactoe_in_turns(home, algorith
     assert seats == {run.name, "random"}  # the run and random play swap seats
 
 
-def test_mappo_learns_to_beat_random_play_at_tictactoe(home):
+@learning(seed=1, beats_random=claim(bar=0.2, measured={0: 0.34, 1: 0.37, 2: 0.45, 3: 0.53},
+                                     what="win rate minus loss rate in 100 games against random play, seats swapped"))
+def test_mappo_learns_to_beat_random_play_at_tictactoe(request, home):
     """20,000 env steps of MAPPO self-play (4 envs, XuanCe's simple_spread yaml otherwise), then 100 games against
     random legal play with the seats swapped every game. Random against random wins as often as it loses here
     (58% first mover, 29% second, 13% draws: the same side takes each seat half the time); the trained run must
     win more than it loses by 0.2. Measured (docs/xuance-worker.md): 3 seeds, 200 games each, wins 0.68-0.76,
     losses 0.22-0.27."""
-    proc, run = home.run("mappo", environment={"family": "classic", "env_id": "tictactoe_v3"}, seed=1,
-                         total_timesteps=20_000, num_envs=4, batch_size=None, reporting={"every_timesteps": 10_000})
+    proc, run = home.run("mappo", environment={"family": "classic", "env_id": "tictactoe_v3"},
+                         seed=seed(1), total_timesteps=20_000, num_envs=4, batch_size=None, reporting={"every_timesteps": 10_000})
     assert proc.returncode == 0, proc.stderr[-3000:]
     against = home.cli("eval", run.name, "--episodes", "100", "--opponent", "random", "--seed", "1000", "--json")
     assert against.returncode == 0, against.stderr[-3000:]
     outcome = json.loads(against.stdout)["outcomes"][run.name]
     assert outcome["games"] == 100
-    assert outcome["win_rate"] > outcome["loss_rate"] + 0.2, outcome
+    check(request, "beats_random", outcome["win_rate"], baseline=outcome["loss_rate"])
