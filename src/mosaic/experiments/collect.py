@@ -28,6 +28,8 @@ def report_input(exp: Experiment, home: Path | str | None = None) -> ReportInput
     report = spec.get("report") or {}
     out = []
     for cell in exp.plan.cells:
+        if cell.trial is not None:  # a study's tuning cells: its own section of the report, never its comparison
+            continue
         state = cells[cell.cell_id]
         last = state.last
         run_id = last.run_id if last else None

@@ -65,6 +65,11 @@ def run(exp: Experiment, backend: Backend, *, report: Callable[[Progress], None]
     """Run the experiment's cells to their end; the exit code (0 all completed, 1 some failed, 3 cancelled)."""
     exp.claim()
     exp.log("coordinator_started", backend=backend.describe())
+    driver = None
+    if exp.plan.study is not None:
+        from mosaic.experiments.study.driver import StudyDriver
+
+        driver = StudyDriver(exp)
     revive = True
     unreachable_since: float | None = None
     carried: list[str] = []  # what happened while the backend could not be reached, reported with the next counts
@@ -86,6 +91,10 @@ def run(exp: Experiment, backend: Backend, *, report: Callable[[Progress], None]
                     _cancel_in_flight(exp, backend, cells)
                     return EXIT_CANCELLED
                 states = cell_states(exp, cells, revive)
+                if driver is not None:  # a study: end, prune and ask for trials; its new cells are journaled
+                    events += driver.step(cells, states, backend)
+                    cells = exp.cells()
+                    states = cell_states(exp, cells, revive)
                 batch: list[tuple[str, str, dict]] = []  # (cell, run id, config): submitted in one call
                 for cell in exp.plan.cells:
                     if states[cell.cell_id] != "pending":
@@ -139,8 +148,12 @@ def run(exp: Experiment, backend: Backend, *, report: Callable[[Progress], None]
                            and c.failures)
             if report:
                 report(Progress(len(states), counts, retrying, estimate_eta(cells, states), events))
-            if counts["pending"] + counts["queued"] + counts["running"] == 0:
+            if counts["pending"] + counts["queued"] + counts["running"] == 0 and (driver is None or driver.done):
                 exp.log("coordinator_finished", counts=counts)
+                if driver is not None:  # a study has done its work when every test cell completed
+                    tests = [c.cell_id for c in exp.plan.cells if c.trial is None]
+                    ok = bool(tests) and all(states.get(c) == "completed" for c in tests)
+                    return EXIT_DONE if ok else EXIT_SOME_FAILED
                 return EXIT_DONE if counts["completed"] == len(states) else EXIT_SOME_FAILED
             time.sleep(poll_s)
     finally:

@@ -25,16 +25,21 @@ class Plan:
     backend: str
     spec_digest: str
     retry_from: str = "start"  # "checkpoint": a retry continues from the newest checkpoint saved before
+    #: A study's plan (the spec's ``tuning``): its cells are made as it goes, so ``cells`` is empty and this holds
+    #: each contender's sample cell (the space's middle point, as its worker normalised it) and the budget.
+    study: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "spec_digest": self.spec_digest, "retries": self.retries,
-                "retry_from": self.retry_from, "backend": self.backend, "cells": [c.to_dict() for c in self.cells]}
+                "retry_from": self.retry_from, "backend": self.backend, "cells": [c.to_dict() for c in self.cells],
+                **({"study": self.study} if self.study is not None else {})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Plan":
         return cls(str(data["name"]), [Cell.from_dict(c) for c in data["cells"]], int(data["retries"]),
                    str(data.get("backend", "local")), str(data["spec_digest"]),
-                   str(data.get("retry_from", "start")))  # plans written before retry_from: from the start
+                   str(data.get("retry_from", "start")),  # plans written before retry_from: from the start
+                   data.get("study"))
 
     def cell(self, cell_id: str) -> Cell:
         for cell in self.cells:
@@ -46,8 +51,15 @@ class Plan:
 
 def spec_digest(spec: ExperimentSpec) -> str:
     """What makes two specs the same experiment: the cells they stand for (retries, retry_from and report aside)."""
-    cells = [{"cell": c.cell_id, "config": c.config} for c in spec.cells()]
-    return hashlib.sha256(json.dumps(cells, sort_keys=True).encode()).hexdigest()[:16]
+    cells: Any = [{"cell": c.cell_id, "config": c.config} for c in spec.cells()]
+    if spec.study is not None:  # a study is its space, budget and seeds over the contenders' sample cells
+        from mosaic.experiments.study.space import sample_point
+
+        cells = {"tuning": spec.source.get("tuning"), "seeds": spec.seeds, "score": spec.source.get("score"),
+                 "samples": [spec.cell("plan", c, spec.study.seeds[0],
+                                       sample_point(spec.study, spec._worker_of(c))).config
+                             for c in spec.contenders()]}
+    return hashlib.sha256(json.dumps(cells, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def cell_title(cell: Cell) -> str:
@@ -57,6 +69,8 @@ def cell_title(cell: Cell) -> str:
 def make_plan(spec: ExperimentSpec, validate: bool = True, cells: list[Cell] | None = None) -> Plan:
     """The spec's cells (or ``cells``: the spec's, as ``store.continue_cells`` set them to go on from an
     earlier experiment's), each checked and normalised by its worker; :class:`UserError` naming every bad cell."""
+    if spec.study is not None:
+        return _study_plan(spec, validate)
     cells = spec.cells() if cells is None else cells
     if validate:
         cells = _checked(cells)
@@ -67,6 +81,30 @@ def make_plan(spec: ExperimentSpec, validate: bool = True, cells: list[Cell] | N
         raise UserError(f"normalise: no scores for {', '.join(missing)}; allowed: random and reference scores for "
                         f"every env of the grid ({', '.join(envs)}), or no normalise at all")
     return Plan(spec.name, cells, spec.retries, spec.backend, spec_digest(spec), spec.retry_from)
+
+
+def _study_plan(spec: ExperimentSpec, validate: bool) -> Plan:
+    """A study's plan: one sample cell per contender (the space's middle point, on the first tuning seed), checked
+    by its worker; each parameter checked against the worker's settings, and the budgets compared."""
+    from mosaic.experiments.study.checks import check_against_workers
+    from mosaic.experiments.study.space import sample_point
+
+    study = spec.study
+    assert study is not None
+    samples = [spec.cell(f"k{i}", c, study.seeds[0], sample_point(study, spec._worker_of(c)))
+               for i, c in enumerate(spec.contenders())]
+    normalised = _checked(samples) if validate else samples
+    if validate:
+        check_against_workers(spec, study, samples, normalised)
+    summary = {"contenders": [{"label": c.configuration, "worker": c.worker, "settings": c.settings,
+                               "env": c.env, "sample": c.config,
+                               "sample_point": sample_point(study, c.worker)} for c in normalised],
+               "trials": study.trials, "tuning_seeds": study.seeds, "test_seeds": list(spec.seeds),
+               "sampler": study.sampler, "sampler_seed": study.sampler_seed, "pruner": study.pruner.name,
+               "parallel": study.parallel, "storage": study.storage,
+               "space": [{"name": d.name, "field": d.field, "worker": d.worker, "describe": d.describe()}
+                         for d in study.dimensions]}
+    return Plan(spec.name, [], spec.retries, spec.backend, spec_digest(spec), spec.retry_from, summary)
 
 
 def _refuse_repeats(cells: list[Cell]) -> None:

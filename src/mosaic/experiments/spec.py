@@ -47,6 +47,7 @@ from typing import Annotated, Any, Literal, Mapping
 from mosaic.configkit import from_dict, option, read_document, set_path
 from mosaic.errors import UserError
 from mosaic.experiments.backends import BACKENDS
+from mosaic.experiments.study.space import Study, Tuning, check_tuning, sample_point
 from mosaic.runs import NAME_PATTERN, NAME_RULE
 
 COMBINE = ("product", "zip")
@@ -124,16 +125,21 @@ class Cell:
     env: str
     #: a run of the random reference worker that measures the env's random score (``normalise``: measure)
     baseline: bool = False
+    #: a study's tuning cell: its trial's number in its contender's study (test cells and grid cells: None)
+    trial: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"cell_id": self.cell_id, "worker": self.worker, "seed": self.seed, "settings": self.settings,
                 "configuration": self.configuration, "env": self.env, "config": self.config,
-                **({"baseline": True} if self.baseline else {})}
+                **({"baseline": True} if self.baseline else {}),
+                **({"trial": self.trial} if self.trial is not None else {})}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Cell":
+        trial = data.get("trial")
         return cls(str(data["cell_id"]), str(data["worker"]), int(data["seed"]), dict(data["settings"]),
-                   dict(data["config"]), str(data["configuration"]), str(data["env"]), bool(data.get("baseline")))
+                   dict(data["config"]), str(data["configuration"]), str(data["env"]), bool(data.get("baseline")),
+                   None if trial is None else int(trial))
 
 
 @dataclass
@@ -162,32 +168,52 @@ class ExperimentSpec:
     description: str = ""
     #: The spec as read (base files inlined): what the experiment folder keeps.
     source: dict[str, Any] = field(default_factory=dict)
+    #: A study (the spec's ``tuning``): ``seeds`` are then its test seeds.
+    study: Study | None = None
 
-    def cells(self) -> list[Cell]:
-        """The grid: every combination of the axes (or their zip) crossed with every seed."""
+    def contenders(self) -> list[dict[str, Any]]:
+        """The grid's configurations, in order: every combination of the axes (or their zip)."""
         names = list(self.axes)
         values = [self.axes[n] for n in names]
         combos = list(zip(*values)) if self.combine == "zip" else list(itertools.product(*values))
+        return [dict(zip(names, combo)) for combo in combos or [()]]
+
+    def cells(self) -> list[Cell]:
+        """The grid: every combination of the axes (or their zip) crossed with every seed. A study's cells are
+        made as it goes (its trials', then its test cells: :mod:`mosaic.experiments.study.driver`)."""
+        if self.study is not None:
+            return []
         out: list[Cell] = []
-        for combo in combos or [()]:
-            chosen = dict(zip(names, combo))
-            worker = self._worker_of(chosen)
+        for chosen in self.contenders():
             for seed in self.seeds:
-                index = len(out)
-                config = copy.deepcopy(self.base.get(worker, {}))
-                config.pop("run_id", None)
-                for name, value in [*self.settings.items(), *chosen.items()]:
-                    if name == "worker":
-                        continue
-                    where = f"cell c{index:03d} ({label(chosen) or 'the only configuration'})"
-                    set_path(config, self.path_for(name, worker, where),
-                             copy.deepcopy(self.value_for(name, worker, value)), where)
-                config["worker"] = worker
-                config["seed"] = seed
-                out.append(Cell(f"c{index:03d}", worker, seed, chosen, config,
-                                label({k: v for k, v in chosen.items() if not self.is_env_axis(k)}) or "default",
-                                env_label(config)))
+                out.append(self.cell(f"c{len(out):03d}", chosen, seed))
         return out + self.baseline_cells(out)
+
+    def cell(self, cell_id: str, chosen: Mapping[str, Any], seed: int,
+             params: Mapping[str, Any] | None = None) -> Cell:
+        """One run: the worker's base config, then ``settings``, the axis values ``chosen``, ``params`` (a study's
+        trial: shared names and the worker's own paths), the derived values, and the seed."""
+        worker = self._worker_of(chosen)
+        where = f"cell {cell_id} ({label(chosen) or 'the only configuration'})"
+        config = copy.deepcopy(self.base.get(worker, {}))
+        config.pop("run_id", None)
+        named = {**self.settings, **{k: v for k, v in chosen.items() if k != "worker"}, **(params or {})}
+        derived = []
+        for name, value in named.items():
+            entry = self.translate.get(name, {}).get(worker)
+            if isinstance(entry, dict) and entry.get("derive"):
+                derived.append((name, entry))
+                continue
+            set_path(config, self.path_for(name, worker, where), copy.deepcopy(self.value_for(name, worker, value)),
+                     where)
+        for name, entry in derived:
+            value = evaluate(entry["derive"], named, f"translate.{name}.{worker}.derive")
+            set_path(config, str(entry["path"]), value, where)
+        config["worker"] = worker
+        config["seed"] = seed
+        return Cell(cell_id, worker, seed, dict(chosen), config,
+                    label({k: v for k, v in chosen.items() if not self.is_env_axis(k)}) or "default",
+                    env_label(config))
 
     def baseline_cells(self, grid: list[Cell]) -> list[Cell]:
         """For every env whose random score is measured (``normalise``: ``random: measure``), one run of the
@@ -234,7 +260,8 @@ class ExperimentSpec:
     def value_for(self, name: str, worker: str, value: Any) -> Any:
         """``value`` in the worker's own words (a translation's ``values``), else as it is."""
         entry = self.translate.get(name, {}).get(worker)
-        if isinstance(entry, dict) and isinstance(value, (str, int, float, bool)) and str(value) in entry["values"]:
+        if (isinstance(entry, dict) and isinstance(value, (str, int, float, bool))
+                and str(value) in entry.get("values", {})):
             return entry["values"][str(value)]
         return value
 
@@ -261,6 +288,54 @@ def env_label(config: Mapping[str, Any]) -> str:
     return str(env) if isinstance(env, str) and env else "default"
 
 
+#: What a derivation may use: numbers, the spec's names, arithmetic, and these functions.
+_FUNCTIONS = {"min": min, "max": max, "round": round, "int": int, "float": float, "abs": abs}
+
+
+def evaluate(expression: str, names: Mapping[str, Any], where: str) -> Any:
+    """``expression`` (a translation's ``derive``: arithmetic over the spec's names) evaluated over ``names``;
+    :class:`UserError` naming ``where`` for anything else (no attribute, no other call, no unknown name)."""
+    import ast
+    import operator
+
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+           ast.USub: operator.neg, ast.UAdd: operator.pos}
+    allowed = "arithmetic (+ - * / // % **) over numbers and the spec's names, and min, max, round, int, float, abs"
+
+    def walk(node: ast.AST) -> Any:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value,
+                                                                                                      bool):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in names:
+                raise UserError(f"{where}: {node.id!r} is not a name of the spec's settings, axes or space; "
+                                f"allowed: {', '.join(sorted(names)) or 'none here'}")
+            value = names[node.id]
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise UserError(f"{where}: {node.id} is {value!r}, not a number; allowed: {allowed}")
+            return value
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            return ops[type(node.op)](walk(node.left), walk(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in ops:
+            return ops[type(node.op)](walk(node.operand))
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS
+                and not node.keywords):
+            return _FUNCTIONS[node.func.id](*(walk(a) for a in node.args))
+        raise UserError(f"{where}: {ast.unparse(node)!r} is not allowed; allowed: {allowed}")
+
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except SyntaxError:
+        raise UserError(f"{where}: {expression!r} is not an expression; allowed: {allowed}") from None
+    try:
+        return walk(tree)
+    except ZeroDivisionError:
+        raise UserError(f"{where}: {expression!r} divides by zero here ({', '.join(f'{k}={v}' for k, v in names.items() if isinstance(v, (int, float)))})") from None
+
+
 # -- reading and checking ------------------------------------------------------------------------------
 def read_spec(path: str | Path) -> ExperimentSpec:
     """The spec at ``path``, checked; :class:`UserError` naming the field for anything wrong."""
@@ -277,10 +352,16 @@ class Translation:
                        allowed="dotted field names such as algo_params.lambda_")
     values: dict[str, Any] = option(default_factory=dict, help="a value as the spec words it -> the library's word "
                                                                "(a value not listed is written as it is)")
+    derive: str | None = option(None, pattern=re.compile(r".+", re.S), what="an expression",
+                                allowed="an arithmetic expression over the spec's names, e.g. "
+                                        "rollout_env_steps // minibatches",
+                                help="the value written is this expression of the cell's named values (a "
+                                     "library that takes a setting only in another form: a size for a count)")
 
 
 #: a worker's path for a translated name: a path, null (the worker has no such setting), or {path, values}
-_TRANSLATED = "dotted field names such as algo_params.lambda_, null, or {path: ..., values: {...}}"
+_TRANSLATED = ("dotted field names such as algo_params.lambda_, null, or {path: ..., values: {...}} or "
+               "{path: ..., derive: EXPRESSION}")
 _TRANSLATED_TO = Annotated[Annotated[str, option(pattern=CONFIG_PATH, what="a config path", allowed=_TRANSLATED)]
                            | Translation | None, option(allowed=_TRANSLATED)]
 _BASE = Annotated[str | dict[str, Any], option(allowed="a base config: an object, or a config file's path "
@@ -332,6 +413,9 @@ class SpecFields:
                                                                             "scores")
     report: ReportSettings = option(default_factory=ReportSettings, help="the report's intervals")
     backend: str = option("local", choices=BACKENDS, what="a backend here", help="where the cells run")
+    tuning: Tuning | None = option(None, help="a study: each contender tuned with the same trials over the same "
+                                              "space and tuning seeds, then its best configuration run on the "
+                                              "test seeds (`seeds`); docs/studies.md")
 
 
 def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> ExperimentSpec:
@@ -383,7 +467,8 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> Experimen
                                 "out, or measure the random score")
             measure_timesteps[str(env)] = pair.measure_timesteps
         normalise[str(env)] = (low, high)
-    translate = {name: {worker: {"path": path.path, "values": {str(k): v for k, v in path.values.items()}}
+    translate = {name: {worker: {"path": path.path, "values": {str(k): v for k, v in path.values.items()},
+                                 **({"derive": path.derive} if path.derive else {})}
                         if isinstance(path, Translation) else path for worker, path in mapping.items()}
                  for name, mapping in spec.translate.items()}
     source = {**{k: copy.deepcopy(v) for k, v in data.items()}, "base": copy.deepcopy(base)}
@@ -394,4 +479,41 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path = Path(".")) -> Experimen
                             backend=spec.backend, description=spec.description, source=source)
     for worker in workers:
         parsed.base.setdefault(worker, {})
+    if spec.tuning is not None:
+        parsed.study = check_study(parsed, spec.tuning)
     return parsed
+
+
+def check_study(spec: ExperimentSpec, tuning: Tuning) -> Study:
+    """``tuning`` checked against the rest of ``spec``: contenders, translations, score, budgets."""
+    contenders = spec.contenders()
+    workers = list(dict.fromkeys(spec._worker_of(c) for c in contenders))
+    study = check_tuning(tuning, spec.seeds, workers)
+    env_axes = [a for a in spec.axes if spec.is_env_axis(a)]
+    if env_axes:
+        raise UserError(f"axes.{env_axes[0]}: a study tunes on one env; allowed: the env under settings (or a base "
+                        "config), and one study per env")
+    if spec.normalise and any(low is None for low, _ in spec.normalise.values()):
+        raise UserError("normalise: a study cannot measure the random score (random: measure); allowed: a number")
+    if spec.continue_from:
+        raise UserError("continue_from: a study's trials start from scratch; allowed: leave it out")
+    if spec.score.metric not in COMMON_METRICS:
+        raise UserError(f"score.metric: {spec.score.metric!r} is not a metric every contender's worker reports, so a "
+                        f"trial could not be scored; allowed: {', '.join(COMMON_METRICS)}")
+    labels = [label(c) or "default" for c in contenders]
+    if isinstance(tuning.trials, dict):
+        unknown = sorted(set(tuning.trials) - set(labels))
+        missing = [x for x in labels if x not in tuning.trials]
+        if unknown or missing:
+            raise UserError(f"tuning.trials: {'unknown contender ' + repr(unknown[0]) if unknown else 'no count for ' + repr(missing[0])}; "
+                            f"allowed: an integer, or every contender ({', '.join(labels)}) -> the same number")
+    for dim in study.shared():
+        for worker in workers:
+            mapping = spec.translate.get(dim.name, {})
+            if worker in mapping and mapping[worker] is None:
+                raise UserError(f"{dim.field}: worker {worker!r} has no such setting (translate.{dim.name}.{worker} "
+                                "is null); allowed: a parameter every contender's worker has, or the worker's own "
+                                f"under tuning.extra.{worker}")
+    for contender in contenders:  # every derivation evaluates at the space's sample point, before anything runs
+        spec.cell("plan", contender, study.seeds[0], sample_point(study, spec._worker_of(contender)))
+    return study

@@ -31,6 +31,8 @@ CELL_STATES = ("pending", "queued", "running", "completed", "failed", "cancelled
 ACTIVE = ("queued", "running")
 #: Why an attempt ended that does not count against the retry limit.
 EXPERIMENT_CANCELLED = "experiment cancelled"
+#: Why a study's pruner stopped a trial's cells (they end cancelled, and are never retried).
+TRIAL_PRUNED = "trial pruned"
 
 
 @dataclass
@@ -42,6 +44,7 @@ class Attempt:
     submitted_at: float = 0.0
     ended_at: float | None = None
     restored_from: str = ""  # the checkpoint this attempt continued from ("": it started from scratch)
+    pruned: bool = False  # a study's pruner stopped this attempt's trial (journal: ``pruned``)
 
     @property
     def ended(self) -> bool:
@@ -50,7 +53,7 @@ class Attempt:
     @property
     def counts(self) -> bool:
         """Does this attempt use up one of the cell's retries?"""
-        return self.state in ("failed", "cancelled", "missing") and not self.by_experiment_cancel
+        return self.state in ("failed", "cancelled", "missing") and not self.by_experiment_cancel and not self.pruned
 
     @property
     def by_experiment_cancel(self) -> bool:
@@ -61,6 +64,7 @@ class Attempt:
 class CellState:
     cell_id: str
     attempts: list[Attempt] = field(default_factory=list)
+    pruned: bool = False  # a study's pruner stopped this cell's trial: it is not started, nor run again
 
     @property
     def last(self) -> Attempt | None:
@@ -73,12 +77,12 @@ class CellState:
     def state(self, retries: int) -> str:
         last = self.last
         if last is None:
-            return "pending"
+            return "cancelled" if self.pruned else "pending"
         if last.state == "completed":
             return "completed"
         if not last.ended:
             return "running" if last.state == "running" else "queued"
-        if last.by_experiment_cancel:
+        if last.by_experiment_cancel or last.pruned:
             return "cancelled"
         return "pending" if self.failures <= retries else ("failed" if last.state != "cancelled" else "cancelled")
 
@@ -148,8 +152,8 @@ class ExperimentStore:
         cells = {c.cell_id for c in plan.cells}
         prefix = f"{plan.name}-"
         return sorted(p.name for p in runs.iterdir() if p.name.startswith(prefix)
-                      and re.fullmatch(r"(c\d+)-a\d+", p.name[len(prefix):])
-                      and p.name[len(prefix):].split("-a")[0] in cells)
+                      and re.fullmatch(r"(c\d+|k\d+t\d+s\d+)-a\d+", p.name[len(prefix):])
+                      and (plan.study is not None or p.name[len(prefix):].split("-a")[0] in cells))
 
     def get(self, name: str) -> "Experiment":
         if not self.exists(name):
@@ -162,7 +166,27 @@ class Experiment:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.name = root.name
-        self.plan = Plan.from_dict(json.loads((root / "plan.json").read_text(encoding="utf-8")))
+        self._plan = Plan.from_dict(json.loads((root / "plan.json").read_text(encoding="utf-8")))
+        self._added: tuple[int, list[Cell]] = (-1, [])  # (journal size read, cells journaled as ``cell_added``)
+
+    @property
+    def stored_plan(self) -> Plan:
+        """The plan as ``plan.json`` holds it (what ``resume --retries`` changes): a study's cells are not in it."""
+        return self._plan
+
+    @property
+    def plan(self) -> Plan:
+        """The plan, with the cells a study added as it went (journal ``cell_added``: its trials' and test cells)."""
+        if self._plan.study is None:
+            return self._plan
+        try:
+            size = self.journal_path.stat().st_size
+        except OSError:
+            size = 0
+        if size != self._added[0]:
+            cells = [Cell.from_dict(e["cell"]) for e in self.journal() if e.get("event") == "cell_added"]
+            self._added = (size, cells)
+        return replace(self._plan, cells=self._plan.cells + self._added[1])
 
     @property
     def journal_path(self) -> Path:
@@ -196,6 +220,10 @@ class Experiment:
                                   restored_from=str(event.get("restored_from") or ""))
                 states[event["cell"]].attempts.append(attempt)
                 by_run[attempt.run_id] = attempt
+            elif kind == "pruned" and event.get("cell") in states:
+                states[event["cell"]].pruned = True
+                if states[event["cell"]].attempts:
+                    states[event["cell"]].attempts[-1].pruned = True
             elif kind in ("running", "ended") and event.get("run_id") in by_run:
                 attempt = by_run[event["run_id"]]
                 attempt.state = str(event.get("state", "running"))

@@ -97,6 +97,11 @@ def _plan_table(plan: Any) -> str:
 
 
 def _grid_summary(plan: Any) -> str:
+    if plan.study is not None:
+        study = plan.study
+        return (f"study: {len(study['contenders'])} contender(s) × {study['trials']} trials × "
+                f"{len(study['tuning_seeds'])} tuning seed(s), then {len(study['test_seeds'])} test seeds each; a "
+                f"failed cell is retried up to {plan.retries} time(s) (a trial keeps its number)")
     configurations = sorted({c.configuration for c in plan.cells})
     envs = sorted({c.env for c in plan.cells})
     seeds = sorted({c.seed for c in plan.cells})
@@ -117,6 +122,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     _warn_of(spec)
     if args.json:
         print(json.dumps(plan.to_dict(), indent=2))
+        return 0
+    if plan.study is not None:
+        from mosaic.experiments.study.describe import plan_text
+
+        print(plan_text(plan, spec, _store().home, plan.backend))
+        if args.no_check:
+            print("(not checked by the workers: --no-check)")
         return 0
     print(_plan_table(plan))
     print(_grid_summary(plan) + ("" if args.no_check else "; every cell checked by its worker"))
@@ -202,10 +214,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
         from mosaic.runs import write_json_atomic
 
         if args.retries is not None:
-            exp.plan.retries = args.retries
+            exp.stored_plan.retries = args.retries
         if args.retry_from is not None:
-            exp.plan.retry_from = args.retry_from
-        write_json_atomic(exp.root / "plan.json", exp.plan.to_dict())
+            exp.stored_plan.retry_from = args.retry_from
+        write_json_atomic(exp.root / "plan.json", exp.stored_plan.to_dict())
     return _run(exp, args)
 
 
@@ -277,16 +289,35 @@ def _status_table(exp: Any, refresh: bool = True) -> str:
     return table + "\n" + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
 
 
+def _study_table(status: dict[str, Any]) -> str:
+    rows = []
+    for c in status["contenders"]:
+        best = c["best"]
+        best_text = "-" if best is None else f"{best['value']:.4g} (trial {best['trial']})"
+        rows.append([c["contender"], f"{c['asked']}/{c['trials']}", str(c["running"]), str(c["completed"]),
+                     str(c["pruned"]), str(c["failed"]), best_text])
+    return (f"study: {status['phase']}\n"
+            + _table(rows, ["CONTENDER", "TRIALS", "RUNNING", "COMPLETED", "PRUNED", "FAILED", "BEST SO FAR"]))
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     exp = _store().get(args.name)
+    study = None
+    if exp.plan.study is not None:
+        from mosaic.experiments.study.describe import study_status
+
+        study = study_status(exp)
     if args.json:
         coordinator = exp.coordinator()
         print(json.dumps({"name": exp.name, "folder": str(exp.root), "coordinator_pid": coordinator and
-                          coordinator.get("pid"), "cells": _status_rows(exp)}, indent=2))
+                          coordinator.get("pid"), "cells": _status_rows(exp),
+                          **({"study": study} if study is not None else {})}, indent=2))
         return 0
     coordinator = exp.coordinator()
     print(f"experiment {exp.name}: {exp.root}; "
           + (f"coordinator pid {coordinator['pid']}" if coordinator else "no coordinator running"))
+    if study is not None:
+        print(_study_table(study))
     print(_status_table(exp))
     return 0
 
