@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mosaic.errors import UserError
-from mosaic.experiments.report.inputs import ReportCell, ReportInput
+from mosaic.experiments.report.inputs import ReportCell, ReportInput, StudyInput, StudyTrial
 from mosaic.experiments.spec import BEST, MEASURE, Score
 from mosaic.experiments.store import Attempt, Experiment
 from mosaic.runs import RunStore
@@ -48,7 +48,73 @@ def report_input(exp: Experiment, home: Path | str | None = None) -> ReportInput
                        final_fraction=float(score.get("final_fraction", 0.1)),
                        level_within=float(score.get("level_within", Score.level_within)),
                        reps=int(report.get("reps", 2000)), confidence=float(report.get("confidence", 0.95)),
-                       seed=int(report.get("seed", 0)))
+                       seed=int(report.get("seed", 0)),
+                       study=study_input(exp, store) if exp.plan.study is not None else None)
+
+
+#: Completed trials a contender needs before the report shows its hyperparameter importances.
+MIN_IMPORTANCE_TRIALS = 10
+IMPORTANCE_METHOD = ("PED-ANOVA (Optuna's PedAnovaImportanceEvaluator, default settings: which parameters matter for "
+                     "reaching the top 10% of the trials' values)")
+
+
+def study_input(exp: Experiment, store: RunStore) -> StudyInput:
+    """A study's trials (Optuna's storage), each with the env steps its runs trained and its wall time (the
+    experiment's journal), each contender's best trial, and the importances of its parameters."""
+    from mosaic.experiments.study.driver import StudyDriver, trial_cell_id
+
+    driver = StudyDriver(exp)
+    cells = exp.cells()
+    spent: dict[str, tuple[float | None, float, float | None]] = {}  # cell -> (env steps, submitted, ended)
+    for cell_id, state in cells.items():
+        if not state.attempts:
+            continue
+        last = state.last
+        steps = None
+        if last is not None and store.exists(last.run_id):
+            from mosaic.experiments.results import run_result
+
+            steps = run_result(store.path_for(last.run_id), exp.spec.get("score", {}).get("metric",
+                                                                                          "episode_return_mean")).env_steps
+        spent[cell_id] = (steps, state.attempts[0].submitted_at, last.ended_at if last else None)
+    trials = []
+    seeds = len(driver.study.seeds)
+    for t in driver.trials():
+        ids = [trial_cell_id(t.contender, t.number, k) for k in range(seeds)]
+        mine = [spent[c] for c in ids if c in spent]
+        steps = [m[0] for m in mine if m[0] is not None]
+        ends = [m[2] for m in mine if m[2] is not None]
+        wall = (max(ends) - min(m[1] for m in mine)) if mine and len(ends) == len(mine) else None
+        attrs = driver.studies[t.contender].trials[t.number].user_attrs
+        trials.append(StudyTrial(contender=t.label, number=t.number, state=t.state, value=t.value, params=t.params,
+                                 seed_scores=attrs.get("seed_scores"), cause=t.cause,
+                                 env_steps=float(sum(steps)) if steps else None, wall_s=wall))
+    best = {}
+    importances: dict[str, dict[str, float] | str] = {}
+    for i, label in enumerate(driver.labels):
+        b = driver.best(i)
+        if b is not None:
+            best[label] = {"trial": b.number, "value": b.value, "params": b.params}
+        importances[label] = _importances(driver.studies[i])
+    journal = exp.root / "study.journal"
+    return StudyInput(protocol=dict(exp.plan.study or {}), trials=trials, best=best, importances=importances,
+                      importance_method=IMPORTANCE_METHOD, journal=journal if journal.is_file() else None)
+
+
+def _importances(study: Any) -> dict[str, float] | str:
+    completed = [t for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE"]
+    if len(completed) < MIN_IMPORTANCE_TRIALS:
+        return (f"not shown: {len(completed)} completed trial(s), fewer than the {MIN_IMPORTANCE_TRIALS} an importance "
+                "estimate needs")
+    if len({t.value for t in completed}) < 2:
+        return "not shown: every completed trial has the same value"
+    import optuna
+
+    try:
+        found = optuna.importance.get_param_importances(study, evaluator=optuna.importance.PedAnovaImportanceEvaluator())
+    except (ValueError, RuntimeError) as exc:
+        return f"not shown: Optuna's evaluator refused ({exc})"
+    return {str(k): float(v) for k, v in found.items()}
 
 
 #: What must agree for runs of several experiments to be scored in one report: ReportInput field -> spec field.

@@ -27,6 +27,34 @@ class ReportCell:
 
 
 @dataclass
+class StudyTrial:
+    """One trial of a study's contender: its parameters, Optuna's state, and its value (the tuning seeds' mean)."""
+
+    contender: str
+    number: int
+    state: str  # Optuna's: COMPLETE, PRUNED, FAIL, RUNNING
+    value: float | None
+    params: dict[str, Any]
+    seed_scores: list[float] | None = None
+    cause: str = ""
+    env_steps: float | None = None  # what its runs actually trained, summed over its tuning seeds
+    wall_s: float | None = None  # from its first cell's submission to its last cell's end
+
+
+@dataclass
+class StudyInput:
+    """A study's own part of a report: its protocol (the plan's ``study``), every trial, each contender's best."""
+
+    protocol: dict[str, Any]
+    trials: list[StudyTrial]
+    best: dict[str, dict[str, Any]]  # contender -> {"trial", "value", "params"}
+    #: contender -> {parameter: importance}, or the reason none is shown
+    importances: dict[str, dict[str, float] | str] = field(default_factory=dict)
+    importance_method: str = ""
+    journal: Path | None = None  # Optuna's journal file, carried by the report folder
+
+
+@dataclass
 class ReportInput:
     name: str
     spec: dict[str, Any]
@@ -44,3 +72,5 @@ class ReportInput:
     level_within: float = 0.02
     #: a joint report (``--with``): every experiment's spec by name, the first one's (also ``spec``) first
     joined: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: a study's trials and protocol (the cells above are then its test cells only)
+    study: StudyInput | None = None

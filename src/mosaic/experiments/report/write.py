@@ -19,10 +19,29 @@ def write_report(out_dir: Path, data: ReportInput) -> Path:
     out_dir = Path(out_dir)
     analysis = analyse(data)
     with staged_folder(out_dir, replace=True, suffix=".tmp", mode=0o755, sweep=True) as staging:
-        (staging / "report.md").write_text(render_markdown(analysis), encoding="utf-8")
+        markdown = render_markdown(analysis)
+        if data.study is not None:
+            markdown += "\n" + "\n".join(_study_files(data, staging))
+        (staging / "report.md").write_text(markdown, encoding="utf-8")
         (staging / "scores.csv").write_text(render_csv(analysis), encoding="utf-8")
         (staging / "marl_eval.json").write_text(json.dumps(marl_eval_data(analysis), indent=2) + "\n",
                                                 encoding="utf-8")
         for name in PLOTS:
             PLOTTERS[name](analysis, staging / name)
     return out_dir / "report.md"
+
+
+def _study_files(data: ReportInput, staging: Path) -> list[str]:
+    """A study's section of report.md; its trials, figures and Optuna journal written into ``staging``."""
+    import shutil
+
+    from mosaic.experiments.report import study
+
+    assert data.study is not None
+    args = (data.metric, data.higher_is_better, data.reps, data.confidence, data.seed)
+    (staging / "trials.csv").write_text(study.trials_csv(data.study), encoding="utf-8")
+    study.plot_expected_best(data.study, *args, staging / "expected_best.png")
+    study.plot_parameters(data.study, data.metric, staging / "parameters.png")
+    if data.study.journal is not None:
+        shutil.copyfile(data.study.journal, staging / "study.journal")
+    return study.render_study(data.study, *args)
