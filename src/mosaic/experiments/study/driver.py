@@ -293,6 +293,11 @@ class StudyDriver:
             self.exp.log("trial_ended", contender=contender, trial=trial.number, state="FAIL", cause=cause)
             return f"{label}: trial {trial.number} failed: {cause}"
         value = math.fsum(scores) / len(scores)  # type: ignore[arg-type]
+        if self.study.pruner.name != "none":  # its whole curve, so that later trials are compared with it
+            curves = self._curves(ids)
+            if curves is not None:
+                self._report_steps(contender, quiet_optuna().trial.Trial(study, trial._trial_id),
+                                   dict(trial.intermediate_values), curves)
         self.storage.set_trial_user_attr(trial._trial_id, "seed_scores", scores)
         study.tell(trial.number, value)
         self.exp.log("trial_ended", contender=contender, trial=trial.number, state="COMPLETE", value=value,
@@ -321,6 +326,45 @@ class StudyDriver:
             return f"cell {cell_id} never ran"
         return f"cell {cell_id}: {last.state}: {last.cause or 'no cause given'}"
 
+    def _curves(self, ids: list[str]) -> list[tuple[tuple[float, ...], tuple[float, ...]]] | None:
+        """Each cell's curve of the score's metric so far (None while a cell has no run or no point yet)."""
+        from mosaic.experiments.results import run_result
+
+        curves = []
+        for cid in ids:
+            run_dir = self._run_dir(cid)
+            if run_dir is None:
+                return None
+            result = run_result(run_dir, self.spec.score.metric, final_fraction=self.spec.score.final_fraction)
+            if not result.xs:
+                return None
+            curves.append((result.xs, result.ys))
+        return curves
+
+    def _report_steps(self, contender: int, live: Any, reported: dict[int, float],
+                      curves: list[tuple[tuple[float, ...], tuple[float, ...]]]) -> None:
+        """Report to the pruner every step (a multiple of the reporting cadence) the trial's cells have all reached
+        and that it has not had: the mean over the cells of each one's score up to there. Every trial so has a value
+        at every step, whenever the driver looked, and the pruner compares trials at the same env steps."""
+        from mosaic.experiments.results import final_window
+
+        cadence = self.cadence[contender]
+        last = int(min(xs[-1] for xs, _ in curves) // cadence)
+        for step in range(1, last + 1):
+            if step in reported:
+                continue
+            upto = step * cadence
+            partial = []
+            for xs, ys in curves:
+                kept = [(x, y) for x, y in zip(xs, ys) if x <= upto]
+                if not kept:
+                    break
+                window = final_window(tuple(x for x, _ in kept), tuple(y for _, y in kept),
+                                      self.spec.score.final_fraction)
+                partial.append(math.fsum(window) / len(window))
+            if len(partial) == len(curves):
+                live.report(math.fsum(partial) / len(partial), step)
+
     def _maybe_prune(self, contender: int, study: "optuna.Study", trial: Any, ids: list[str],
                      cells: dict[str, CellState], states: dict[str, str], backend: "Backend | None") -> str:
         """Report the trial's mean score so far to its pruner (at most every :data:`PRUNE_CHECK_S`); prune if told."""
@@ -329,35 +373,16 @@ class StudyDriver:
         if now - self._checked_at.get(key, 0.0) < PRUNE_CHECK_S:
             return ""
         self._checked_at[key] = now
-        from mosaic.experiments.results import final_window, run_result
-
-        curves = []
-        for cid in ids:
-            run_dir = self._run_dir(cid)
-            if run_dir is None:
-                return ""
-            result = run_result(run_dir, self.spec.score.metric, final_fraction=self.spec.score.final_fraction)
-            if not result.xs:
-                return ""
-            curves.append((result.xs, result.ys))
-        cadence = self.cadence[contender]
-        step = int(min(xs[-1] for xs, _ in curves) // cadence)
-        if step < 1:
+        curves = self._curves(ids)
+        if curves is None:
             return ""
-        reported = trial.intermediate_values
-        if step in reported:
-            return ""
-        upto = step * cadence
-        partial = []
-        for xs, ys in curves:
-            kept = [(x, y) for x, y in zip(xs, ys) if x <= upto]
-            window = final_window(tuple(x for x, _ in kept), tuple(y for _, y in kept), self.spec.score.final_fraction)
-            partial.append(math.fsum(window) / len(window))
         optuna = quiet_optuna()
         live = optuna.trial.Trial(study, trial._trial_id)
-        live.report(math.fsum(partial) / len(partial), step)
-        if not live.should_prune():
+        before = len(trial.intermediate_values)
+        self._report_steps(contender, live, dict(trial.intermediate_values), curves)
+        if len(study._storage.get_trial(trial._trial_id).intermediate_values) == before or not live.should_prune():
             return ""
+        upto = max(study._storage.get_trial(trial._trial_id).intermediate_values) * self.cadence[contender]
         for cid in ids:
             self.exp.log("pruned", cell=cid, trial=trial.number, contender=contender, step=upto)
             last = cells[cid].last
