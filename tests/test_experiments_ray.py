@@ -262,6 +262,46 @@ def test_a_killed_driver_is_resumed_without_repeating_a_finished_cell(cluster, t
     assert not _launchers(cluster)
 
 
+def test_a_small_study_runs_on_the_cluster(cluster, tmp_path):
+    """A study with the same commands on the cluster backend: its trials are cells on either node, each trial's
+    value is the mean of its two tuning runs' scores (their telemetry, streamed back here), Optuna's journal in the
+    experiment's folder ends with exactly the budgeted trials, and the best trial runs on the five test seeds."""
+    home = tmp_path / "home"
+    spec = {"name": "cluster-study", "seeds": [0, 1, 2, 3, 4],
+            "base": {"random": {"environment": {"family": "mpe", "env_id": "simple_spread_v3", "api_type": "PARALLEL"},
+                                "total_timesteps": 100, "reporting": {"every_timesteps": 25}}},
+            "tuning": {"space": {"max_episode_steps": {"type": "int", "low": 5, "high": 25}}, "trials": 3,
+                       "seeds": [10, 11], "sampler": {"name": "random", "seed": 0}}}
+    proc = _cli(home, "experiment", "run", str(_write(tmp_path / "s.json", spec)), "--backend", "ray",
+                "--address", cluster.address)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    status = _status(home, "cluster-study")
+    assert status["study"]["phase"] == "testing"
+    (contender,) = status["study"]["contenders"]
+    assert (contender["asked"], contender["completed"]) == (3, 3)
+    journal = _journal(home, "cluster-study")
+    nodes = set()
+    for trial in contender["trials_list"]:
+        runs = [e["run_id"] for e in journal if e["event"] == "submitted" and e["cell"].startswith(
+            f"k0t{trial['number']:03d}s")]
+        scores = []
+        for run_id in runs:
+            events = _events(home, run_id)
+            assert events[-1]["type"] == "run_completed"
+            assert next(e for e in events if e["type"] == "run_started")  # its telemetry came back here
+            nodes.add(_manifest(home, run_id)["node"]["id"])
+            points = [(e["timesteps_total"], e["episode_return_mean"]) for e in events
+                      if e["type"] == "metrics" and e.get("episode_return_mean") is not None]
+            last = points[-1][0]
+            window = [y for x, y in points if x >= 0.9 * last]
+            scores.append(sum(window) / len(window))
+        assert trial["value"] == pytest.approx(sum(scores) / 2)
+    assert len(nodes) == 2, "two trials in flight hold four one-CPU cells: both nodes ran some"
+    tests = [c for c in status["cells"] if c["cell"].startswith("c")]
+    assert [(c["seed"], c["state"]) for c in tests] == [(s, "completed") for s in range(5)]
+    assert not _launchers(cluster)
+
+
 def test_a_killed_launcher_takes_the_whole_tree_of_its_worker_with_it(cluster, exp_home, tmp_path):
     """CleanRL's worker runs CleanRL's script as a child in a session of its own; SIGKILL of the launcher
     (the Ray actor) leaves neither, and the run fails as a lost launcher, not as a crashed worker."""
