@@ -20,13 +20,23 @@ def check_against_workers(spec: "ExperimentSpec", study: Study, samples: "list[C
     ``algo_params``, as ``mosaic workers show`` lists them), and the contenders' normalised configs hold the same
     env-step budget (within :data:`BUDGET_TOLERANCE` where a library rounds it). ``samples``: one cell per contender
     at the sample point, as the spec wrote it; ``normalised``: the same cells as their workers normalised them."""
+    check_settings(spec, study, samples)
+    check_budgets(normalised)
+
+
+def check_settings(spec: "ExperimentSpec", study: Study, samples: "list[Cell]") -> None:
+    """Each parameter is a setting of each contender's worker (:func:`check_against_workers`). Needs no worker run,
+    so it goes before the workers check the sample cells: a worker refusing the sample cell of a parameter it lacks
+    would name the cell, not the study's field."""
     from mosaic.host.daemon.catalog import WorkerCatalog
-    from mosaic.workerkit.run_fields import summarize
 
     catalog = WorkerCatalog()
     catalog.refresh()
     for cell in samples:
-        document = catalog.description(cell.worker)
+        try:
+            document = catalog.description(cell.worker)
+        except UserError:  # a worker not installed, or that cannot describe itself: its check of the cell says so
+            continue
         algorithm = str(cell.config.get("algorithm") or (document.get("default_config") or {}).get("algorithm") or "")
         for dim in study.for_worker(cell.worker):
             path = dim.name if dim.worker else spec.path_for(dim.name, cell.worker, dim.field)
@@ -38,6 +48,12 @@ def check_against_workers(spec: "ExperimentSpec", study: Study, samples: "list[C
                 raise UserError(f"{dim.field}: worker {cell.worker!r} has no setting {path!r} (`mosaic workers show "
                                 f"{cell.worker}{where}` lists them); allowed: a setting of every contender's worker, "
                                 "or a translation of the name to it (translate)")
+
+
+def check_budgets(normalised: "list[Cell]") -> None:
+    """The contenders' normalised configs hold the same env-step budget (:func:`check_against_workers`)."""
+    from mosaic.workerkit.run_fields import summarize
+
     budgets = {}
     for cell in normalised:
         summary = summarize(cell.config, worker=cell.worker)
