@@ -66,6 +66,7 @@ def run(exp: Experiment, backend: Backend, *, report: Callable[[Progress], None]
     exp.claim()
     exp.log("coordinator_started", backend=backend.describe())
     driver = None
+    driver_s = 0.0  # a study's time in its driver (Optuna's calls, reading its journal): bench/study_throughput.py
     if exp.plan.study is not None:
         from mosaic.experiments.study.driver import StudyDriver
 
@@ -92,9 +93,13 @@ def run(exp: Experiment, backend: Backend, *, report: Callable[[Progress], None]
                     return EXIT_CANCELLED
                 states = cell_states(exp, cells, revive)
                 if driver is not None:  # a study: end, prune and ask for trials; its new cells are journaled
-                    events += driver.step(cells, states, backend)
-                    cells = exp.cells()
-                    states = cell_states(exp, cells, revive)
+                    started = time.perf_counter()
+                    added = driver.step(cells, states, backend)
+                    driver_s += time.perf_counter() - started
+                    events += added
+                    if added or len(exp.plan.cells) != len(cells):  # it added or pruned cells
+                        cells = exp.cells()
+                        states = cell_states(exp, cells, revive)
                 batch: list[tuple[str, str, dict]] = []  # (cell, run id, config): submitted in one call
                 for cell in exp.plan.cells:
                     if states[cell.cell_id] != "pending":
@@ -157,6 +162,8 @@ def run(exp: Experiment, backend: Backend, *, report: Callable[[Progress], None]
                 return EXIT_DONE if counts["completed"] == len(states) else EXIT_SOME_FAILED
             time.sleep(poll_s)
     finally:
+        if driver is not None:
+            exp.log("study_driver_time", seconds=round(driver_s, 4))
         exp.release()
 
 

@@ -154,6 +154,8 @@ class StudyDriver:
         self.studies = [self._load(i) for i in range(len(self.contenders))]
         self.cadence = [self._cadence(i) for i in range(len(self.contenders))]
         self._checked_at: dict[tuple[int, int], float] = {}
+        self._signature: tuple = ()
+        self._pruned_at = 0.0
         self.done = False
 
     # -- Optuna's side -----------------------------------------------------------------------------------
@@ -207,7 +209,13 @@ class StudyDriver:
 
     # -- the experiment's side ---------------------------------------------------------------------------
     def step(self, cells: dict[str, CellState], states: dict[str, str], backend: "Backend | None" = None) -> list[str]:
-        """One round (the module's docstring); the lines to report. Cells it adds are in the journal."""
+        """One round (the module's docstring); the lines to report. Cells it adds are in the journal. A round in
+        which no cell changed state has nothing to end or ask for: it returns at once, unless a pruner is due."""
+        signature = (len(states), tuple(sorted(states.items())))
+        if signature == self._signature and (self.study.pruner.name == "none"
+                                             or time.monotonic() - self._pruned_at < PRUNE_CHECK_S):
+            return []
+        self._signature, self._pruned_at = signature, time.monotonic()
         events: list[str] = []
         plan_cells = {c.cell_id: c for c in self.exp.plan.cells}
         seeds = self.study.seeds
