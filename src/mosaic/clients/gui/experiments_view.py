@@ -12,6 +12,12 @@ read from where the previous read stopped (whole lines, ``metrics`` events only)
 seconds. Each configuration is drawn as the IQM over its seeds with a 95% stratified-bootstrap band, on
 the env steps every run covers (``mosaic.scoring.stats.curve_band``, as the report's sample-efficiency plot
 does).
+
+A tuning study (a spec with a ``tuning`` section) adds its cells as it goes: its trials' cells, then each
+contender's best on the test seeds (journal ``cell_added``); the grid grows with the journal. Its trials, each
+contender's summary and best-so-far curve are shown above the learning curves (``study_panel``), read from
+Optuna's storage only when the journal changed. In the learning curves a study's tuning runs (every trial's,
+whatever its params) and its test runs are drawn apart.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from mosaic.scoring.curves import RunCurves, increasing
 from mosaic.clients.gui.lists import refill_names
 from mosaic.clients.gui.run_view import PALETTE
 from mosaic.clients.gui.runs_view import state_name
+from mosaic.clients.gui.study_panel import StudyPanel, StudyReader
 
 COLUMNS = ("cell", "configuration", "env", "seed", "state", "attempts", "run", "last cause")
 REFRESH_MS = 2000            # the journal, the list of experiments and the curves: at most this often
@@ -141,6 +148,12 @@ def live_cells(cells: dict[str, CellState], run_states: dict[str, tuple[str, str
     return out
 
 
+def curve_group(cell: Any) -> str:
+    """The curve a cell's run is drawn in: its configuration's; a study's tuning runs (whatever their trial's
+    params) apart from its test runs, which carry the contender's label as the report does."""
+    return f"{cell.configuration} (tuning trials)" if cell.trial is not None else cell.configuration
+
+
 class ExperimentsView(QWidget):
     """The experiments list, the selected one's grid, counts and curves; the main window feeds it the
     daemon's run states (:meth:`update_run`) and opens the runs it asks for (:attr:`open_run`)."""
@@ -170,6 +183,8 @@ class ExperimentsView(QWidget):
         self._catching_up = False
         self._drawn_at = 0.0
         self._undrawn = False     # curves read but not drawn yet (while catching up)
+        self.study_reader: StudyReader | None = None  # the selected experiment's, if it is a study
+        self.study_error = ""
 
         self.list = QListWidget()
         self.list.currentTextChanged.connect(self._select)
@@ -192,6 +207,8 @@ class ExperimentsView(QWidget):
         self.plot.showGrid(x=True, y=True, alpha=0.3)
         self.legend = self.plot.addLegend(offset=(10, 10))
         self.plot_status = QLabel()
+        self.study_panel = StudyPanel()
+        self.study_panel.setVisible(False)
 
         left = QWidget()
         left_box = QVBoxLayout(left)
@@ -208,6 +225,7 @@ class ExperimentsView(QWidget):
         curves_box.addWidget(self.plot, 1)
         grid_and_curves = QSplitter(Qt.Orientation.Vertical)
         grid_and_curves.addWidget(self.table)
+        grid_and_curves.addWidget(self.study_panel)  # shown for a study only
         grid_and_curves.addWidget(curves)
         right = QWidget()
         right_box = QVBoxLayout(right)
@@ -219,7 +237,7 @@ class ExperimentsView(QWidget):
         split.addWidget(right)
         split.setStretchFactor(1, 4)
         split.setSizes([200, 1000])
-        grid_and_curves.setSizes([400, 400])
+        grid_and_curves.setSizes([400, 400, 400])
         QVBoxLayout(self).addWidget(split)
         self._show_env_choice([])
 
@@ -281,6 +299,10 @@ class ExperimentsView(QWidget):
         self.table.setRowCount(0)
         self.counts = {k: 0 for k in COUNTS}
         self.counts_label.clear()
+        self.study_reader = None
+        self.study_error = ""
+        self.study_panel.clear()
+        self.study_panel.setVisible(False)
         if name:
             try:
                 self.exp = self.store.get(name)
@@ -294,6 +316,11 @@ class ExperimentsView(QWidget):
             self.metric_key = str(score.get("metric") or "episode_return_mean")
             self.report = {"reps": int(report.get("reps", 2000)), "confidence": float(report.get("confidence", 0.95)),
                            "seed": int(report.get("seed", 0))}
+            if self.exp.plan.study is not None:
+                self.study_reader = StudyReader()
+                self.study_panel.configure(self.metric_key, bool(score.get("higher_is_better", True)))
+                self.study_panel.setVisible(True)
+                self.study_panel.show_message("study: no trial asked yet")
             self._fill_table()
             self._show_env_choice(list(dict.fromkeys(c.env for c in self.exp.plan.cells)))
             self._read_journal()
@@ -303,13 +330,23 @@ class ExperimentsView(QWidget):
         self.redraw()
 
     def _fill_table(self) -> None:
+        """A row for each cell of the plan that has none yet (a study's plan grows as it goes)."""
         assert self.exp is not None
-        cells = self.exp.plan.cells
-        self.table.setRowCount(len(cells))
-        for row, cell in enumerate(cells):
+        cells = [c for c in self.exp.plan.cells if c.cell_id not in self._rows]
+        if not cells:
+            return
+        first = self.table.rowCount()
+        self.table.setRowCount(first + len(cells))
+        for row, cell in enumerate(cells, start=first):
             self._rows[cell.cell_id] = row
             for col, value in enumerate((cell.cell_id, cell.configuration, cell.env, str(cell.seed), "", "", "", "")):
                 self.table.setItem(row, col, QTableWidgetItem(value))
+        envs = list(dict.fromkeys(c.env for c in self.exp.plan.cells))
+        if envs != [self.env.itemText(i) for i in range(self.env.count())]:
+            current = self.env.currentText()
+            self._show_env_choice(envs)
+            if current in envs:
+                self.env.setCurrentText(current)
 
     def _show_env_choice(self, envs: list[str]) -> None:
         self.env.blockSignals(True)
@@ -322,6 +359,8 @@ class ExperimentsView(QWidget):
     def _fit_columns(self) -> None:
         if self.isVisible():
             self.table.resizeColumnsToContents()
+            if self.study_reader is not None:
+                self.study_panel.fit_columns()
 
     def _show_header(self) -> None:
         if self.exp is None:
@@ -330,11 +369,21 @@ class ExperimentsView(QWidget):
             return
         plan = self.exp.plan
         coordinator = self.exp.coordinator()
-        sizes = (len({c.configuration for c in plan.cells}), len({c.env for c in plan.cells}),
-                 len({c.seed for c in plan.cells}))
+        if plan.study is not None:
+            study = plan.study
+            status = self.study_panel.status
+            phase = status["phase"] if status is not None else "no trial yet"
+            what = (f"a tuning study: {len(study['contenders'])} contender(s) × {study['trials']} trials × "
+                    f"{len(study['tuning_seeds'])} tuning seed(s) ({study['sampler']} search, pruner "
+                    f"{study['pruner']}), then each contender's best trial on {len(study['test_seeds'])} test "
+                    f"seed(s); {phase}, {len(plan.cells)} cells so far")
+        else:
+            sizes = (len({c.configuration for c in plan.cells}), len({c.env for c in plan.cells}),
+                     len({c.seed for c in plan.cells}))
+            what = (f"{len(plan.cells)} cells, {sizes[0]} configuration(s) × {sizes[1]} env(s) × "
+                    f"{sizes[2]} seed(s)")
         self.header.setText(
-            f"{self.exp.name}: {len(plan.cells)} cells, {sizes[0]} configuration(s) × {sizes[1]} env(s) × "
-            f"{sizes[2]} seed(s), a failed cell retried up to {plan.retries} time(s); "
+            f"{self.exp.name}: {what}, a failed cell retried up to {plan.retries} time(s); "
             + (f"coordinator pid {coordinator.get('pid')} running" if coordinator else "no coordinator running")
             + f" · {self.exp.root}")
 
@@ -357,9 +406,29 @@ class ExperimentsView(QWidget):
                 return False
         self._journal_mark = mark
         self.journal_cells = self.exp.cells()
+        self._fill_table()  # a study's cells added since
         self._run_cell = {a.run_id: cell_id for cell_id, cell in self.journal_cells.items() for a in cell.attempts}
         self._apply_states()
+        self._read_study()
         return True
+
+    def _read_study(self) -> None:
+        """A study's trials from Optuna's storage (called when the journal changed: the driver journals what
+        it asks and tells)."""
+        if self.exp is None or self.study_reader is None:
+            return
+        try:
+            status = self.study_reader.status(self.exp)
+        except Exception as exc:  # noqa: BLE001  (Optuna's storage, whatever it raises: said, read again later)
+            self.study_error = f"study: cannot be read ({type(exc).__name__}: {exc})"
+            self.study_panel.show_message(self.study_error)
+            self.study_reader = StudyReader()  # afresh on the next change
+            return
+        self.study_error = ""
+        if status is None:
+            self.study_panel.show_message("study: no trial asked yet")
+            return
+        self.study_panel.show_status(status)
 
     def update_run(self, info: Any) -> None:
         """A run's state from the daemon (a ``RunInfo``): the cell whose attempt it is follows it at once."""
@@ -452,11 +521,11 @@ class ExperimentsView(QWidget):
                     budget -= taken
                     behind = behind or not at_end
                     if new:
-                        self.dirty.add((cell.configuration, cell.env))
+                        self.dirty.add((curve_group(cell), cell.env))
                         changed = True
                     tail.finished = at_end and last.state == "completed"
             if tail.xs:
-                members.setdefault((cell.configuration, cell.env), []).append(last.run_id)
+                members.setdefault((curve_group(cell), cell.env), []).append(last.run_id)
         for run_id in set(self.tails) - wanted:  # a failed attempt's run, say: no longer drawn
             del self.tails[run_id]
         for key in set(members) | set(self.members):
@@ -499,7 +568,7 @@ class ExperimentsView(QWidget):
             self.plot_status.clear()
             return
         env = self.env.currentText()
-        configurations = list(dict.fromkeys(c.configuration for c in self.exp.plan.cells))
+        configurations = list(dict.fromkeys(curve_group(c) for c in self.exp.plan.cells))
         missing = []
         for n, configuration in enumerate(configurations):
             if not self.members.get((configuration, env)):
