@@ -53,24 +53,16 @@ def _space(**params: Any) -> Callable[[dict[str, Any]], Any]:
 
 
 # -- A. every bad input: exit 2, one line naming the field, nothing created ------------------------------------
-#: Until ``mosaic.experiments.plan._study_plan`` checks the study's parameters against the workers' settings
-#: (``study.checks.check_settings``) BEFORE the workers check the sample cells (``_checked``), a worker refuses the
-#: sample cell first, in two lines naming the cell ("1 of 1 cells refused; ...") and not the study's field.
-PLAN_ORDER = pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "plan.py checks the sample cells with their workers before the study's parameters against the workers' "
-    "settings: call study.checks.check_settings(spec, study, samples) before _checked(samples), and "
-    "check_budgets(normalised) after it"))
-
 BAD_INPUTS = [
     pytest.param(lambda s: s["tuning"].update(space={}), "tuning.space: the space is empty", id="empty-space"),
     pytest.param(lambda s: s["tuning"].update(extra={"random": {
         "algo_params.no_such_knob": {"type": "uniform", "low": 0.0, "high": 1.0}}}),
         "tuning.extra.random.algo_params.no_such_knob: worker 'random' has no setting 'algo_params.no_such_knob'",
-        id="extra-param-the-worker-lacks", marks=PLAN_ORDER),
+        id="extra-param-the-worker-lacks"),
     pytest.param(lambda s: (_space(knob={"type": "uniform", "low": 0.0, "high": 1.0})(s),
                             s.update(translate={"knob": {"random": "no_such_section.knob"}})),
                  "tuning.space.knob: worker 'random' has no setting 'no_such_section.knob'",
-                 id="shared-name-translated-to-a-path-the-worker-lacks", marks=PLAN_ORDER),
+                 id="shared-name-translated-to-a-path-the-worker-lacks"),
     pytest.param(lambda s: (_space(knob={"type": "uniform", "low": 0.0, "high": 1.0})(s),
                             s.update(translate={"knob": {"random": None}})),
                  "tuning.space.knob: worker 'random' has no such setting (translate.knob.random is null)",

@@ -86,16 +86,18 @@ def make_plan(spec: ExperimentSpec, validate: bool = True, cells: list[Cell] | N
 def _study_plan(spec: ExperimentSpec, validate: bool) -> Plan:
     """A study's plan: one sample cell per contender (the space's middle point, on the first tuning seed), checked
     by its worker; each parameter checked against the worker's settings, and the budgets compared."""
-    from mosaic.experiments.study.checks import check_against_workers
+    from mosaic.experiments.study.checks import check_budgets, check_settings
     from mosaic.experiments.study.space import sample_point
 
     study = spec.study
     assert study is not None
     samples = [spec.cell(f"k{i}", c, study.seeds[0], sample_point(study, spec._worker_of(c)))
                for i, c in enumerate(spec.contenders())]
+    if validate:  # the study's fields first: a worker refusing a sample cell would name the cell, not the field
+        check_settings(spec, study, samples)
     normalised = _checked(samples) if validate else samples
     if validate:
-        check_against_workers(spec, study, samples, normalised)
+        check_budgets(normalised)
     summary = {"contenders": [{"label": c.configuration, "worker": c.worker, "settings": c.settings,
                                "env": c.env, "sample": c.config,
                                "sample_point": sample_point(study, c.worker)} for c in normalised],
