@@ -63,7 +63,7 @@ def study_input(exp: Experiment, store: RunStore) -> StudyInput:
     experiment's journal), each contender's best trial, and the importances of its parameters."""
     from mosaic.experiments.study.driver import StudyDriver, trial_cell_id
 
-    driver = StudyDriver(exp)
+    driver = StudyDriver(exp, read_only=True)
     cells = exp.cells()
     spent: dict[str, tuple[float | None, float, float | None]] = {}  # cell -> (env steps, submitted, ended)
     for cell_id, state in cells.items():

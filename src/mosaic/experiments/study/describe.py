@@ -136,7 +136,7 @@ def study_status(exp: Any) -> dict[str, Any]:
     """Per contender: trials by state (``asked`` = in Optuna's storage) and the best so far; the phase."""
     from mosaic.experiments.study.driver import StudyDriver
 
-    driver = StudyDriver(exp)
+    driver = StudyDriver(exp, read_only=True)
     trials = driver.trials()
     out = []
     for i, label in enumerate(driver.labels):

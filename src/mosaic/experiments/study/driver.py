@@ -141,14 +141,21 @@ class TrialView:
 class StudyDriver:
     """Drives one experiment's study (see the module's docstring)."""
 
-    def __init__(self, exp: Experiment) -> None:
+    def __init__(self, exp: Experiment, read_only: bool = False) -> None:
+        """``read_only``: for ``status`` and the report, which must not write into the study's storage (a study
+        not created yet reads as one without trials)."""
         self.exp = exp
+        self.read_only = read_only
         self.spec: ExperimentSpec = parse_spec(exp.spec)
         assert self.spec.study is not None, f"experiment {exp.name} is not a study"
         self.study: Study = self.spec.study
         self.contenders = self.spec.contenders()
         self.labels = [self.spec.cell("x", c, 0).configuration for c in self.contenders]
         self.workers = [self.spec._worker_of(c) for c in self.contenders]
+        planned = (exp.plan.study or {}).get("contenders") or []
+        #: each contender's env as its worker named it at plan time (its trial and test cells carry it)
+        self.envs = [planned[i]["env"] if i < len(planned) else None for i in range(len(self.contenders))]
+        self._cells: dict[str, CellState] | None = None  # the round's cells (step), else read from the journal
         self.direction = "maximize" if self.spec.score.higher_is_better else "minimize"
         self.storage = storage_for(exp.root, self.study.storage)
         self.studies = [self._load(i) for i in range(len(self.contenders))]
@@ -163,11 +170,18 @@ class StudyDriver:
         return f"{self.exp.name}:{self.labels[contender]}"
 
     def _load(self, contender: int) -> "optuna.Study":
+        """The contender's study: loaded (a create with ``load_if_exists`` would append to the journal each time),
+        created only by a driver that runs it."""
         optuna = quiet_optuna()
-        return optuna.create_study(study_name=self.study_name(contender), storage=self.storage,
-                                   direction=self.direction, load_if_exists=True,
-                                   sampler=sampler_for(self.study.sampler, self.study.sampler_seed),
-                                   pruner=self._pruner(contender))
+        sampler = sampler_for(self.study.sampler, self.study.sampler_seed)
+        try:
+            return optuna.load_study(study_name=self.study_name(contender), storage=self.storage, sampler=sampler,
+                                     pruner=self._pruner(contender))
+        except KeyError:
+            if self.read_only:
+                return optuna.create_study(direction=self.direction, sampler=sampler)  # in memory: no trials
+            return optuna.create_study(study_name=self.study_name(contender), storage=self.storage,
+                                       direction=self.direction, sampler=sampler, pruner=self._pruner(contender))
 
     def _budget(self, contender: int) -> int:
         sample = ((self.exp.plan.study or {}).get("contenders") or [{}] * (contender + 1))[contender].get("sample")
@@ -202,8 +216,9 @@ class StudyDriver:
         for i, study in enumerate(self.studies):
             for t in study.get_trials(deepcopy=False):
                 params = config_values(self.study.for_worker(self.workers[i]), dict(t.params))
+                value = t.value if t.state.name == "COMPLETE" else None  # Optuna gives a pruned one its last report
                 out.append(TrialView(i, self.labels[i], t.number, t.state.name, params,
-                                     None if t.value is None else float(t.value),
+                                     None if value is None else float(value),
                                      str(t.user_attrs.get("cause", ""))))
         return out
 
@@ -216,6 +231,13 @@ class StudyDriver:
                                              or time.monotonic() - self._pruned_at < PRUNE_CHECK_S):
             return []
         self._signature, self._pruned_at = signature, time.monotonic()
+        self._cells = cells
+        try:
+            return self._step(cells, states, backend)
+        finally:
+            self._cells = None
+
+    def _step(self, cells: dict[str, CellState], states: dict[str, str], backend: "Backend | None") -> list[str]:
         events: list[str] = []
         plan_cells = {c.cell_id: c for c in self.exp.plan.cells}
         seeds = self.study.seeds
@@ -274,14 +296,15 @@ class StudyDriver:
         for k in seed_indices:
             cell = self.spec.cell(trial_cell_id(contender, number, k), self.contenders[contender],
                                   self.study.seeds[k], values)
-            cell = _with(cell, trial=number, configuration=self.labels[contender])
+            cell = _with(cell, trial=number, configuration=self.labels[contender],
+                         env=self.envs[contender] or cell.env)
             self.exp.log("cell_added", cell=cell.to_dict(), contender=contender, trial=number, params=values)
 
     def _end_trial(self, contender: int, study: "optuna.Study", trial: Any, ids: list[str],
                    states: dict[str, str]) -> str:
         optuna = quiet_optuna()
         label = self.labels[contender]
-        if any(self.exp.cells()[cid].pruned for cid in ids):  # pruned while the tell was pending: say it once
+        if any(self._cell(cid).pruned for cid in ids):  # pruned while the tell was pending: say it once
             study.tell(trial.number, state=optuna.trial.TrialState.PRUNED)
             self.exp.log("trial_ended", contender=contender, trial=trial.number, state="PRUNED")
             return f"{label}: trial {trial.number} pruned"
@@ -312,10 +335,14 @@ class StudyDriver:
                      seed_scores=scores)
         return f"{label}: trial {trial.number} scored {value:.4g} (mean over {len(scores)} tuning seeds)"
 
+    def _cell(self, cell_id: str) -> CellState:
+        cells = self._cells if self._cells is not None and cell_id in self._cells else self.exp.cells()
+        return cells[cell_id]
+
     def _run_dir(self, cell_id: str) -> Path | None:
         from mosaic.runs import RunStore
 
-        last = self.exp.cells()[cell_id].last
+        last = self._cell(cell_id).last
         store = RunStore(self.exp.home)
         return store.path_for(last.run_id) if last and store.exists(last.run_id) else None
 
@@ -329,7 +356,7 @@ class StudyDriver:
         return None if result.final_score is None else float(result.final_score)
 
     def _cause(self, cell_id: str) -> str:
-        last = self.exp.cells()[cell_id].last
+        last = self._cell(cell_id).last
         if last is None:
             return f"cell {cell_id} never ran"
         return f"cell {cell_id}: {last.state}: {last.cause or 'no cause given'}"
@@ -429,6 +456,7 @@ class StudyDriver:
                 if cid in plan_cells:
                     continue
                 cell = _with(self.spec.cell(cid, contender, seed, best.params), configuration=self.labels[i])
+                cell = _with(cell, env=self.envs[i] or cell.env)
                 self.exp.log("cell_added", cell=cell.to_dict(), contender=i, best_trial=best.number,
                              params=best.params)
             events.append(f"{self.labels[i]}: best trial {best.number} ({best.value:.4g} on the tuning seeds) runs on "
