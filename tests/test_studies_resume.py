@@ -179,3 +179,49 @@ def test_a_pruned_trial_ends_its_runs_cancelled_and_leaves_no_process(study_home
     assert all(submitted.count(c) == 1 for c in pruned_cells), "a pruned cell was run again"
     tests = [e["cell"]["cell_id"] for e in journal if e["event"] == "cell_added" and e.get("best_trial") is not None]
     assert tests == [f"c{i:03d}" for i in range(5)] and {e["trial"] for e in journal if e["event"] == "best"} == {0}
+
+
+def test_a_study_goes_on_on_another_machine_from_the_journal_its_report_carries(study_home, tmp_path):
+    """A study run in part here, its report folder carried to a fresh home (another machine: no run of it there):
+    ``run SPEC --study-journal REPORT/study.journal`` keeps every ended trial (none runs again), runs again the one
+    that was in flight, and tests the best; a journal of another study is refused (exit 2) with nothing created."""
+    from mosaic.host.daemon.endpoint import find_daemon
+
+    name = "carried-study"
+    spec = _write(tmp_path / "c.json", _spec(name, trials=4, delay=0.004, steps=300))
+    driver = subprocess.Popen([sys.executable, "-m", "mosaic", "experiment", "run", str(spec)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "MOSAIC_HOME": str(study_home)})
+    wait_until(lambda: sum(e["event"] == "trial_ended" for e in _journal(study_home, name)) >= 2, 180,
+               "two trials to end", proc=driver)
+    run_cli("experiment", "cancel", name, home=study_home, timeout=120)
+    driver.wait(60)
+    proc = run_cli("experiment", "report", name, home=study_home, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    carried = study_home / "experiments" / name / "report" / "study.journal"
+    here = {t.number: (t.state.name, t.params, t.value) for t in _optuna_trials(study_home, name)}
+    ended = {n for n, (state, _, _) in here.items() if state == "COMPLETE"}
+    assert len(ended) >= 2 and len(here) <= 4
+
+    other = tmp_path / "other-home"
+    try:
+        wrong = run_cli("experiment", "run", str(_write(tmp_path / "w.json", _spec("wrong-name", 4, delay=0.0,
+                                                                                     steps=100))),
+                        "--study-journal", str(carried), home=other, timeout=120)
+        assert wrong.returncode == 2 and "--study-journal:" in wrong.stderr and "carried-study:default" in wrong.stderr
+        assert not (other / "experiments" / "wrong-name").exists()
+        proc = run_cli("experiment", "run", str(spec), "--study-journal", str(carried), home=other, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    finally:
+        endpoint = find_daemon(other)
+        if endpoint is not None:
+            os.kill(endpoint.pid, signal.SIGTERM)
+            wait_until(lambda: find_daemon(other) is None, 60, "the other home's daemon to stop")
+    there = {t.number: (t.state.name, t.params, t.value) for t in _optuna_trials(other, name)}
+    assert sorted(there) == [0, 1, 2, 3] and all(state == "COMPLETE" for state, _, _ in there.values())
+    for n in ended:
+        assert there[n] == here[n], f"trial {n} changed on the other machine"
+    submitted = [e["cell"] for e in _journal(other, name) if e["event"] == "submitted"]
+    again = sorted({c for c in submitted if c.startswith("k")})
+    assert not [c for c in again if int(c[3:6]) in ended], f"an ended trial ran again: {again}"
+    assert sorted(c for c in submitted if c.startswith("c")) == [f"c{i:03d}" for i in range(5)]

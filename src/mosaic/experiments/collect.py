@@ -86,9 +86,11 @@ def study_input(exp: Experiment, store: RunStore) -> StudyInput:
         ends = [m[2] for m in mine if m[2] is not None]
         wall = (max(ends) - min(m[1] for m in mine)) if mine and len(ends) == len(mine) else None
         attrs = driver.studies[t.contender].trials[t.number].user_attrs
+        # what the trial cost, as kept with it when it ended (its runs may be on another machine), else its runs'
+        env_steps = attrs.get("env_steps", float(sum(steps)) if steps else None)
         trials.append(StudyTrial(contender=t.label, number=t.number, state=t.state, value=t.value, params=t.params,
-                                 seed_scores=attrs.get("seed_scores"), cause=t.cause,
-                                 env_steps=float(sum(steps)) if steps else None, wall_s=wall))
+                                 seed_scores=attrs.get("seed_scores"), cause=t.cause, env_steps=env_steps,
+                                 wall_s=attrs.get("wall_s", wall)))
     best = {}
     importances: dict[str, dict[str, float] | str] = {}
     for i, label in enumerate(driver.labels):

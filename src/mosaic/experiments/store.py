@@ -115,8 +115,9 @@ class ExperimentStore:
         return sorted(p.name for p in self.root.iterdir()  # a hidden folder is one being created
                       if not p.name.startswith(".") and (p / "plan.json").is_file())
 
-    def create(self, plan: Plan, spec_source: dict[str, Any]) -> "Experiment":
-        """The experiment's folder with its spec and plan, all or nothing."""
+    def create(self, plan: Plan, spec_source: dict[str, Any], files: dict[str, Path] | None = None) -> "Experiment":
+        """The experiment's folder with its spec and plan (and ``files``: name -> a file copied in, such as a study's
+        journal carried from another machine), all or nothing."""
         final = self.path(plan.name)
         if final.exists():
             raise UserError(f"name: an experiment named {plan.name!r} already exists in {self.root}")
@@ -132,6 +133,10 @@ class ExperimentStore:
             write_json_atomic(staging / "spec.json", spec_source)
             write_json_atomic(staging / "plan.json", plan.to_dict())
             (staging / "journal.jsonl").touch()
+            for name, source in (files or {}).items():
+                import shutil
+
+                shutil.copyfile(source, staging / name)
             os.rename(staging, final)
         except BaseException:
             import shutil

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from mosaic.clients.cli.common import _table
@@ -190,7 +191,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     spec = read_spec(args.spec)
     if args.name:
         from mosaic.experiments.spec import parse_spec
-        from pathlib import Path
 
         spec = parse_spec({**spec.source, "name": args.name}, base_dir=Path(args.spec).parent)
     if store.exists(spec.name):
@@ -201,9 +201,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         _say(f"experiment {spec.name} exists with the same cells: resuming it (finished cells are kept)")
         return _run(exp, args)
     plan = _make_plan(spec)
+    files = {}
+    if getattr(args, "study_journal", None):
+        from mosaic.experiments.study.driver import carried_journal
+
+        files = {"study.journal": carried_journal(Path(args.study_journal), plan)}
     _warn_of(spec)
     _say(_grid_summary(plan) + "; every cell checked by its worker")
-    return _run(store.create(plan, spec.source), args)
+    return _run(store.create(plan, spec.source, files), args)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -416,6 +421,9 @@ def add_parsers(sub: Any) -> None:
     q = esub.add_parser("run", help="plan and run a spec (a spec already run resumes)")
     q.add_argument("spec", help="experiment spec (YAML or JSON)")
     q.add_argument("--name", help="the experiment's name (default: the spec's)")
+    q.add_argument("--study-journal", metavar="FILE",
+                   help="a study only: go on from this Optuna journal (a study's report folder carries it as "
+                        "study.journal): its ended trials are kept, its trials in flight are run again")
     _backend_flags(q)
     q.set_defaults(func=cmd_run)
     q = esub.add_parser("resume", help="run what is left of an experiment: never repeats a completed cell")

@@ -17,6 +17,13 @@ from mosaic.runs import staged_folder
 def write_report(out_dir: Path, data: ReportInput) -> Path:
     """Write the report folder ``out_dir`` (replacing one already there, all at once); returns report.md's path."""
     out_dir = Path(out_dir)
+    if data.study is not None and not data.cells:  # a study still tuning: its own part only, so far
+        with staged_folder(out_dir, replace=True, suffix=".tmp", mode=0o755, sweep=True) as staging:
+            lines = [f"# Study {data.name}", "", "Still tuning: no contender's best configuration has run on the test "
+                     "seeds yet, so nothing is compared here; below is the study so far (a report written again "
+                     "later adds the comparison).", ""]
+            (staging / "report.md").write_text("\n".join(lines + _study_files(data, staging)), encoding="utf-8")
+        return out_dir / "report.md"
     analysis = analyse(data)
     with staged_folder(out_dir, replace=True, suffix=".tmp", mode=0o755, sweep=True) as staging:
         markdown = render_markdown(analysis)

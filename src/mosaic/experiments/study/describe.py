@@ -37,7 +37,9 @@ def resolved_values(plan: Plan, spec: Any) -> list[tuple[str, list[tuple[str, An
         for name, value in c["sample_point"].items():
             entry = spec.translate.get(name, {}).get(c["worker"])
             path = entry.get("path") if isinstance(entry, dict) else entry if isinstance(entry, str) else name
-            pairs.append((f"{name} -> {path}", get_path(c["sample"], str(path), value)))
+            derived = f" = {entry['derive']}" if isinstance(entry, dict) and entry.get("derive") else ""
+            shown = f"{name} = {json.dumps(value)} -> {path}{derived}" if derived else f"{name} -> {path}"
+            pairs.append((shown, get_path(c["sample"], str(path), value)))
         for name, mapping in spec.translate.items():
             entry = mapping.get(c["worker"])
             if isinstance(entry, dict) and entry.get("derive") and name not in c["sample_point"]:

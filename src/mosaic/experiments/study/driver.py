@@ -73,6 +73,39 @@ def storage_for(root: Path, storage: str) -> Any:
     return optuna.storages.RDBStorage(storage)
 
 
+def carried_journal(path: Path, plan: Any) -> Path:
+    """``path``, checked to be an Optuna journal of the study ``plan`` makes (from another machine: a report folder's
+    ``study.journal``); :class:`UserError` naming ``--study-journal`` otherwise."""
+    from mosaic.errors import UserError
+
+    if plan.study is None:
+        raise UserError(f"--study-journal: experiment {plan.name!r} is not a study (its spec has no tuning section); "
+                        "allowed: a study's spec")
+    if not path.is_file():
+        raise UserError(f"--study-journal: {path} is not a file; allowed: an Optuna journal, such as a study's "
+                        "report folder's study.journal")
+    import shutil
+    import tempfile
+
+    optuna = quiet_optuna()
+    from optuna.storages.journal import JournalFileBackend
+
+    with tempfile.TemporaryDirectory() as scratch:  # read a copy: Optuna's journal backend may write a lock
+        copy = Path(scratch) / "study.journal"
+        shutil.copyfile(path, copy)
+        try:
+            names = optuna.get_all_study_names(optuna.storages.JournalStorage(JournalFileBackend(str(copy))))
+        except Exception as exc:  # noqa: BLE001 - whatever Optuna makes of a file that is not its journal
+            raise UserError(f"--study-journal: {path} is not an Optuna journal ({exc}); allowed: a study's "
+                            "study.journal") from None
+    wanted = {f"{plan.name}:{c['label']}" for c in plan.study["contenders"]}
+    if not names or not set(names) <= wanted:
+        raise UserError(f"--study-journal: {path} holds the studies {', '.join(sorted(names)) or 'none'}, not this "
+                        f"spec's ({', '.join(sorted(wanted))}); allowed: the journal of a study of the same name and "
+                        "contenders")
+    return path
+
+
 def per_trial_seed(seed: int, trial: int) -> int:
     """The sampler's seed for trial ``trial``: a function of the study's seed and the trial's number only."""
     digest = hashlib.sha256(f"{seed}:{trial}".encode()).digest()
@@ -330,10 +363,34 @@ class StudyDriver:
                 self._report_steps(contender, quiet_optuna().trial.Trial(study, trial._trial_id),
                                    dict(trial.intermediate_values), curves)
         self.storage.set_trial_user_attr(trial._trial_id, "seed_scores", scores)
+        for key, value in self._spent(ids).items():  # kept with the trial: its runs stay on this machine
+            self.storage.set_trial_user_attr(trial._trial_id, key, value)
         study.tell(trial.number, value)
         self.exp.log("trial_ended", contender=contender, trial=trial.number, state="COMPLETE", value=value,
                      seed_scores=scores)
         return f"{label}: trial {trial.number} scored {value:.4g} (mean over {len(scores)} tuning seeds)"
+
+    def _spent(self, ids: list[str]) -> dict[str, float]:
+        """What a trial's runs cost: the env steps they trained (summed) and the wall time from its first cell's
+        submission to its last cell's end."""
+        from mosaic.experiments.results import run_result
+
+        steps, starts, ends = [], [], []
+        for cid in ids:
+            state = self._cell(cid)
+            if state.attempts:
+                starts.append(state.attempts[0].submitted_at)
+                ends.append(state.last.ended_at or time.time())  # type: ignore[union-attr]
+            run_dir = self._run_dir(cid)
+            found = run_result(run_dir, self.spec.score.metric).env_steps if run_dir is not None else None
+            if found is not None:
+                steps.append(float(found))
+        out = {}
+        if len(steps) == len(ids):
+            out["env_steps"] = math.fsum(steps)
+        if starts and len(ends) == len(ids):
+            out["wall_s"] = round(max(ends) - min(starts), 3)
+        return out
 
     def _cell(self, cell_id: str) -> CellState:
         cells = self._cells if self._cells is not None and cell_id in self._cells else self.exp.cells()
