@@ -167,3 +167,37 @@ def test_the_smoke_spec_is_the_equal_spec_with_a_budget_of_one_update():
     assert smoke.settings["total_timesteps"] == smoke.settings["rollout_env_steps"]
     assert equal.settings["total_timesteps"] % equal.settings["rollout_env_steps"] == 0
     assert len(smoke.seeds) == 1 and len(equal.seeds) == 5
+
+
+def _study_specs() -> list[Path]:
+    return [p for p in SPECS if read_spec(p).study is not None]
+
+
+def test_the_tuned_comparison_is_shipped_as_a_study():
+    assert any(p.name == "spread_ippo_tuned_300k.yaml" for p in _study_specs()), [p.name for p in SPECS]
+
+
+@pytest.mark.parametrize("spec", _study_specs(), ids=lambda p: p.name)
+def test_a_study_gives_both_libraries_each_setting_and_each_sampled_value(spec, plans):
+    """A study's plan holds each contender's sample cell (the space's middle point) as its worker normalised it:
+    every setting stated once, and every tuned name at the sample point, is there under each library's own path;
+    RLlib's minibatch size, derived from the number of minibatches, times XuanCe's number is the rollout."""
+    parsed = read_spec(spec)
+    plan = _planned(plans, spec)
+    contenders = plan["study"]["contenders"]
+    assert {c["worker"] for c in contenders} == set(LIBRARIES)
+    for contender in contenders:
+        point = contender["sample_point"]
+        for name, stated in {**parsed.settings, **point}.items():
+            entry = parsed.translate.get(name, {}).get(contender["worker"])
+            if isinstance(entry, dict) and entry.get("derive"):
+                continue  # checked below, through the minibatch rule
+            path = parsed.path_for(name, contender["worker"], contender["label"])
+            value = _at(contender["sample"], path)
+            expected = parsed.value_for(name, contender["worker"], stated)  # in the library's words
+            assert _holds(value, expected), f"{contender['label']}: {name} is {value!r} at {path}, stated {stated!r}"
+    ray = next(c for c in contenders if c["worker"] == "ray")
+    xuance = next(c for c in contenders if c["worker"] == "xuance")
+    size, count = ray["sample"]["algo_params"]["minibatch_size"], xuance["sample"]["algo_params"]["n_minibatch"]
+    assert count == xuance["sample_point"]["minibatches"] == ray["sample_point"]["minibatches"]
+    assert size * count == parsed.settings["rollout_env_steps"]
