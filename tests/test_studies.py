@@ -152,7 +152,16 @@ def test_the_working_example_plans(tmp_path):
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
     assert "tuning.space.max_episode_steps: integer from 5 to 25" in out, out
+    # what the worker is given at the space's middle point, and the budget, trials x seeds x env steps
+    assert "    max_episode_steps -> max_episode_steps: 15\n" in out, out
+    assert ("  default: 3 trials × 2 seeds × 200 env steps = 1200 env steps to tune, + 5 × 200 = 1000 to test; "
+            in out), out
     assert not (tmp_path / "home" / "experiments" / "s1").exists()
+    proc = _cli(tmp_path / "home", "experiment", "plan", str(spec), "--json")
+    out, err = proc.communicate(timeout=300)
+    study = json.loads(out)["study"]
+    assert (study["trials"], study["tuning_seeds"], study["test_seeds"]) == (3, [10, 11], [0, 1, 2, 3, 4])
+    assert [c["sample"]["max_episode_steps"] for c in study["contenders"]] == [15]
 
 
 # -- the in-process backend: a cell's score is a known function of its config and seed -------------------------

@@ -108,6 +108,18 @@ def test_a_killed_driver_is_resumed_with_exactly_the_budgeted_trials(study_home,
         assert t.value == pytest.approx(sum(ended[t.number]["seed_scores"]) / 2)
     tests = sorted(c for c in after if c.startswith("c"))
     assert tests == [f"c{i:03d}" for i in range(5)], "the best trial ran on the five test seeds"
+    # status through the command line: the trials per contender and the best so far, as Optuna holds them
+    best = max(trials, key=lambda t: t.value)
+    proc = run_cli("experiment", "status", name, home=study_home)
+    assert proc.returncode == 0, proc.stderr
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("default "))
+    assert row.split()[:6] == ["default", "6/6", "0", "6", "0", "0"], row
+    assert row.endswith(f"{best.value:.4g} (trial {best.number})"), row
+    assert "study: testing" in proc.stdout
+    status = json.loads(run_cli("experiment", "status", name, "--json", home=study_home).stdout)["study"]
+    (contender,) = status["contenders"]
+    assert contender["best"]["trial"] == best.number and contender["best"]["params"] == best.params
+    assert [t["value"] for t in contender["trials_list"]] == [t.value for t in sorted(trials, key=lambda t: t.number)]
 
 
 def test_a_trial_asked_before_the_driver_died_gets_its_cells_on_resume(study_home, tmp_path):

@@ -363,8 +363,8 @@ class StudyDriver:
                 self._report_steps(contender, quiet_optuna().trial.Trial(study, trial._trial_id),
                                    dict(trial.intermediate_values), curves)
         self.storage.set_trial_user_attr(trial._trial_id, "seed_scores", scores)
-        for key, value in self._spent(ids).items():  # kept with the trial: its runs stay on this machine
-            self.storage.set_trial_user_attr(trial._trial_id, key, value)
+        for key, spent in self._spent(ids).items():  # kept with the trial: its runs stay on this machine
+            self.storage.set_trial_user_attr(trial._trial_id, key, spent)
         study.tell(trial.number, value)
         self.exp.log("trial_ended", contender=contender, trial=trial.number, state="COMPLETE", value=value,
                      seed_scores=scores)
