@@ -407,3 +407,39 @@ def test_tpe_needs_fewer_trials_than_random_search_on_a_known_bowl():
     random_search = [_trials_to_threshold("random", seed) for seed in range(10)]
     tpe = [_trials_to_threshold("tpe", seed) for seed in range(10)]
     assert statistics.median(tpe) + 40 <= statistics.median(random_search), (sorted(tpe), sorted(random_search))
+
+
+def test_a_budget_a_library_rounds_is_compared_as_the_library_takes_it(tmp_path):
+    """Rule: contenders get equal env-step budgets as their libraries will take them: XuanCe steps its 16 envs
+    together, so a budget of 100 is 112 env steps (said up front by the worker), 12% above the random worker's 100,
+    past the 2% a study allows: refused, naming the field and the rounding; at 1600 (a whole number of vector
+    steps) the two are equal and the plan says nothing of rounding."""
+    from cli_support import REPO
+    from mosaic.testing import worker_env_for_tests
+
+    home = tmp_path / "home"
+    (home / "envs").mkdir(parents=True)
+    env = worker_env_for_tests("xuance", REPO, lambda: tmp_path / "xuance-env")
+    (home / "envs" / "xuance").symlink_to(env, target_is_directory=True)
+
+    def spec(steps: int) -> Path:
+        path = tmp_path / f"rounded-{steps}.json"
+        path.write_text(json.dumps({
+            "name": "rounded", "seeds": [0, 1, 2, 3, 4], "axes": {"worker": ["random", "xuance"]},
+            "base": {"random": {}, "xuance": {"algorithm": "ippo", "num_envs": 16,
+                                              "algo_params": {"buffer_size": 32, "n_minibatch": 1}}},
+            "settings": {"environment": dict(ENV), "total_timesteps": steps},
+            "tuning": {"extra": {"random": {"step_delay_s": {"type": "uniform", "low": 0.0, "high": 0.001}},
+                                 "xuance": {"gamma": {"type": "uniform", "low": 0.9, "high": 0.99}}},
+                       "trials": 2, "seeds": [10]}}))
+        return path
+
+    proc = _cli(home, "experiment", "plan", str(spec(100)))
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2, (out, err)
+    assert err.startswith("mosaic: error: settings.total_timesteps: unequal budgets across contenders "
+                          "(worker=random: 100 env steps, worker=xuance: 112 env steps; as the libraries round them)"), err
+    proc = _cli(home, "experiment", "plan", str(spec(1600)))
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert "rounds the budget" not in out and "× 1600 env steps" in out, out

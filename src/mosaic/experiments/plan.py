@@ -95,11 +95,13 @@ def _study_plan(spec: ExperimentSpec, validate: bool) -> Plan:
                for i, c in enumerate(spec.contenders())]
     if validate:  # the study's fields first: a worker refusing a sample cell would name the cell, not the field
         check_settings(spec, study, samples)
-    normalised = _checked(samples) if validate else samples
+    rounded: dict[str, dict[str, Any]] = {}
+    normalised = _checked(samples, rounded) if validate else samples
     if validate:
-        check_budgets(normalised)
+        check_budgets(normalised, rounded)
     summary = {"contenders": [{"label": c.configuration, "worker": c.worker, "settings": c.settings,
                                "env": c.env, "sample": c.config,
+                               **({"rounded_budget": rounded[c.cell_id]} if c.cell_id in rounded else {}),
                                "sample_point": sample_point(study, c.worker)} for c in normalised],
                "trials": study.trials, "tuning_seeds": study.seeds, "test_seeds": list(spec.seeds),
                "sampler": study.sampler, "sampler_seed": study.sampler_seed, "pruner": study.pruner.name,
@@ -120,7 +122,9 @@ def _refuse_repeats(cells: list[Cell]) -> None:
         first[key] = cell
 
 
-def _checked(cells: list[Cell]) -> list[Cell]:
+def _checked(cells: list[Cell], rounded: dict[str, dict[str, Any]] | None = None) -> list[Cell]:
+    """Each cell as its worker normalised it; ``rounded``, if given, gets cell id -> the budget its library rounds
+    it to, as the worker says up front (cells taken exactly are left out)."""
     from mosaic.host.discovery import discover_workers
     from mosaic.host.launcher import validate_configs
 
@@ -138,8 +142,11 @@ def _checked(cells: list[Cell]) -> list[Cell]:
         except UserError as exc:  # every cell of the unknown worker is refused, each named
             problems += [f"{cell_title(cells[i])}: {exc}" for i in indices]
             continue
+        said: list[dict[str, Any] | None] = []
         answers = validate_configs(worker, [{**cells[i].config, "run_id": f"plan-{cells[i].cell_id}"}
-                                            for i in indices])
+                                            for i in indices], rounded=said)
+        if rounded is not None:
+            rounded.update({cells[i].cell_id: r for i, r in zip(indices, said) if r})
         for i, answer in zip(indices, answers):
             if isinstance(answer, UserError):
                 problems.append(f"{cell_title(cells[i])}: {answer}")

@@ -74,9 +74,11 @@ def validate_config(worker: DiscoveredWorker, config: Mapping[str, Any],
 
 
 def validate_configs(worker: DiscoveredWorker, configs: list[Mapping[str, Any]],
-                     python: str | None = None, timeout_s: float | None = None) -> list[dict[str, Any] | UserError]:
+                     python: str | None = None, timeout_s: float | None = None,
+                     rounded: list[dict[str, Any] | None] | None = None) -> list[dict[str, Any] | UserError]:
     """Check many configs in one worker process (``--validate-many``): for each, the normalised config or
-    the :class:`UserError` naming what is wrong, in order."""
+    the :class:`UserError` naming what is wrong, in order. ``rounded``, if given, is filled with each config's
+    rounded budget as its worker says it up front (``{"env_steps", "message"}``; None: taken as it is)."""
     if not configs:
         return []
     cmd = [*worker_command(worker, python), "--validate-many"]
@@ -91,6 +93,8 @@ def validate_configs(worker: DiscoveredWorker, configs: list[Mapping[str, Any]],
         lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
         raise UserError(f"worker {worker.name!r} could not check the configs: "
                         f"{lines[-1] if lines else f'exit code {proc.returncode}'}")
+    if rounded is not None:
+        rounded[:] = [a.get("rounded_budget") for a in answers]
     return [a["config"] if a.get("ok") else UserError(str(a.get("error"))) for a in answers]
 
 

@@ -329,6 +329,9 @@ def _validate_many(program: WorkerProgram) -> int:
             if program.deep_validate:
                 program.deep_validate(config)
             answer = {"ok": True, "config": {"worker": program.name, **config.to_dict()}}
+            rounded = program.rounded_budget(config, 0) if program.rounded_budget else None
+            if rounded is not None:  # what its library will take instead of total_timesteps (a study compares it)
+                answer["rounded_budget"] = {"env_steps": rounded.env_steps, "message": rounded.message}
         except UserError as exc:
             answer = {"ok": False, "error": str(exc)}
         sys.stdout.write(json.dumps(answer, default=str) + "\n")

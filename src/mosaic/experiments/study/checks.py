@@ -50,14 +50,18 @@ def check_settings(spec: "ExperimentSpec", study: Study, samples: "list[Cell]") 
                                 "or a translation of the name to it (translate)")
 
 
-def check_budgets(normalised: "list[Cell]") -> None:
-    """The contenders' normalised configs hold the same env-step budget (:func:`check_against_workers`)."""
+def check_budgets(normalised: "list[Cell]", rounded: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    """The contenders' normalised configs hold the same env-step budget (:func:`check_against_workers`): the env
+    steps each library will take, where its worker says up front that it rounds ``total_timesteps`` (``rounded``:
+    cell id -> ``{"env_steps", "message"}``), within :data:`BUDGET_TOLERANCE` of each other."""
     from mosaic.workerkit.run_fields import summarize
 
     budgets = {}
     for cell in normalised:
         summary = summarize(cell.config, worker=cell.worker)
-        budgets[cell.configuration] = (summary.budget, summary.budget_unit)
+        said = (rounded or {}).get(cell.cell_id) or {}
+        steps = said.get("env_steps") if isinstance(said.get("env_steps"), int) else summary.budget
+        budgets[cell.configuration] = (steps, summary.budget_unit)
     values = [b for b, _ in budgets.values() if b is not None]
     if len(values) != len(budgets):
         missing = next(k for k, (b, _) in budgets.items() if b is None)
@@ -66,6 +70,8 @@ def check_budgets(normalised: "list[Cell]") -> None:
     units = {u for _, u in budgets.values()}
     if len(units) > 1 or max(values) > min(values) * (1 + BUDGET_TOLERANCE):
         listed = ", ".join(f"{k}: {b} {u}" for k, (b, u) in budgets.items())
+        if rounded:
+            listed += "; as the libraries round them"
         raise UserError(f"settings.total_timesteps: unequal budgets across contenders ({listed}); allowed: the same "
                         f"env-step budget for every contender (within {BUDGET_TOLERANCE:.0%} where a library rounds)")
 

@@ -121,6 +121,8 @@ def plan_text(plan: Plan, spec: Any, home: Path, backend: str, parallel_note: st
         lines.append(f"  {row['contender']}: {row['trials']} trials × {row['tuning_seeds']} seeds × {steps} "
                      f"{row['unit']} = {row['tuning_env_steps']} env steps to tune, + {len(study['test_seeds'])} × "
                      f"{steps} = {row['test_env_steps']} to test; {estimate}")
+        if c.get("rounded_budget"):
+            lines.append(f"    its library rounds the budget: {c['rounded_budget']['message']}")
     parallel = study.get("parallel", 1)
     if known and total_s:
         lines.append(f"  wall time on {backend}: about {_hours(total_s / max(1, parallel))} with {parallel} trial(s) "
