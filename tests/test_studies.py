@@ -443,3 +443,25 @@ def test_a_budget_a_library_rounds_is_compared_as_the_library_takes_it(tmp_path)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
     assert "rounds the budget" not in out and "× 1600 env steps" in out, out
+
+
+def test_a_study_in_an_rdb_storage_runs_as_one_in_the_journal(tmp_path):
+    """Rule: ``tuning.storage`` an RDB URL (SQLite here; any SQLAlchemy URL Optuna takes, for many drivers) holds the
+    study instead of the journal file: the same trials, params and values as the same study in the journal (the
+    sampler is seeded per trial, so the storage changes nothing), and no study.journal is written."""
+    from mosaic.experiments.study.driver import StudyDriver
+
+    def trials_of(name: str, storage: str) -> list[tuple]:
+        home = tmp_path / name
+        data = _driver_spec(name, {"x": {"type": "uniform", "low": 0.0, "high": 1.0}}, 4, "random", 3, 2)
+        data["tuning"]["storage"] = storage
+        spec, exp = _experiment(home, data)
+        assert run_experiment(exp, KnownObjective(home, _bowl), poll_s=0.0) == 0
+        driver = StudyDriver(exp, read_only=True)
+        assert (exp.root / "study.journal").exists() == (storage == "journal")
+        return [(t.number, t.state, t.params, t.value) for t in driver.trials()]
+
+    database = tmp_path / "studies.sqlite"
+    in_rdb = trials_of("rdb", f"sqlite:///{database}")
+    assert database.is_file() and len(in_rdb) == 4
+    assert in_rdb == trials_of("journal", "journal")
