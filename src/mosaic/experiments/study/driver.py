@@ -259,7 +259,8 @@ class StudyDriver:
     def step(self, cells: dict[str, CellState], states: dict[str, str], backend: "Backend | None" = None) -> list[str]:
         """One round (the module's docstring); the lines to report. Cells it adds are in the journal. A round in
         which no cell changed state has nothing to end or ask for: it returns at once, unless a pruner is due."""
-        signature = (len(states), tuple(sorted(states.items())))
+        # only a cell that ended (or one added) can end a trial or free a slot: a cell that starts running changes nothing
+        signature = (len(states), tuple(sorted(c for c, state in states.items() if state in ENDED)))
         if signature == self._signature and (self.study.pruner.name == "none"
                                              or time.monotonic() - self._pruned_at < PRUNE_CHECK_S):
             return []
@@ -275,8 +276,14 @@ class StudyDriver:
         plan_cells = {c.cell_id: c for c in self.exp.plan.cells}
         seeds = self.study.seeds
         in_flight = 0
+        trials = [study.get_trials(deepcopy=False) for study in self.studies]  # read once a round
+        counts = [len(found) for found in trials]
+        running = 0  # trials still RUNNING in Optuna after this round's tells
         for i, study in enumerate(self.studies):
-            for t in study.get_trials(deepcopy=False):
+            for t in trials[i]:
+                if t.state.name == "PRUNED":  # a pruned trial whose cells still run holds its slot until they end
+                    in_flight += any(states.get(trial_cell_id(i, t.number, k)) not in ENDED + (None,)
+                                     for k in range(len(seeds)))
                 if t.state.name != "RUNNING":
                     continue
                 ids = [trial_cell_id(i, t.number, k) for k in range(len(seeds))]
@@ -284,33 +291,30 @@ class StudyDriver:
                 if missing:  # asked, but the driver stopped before journaling its cells: journal them now
                     self._add_trial_cells(i, t.number, dict(t.params), missing)
                     in_flight += 1
+                    running += 1
                     continue
-                ended = [states.get(cid) in ENDED for cid in ids]
-                if all(ended):
+                if all(states.get(cid) in ENDED for cid in ids):
                     events.append(self._end_trial(i, study, t, ids, states))
                     continue
                 in_flight += 1
                 if self.study.pruner.name != "none" and not any(cells[cid].pruned for cid in ids if cid in cells):
                     line = self._maybe_prune(i, study, t, ids, cells, states, backend)
-                    if line:
+                    if line:  # its cells are being stopped: it holds its slot until they end (PRUNED, above)
                         events.append(line)
-        # trials pruned but whose cells still run hold their slot until they end
-        in_flight += sum(1 for i, study in enumerate(self.studies) for t in study.get_trials(deepcopy=False)
-                         if t.state.name == "PRUNED" and any(
-                             states.get(trial_cell_id(i, t.number, k)) not in ENDED + (None,)
-                             for k in range(len(seeds))))
+                        continue
+                running += 1
         while in_flight < self.study.parallel:
-            counts = [len(s.get_trials(deepcopy=False)) for s in self.studies]
             open_ = [i for i, n in enumerate(counts) if n < self.study.trials]
             if not open_:
                 break
             i = min(open_, key=lambda j: (counts[j], j))
             trial = self._ask(i, counts[i])
+            counts[i] += 1
             self._add_trial_cells(i, trial.number, dict(trial.params), range(len(seeds)))
             events.append(f"{self.labels[i]}: trial {trial.number} asked ({_params_text(self._values(i, trial.params))})")
             in_flight += 1
-        if in_flight == 0 and all(len(s.get_trials(deepcopy=False)) >= self.study.trials for s in self.studies) \
-                and all(t.state.name != "RUNNING" for s in self.studies for t in s.get_trials(deepcopy=False)):
+            running += 1
+        if in_flight == 0 and running == 0 and all(n >= self.study.trials for n in counts):
             events += self._add_test_cells(plan_cells)
             self.done = True
         return events
