@@ -9,6 +9,8 @@
   (numpy).
 - :mod:`mosaic.scoring.ratings`: Bradley-Terry ratings of players from their games, with bootstrap intervals,
   the crosstable, sequential Elo and openskill (numpy, scipy).
+- :mod:`mosaic.scoring.population`: a population's meta-game from its games, Nash averaging, alpha-Rank and the
+  cycles of the beats relation, with bootstrap intervals, several games pooled (numpy, scipy).
 - :mod:`mosaic.scoring.expected_best`: a hyperparameter search's expected best score as a function of the trials
   spent, with its bootstrap band, and the best so far (numpy, scipy).
 
