@@ -118,7 +118,8 @@ def plan_text(plan: Plan, spec: Any, home: Path, backend: str, parallel_note: st
         else:
             known = False
             estimate = f"no estimate: no completed {row['worker']} run on {c['env']} in this run store yet"
-        lines.append(f"  {row['contender']}: {row['trials']} trials × {row['tuning_seeds']} seeds × {steps} "
+        seeds = f"{row['tuning_seeds']} seed{'s' if row['tuning_seeds'] != 1 else ''}"
+        lines.append(f"  {row['contender']}: {row['trials']} trials × {seeds} × {steps} "
                      f"{row['unit']} = {row['tuning_env_steps']} env steps to tune, + {len(study['test_seeds'])} × "
                      f"{steps} = {row['test_env_steps']} to test; {estimate}")
         if c.get("rounded_budget"):
