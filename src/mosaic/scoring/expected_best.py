@@ -55,7 +55,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from mosaic.scoring.interval import Interval
-from mosaic.scoring.stats import CHUNK_ELEMENTS, _check_bootstrap, _percentiles
+from mosaic.scoring.stats import CHUNK_ELEMENTS, _percentiles, check_bootstrap
 
 #: The estimators :func:`expected_best_curve` and :func:`expected_best_band` accept for ``method``.
 METHODS = ("unbiased", "dodge")
@@ -196,7 +196,7 @@ def expected_best_band(scores: Any, ns: "Sequence[int] | None" = None, reps: int
     _check_method(method)
     values = _as_scores(scores)
     grid, _ = _ns_of(ns, values.size, method)
-    _check_bootstrap(reps, confidence)
+    check_bootstrap(reps, confidence)
     weights = _weights(values.size, grid, method)
     rng = np.random.default_rng(seed)
     size = max(1, CHUNK_ELEMENTS // values.size)

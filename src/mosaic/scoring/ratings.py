@@ -49,7 +49,7 @@ from scipy import optimize, special
 from scipy import stats as scipy_stats
 
 from mosaic.scoring.interval import Interval
-from mosaic.scoring.stats import CHUNK_ELEMENTS
+from mosaic.scoring.stats import CHUNK_ELEMENTS, check_bootstrap
 
 #: Elo points per logit of winning odds (a 400-point gap is 10:1 odds).
 ELO_PER_LOGIT = 400.0 / math.log(10.0)
@@ -143,7 +143,7 @@ def games_from_results(records: Iterable[Mapping[str, Any]], sequential: bool = 
 
 # -- the tally: games grouped by pairing and seats -----------------------------------------------------
 @dataclass(frozen=True)
-class _Tally:
+class Tally:
     """Games grouped into strata: one per pairing (i < j) and seat arrangement.
 
     ``sign`` +1: i moved first, -1: j did, 0: no seats. ``counts`` (strata, 3): i's wins, draws, i's losses.
@@ -164,7 +164,7 @@ class _Tally:
         return x
 
 
-def _tally(games: Iterable[Game]) -> _Tally:
+def tally_games(games: Iterable[Game]) -> Tally:
     games = list(games)
     if not games:
         raise ValueError("games: no games to rate")
@@ -183,11 +183,11 @@ def _tally(games: Iterable[Game]) -> _Tally:
         row = strata.setdefault((i, j, sign), [0, 0, 0])
         row[0 if score == 1.0 else 1 if score == 0.5 else 2] += 1
     keys = sorted(strata)
-    return _Tally(players, np.array([k[0] for k in keys], dtype=int), np.array([k[1] for k in keys], dtype=int),
+    return Tally(players, np.array([k[0] for k in keys], dtype=int), np.array([k[1] for k in keys], dtype=int),
                   np.array([k[2] for k in keys], dtype=float), np.array([strata[k] for k in keys], dtype=float))
 
 
-def _check_connected(tally: _Tally) -> None:
+def _check_connected(tally: Tally) -> None:
     parent = list(range(len(tally.players)))
 
     def root(k: int) -> int:
@@ -293,7 +293,7 @@ def _newton(cols: np.ndarray, coefs: np.ndarray, basis: np.ndarray, n: np.ndarra
     return beta @ basis.T, failed
 
 
-def _rows(tally: _Tally, fit_advantage: bool, prior_games: float) -> tuple[np.ndarray, np.ndarray]:
+def _rows(tally: Tally, fit_advantage: bool, prior_games: float) -> tuple[np.ndarray, np.ndarray]:
     """``cols``, ``coefs`` of the games' rows, then (``prior_games`` > 0) of the prior's virtual draws:
     one per player against the mean, and one for h between equals when it is fitted."""
     players, rows = len(tally.players), len(tally.i)
@@ -307,7 +307,7 @@ def _rows(tally: _Tally, fit_advantage: bool, prior_games: float) -> tuple[np.nd
     return cols.astype(int), coefs
 
 
-def _fit_rows(tally: _Tally, basis: np.ndarray, fit_advantage: bool, wins: np.ndarray, draws: np.ndarray,
+def _fit_rows(tally: Tally, basis: np.ndarray, fit_advantage: bool, wins: np.ndarray, draws: np.ndarray,
               losses: np.ndarray, prior_games: float, may_diverge: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Fitted full parameters ``(reps, players + 1)`` (centred logits, then h) for each replicate's
     counts ``(reps, strata)``, and the failed mask (see :func:`_newton`)."""
@@ -378,7 +378,7 @@ class Fit:
 
 @dataclass(frozen=True)
 class _Model:
-    tally: _Tally
+    tally: Tally
     x: np.ndarray
     basis: np.ndarray
     fit_advantage: bool
@@ -386,7 +386,7 @@ class _Model:
 
 
 def _model(games: Iterable[Game], first_move_advantage: bool, anchor: "str | None") -> _Model:
-    tally = _tally(games)
+    tally = tally_games(games)
     if len(tally.players) < 2:
         raise ValueError("games: at least two players are needed")
     if anchor is not None and anchor not in tally.players:
@@ -412,7 +412,7 @@ def _check_prior(prior_games: "float | None") -> None:
         raise ValueError(f"prior_games: None (only when needed) or a number >= 0, got {prior_games!r}")
 
 
-def _extremes(tally: _Tally) -> list[str]:
+def _extremes(tally: Tally) -> list[str]:
     out = []
     for k, p in enumerate(tally.players):
         won = tally.counts[tally.i == k][:, 0].sum() + tally.counts[tally.j == k][:, 2].sum()
@@ -515,13 +515,6 @@ class RatingBootstrap:
     notes: tuple[str, ...] = ()
 
 
-def _check_bootstrap(reps: Any, confidence: Any) -> None:
-    if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)) or reps < 1:
-        raise ValueError(f"reps: must be an integer >= 1, got {reps!r}")
-    if isinstance(confidence, bool) or not (isinstance(confidence, (int, float)) and 0.0 < confidence < 1.0):
-        raise ValueError(f"confidence: must lie strictly between 0 and 1, got {confidence!r}")
-
-
 def _separated(model: _Model, drawn: np.ndarray) -> np.ndarray:
     """For each replicate's counts ``(reps, strata, 3)``: whether it has no finite maximum-likelihood fit.
 
@@ -546,7 +539,7 @@ def _separated(model: _Model, drawn: np.ndarray) -> np.ndarray:
     return separated
 
 
-def _resample(tally: _Tally, reps: int, rng: np.random.Generator) -> np.ndarray:
+def resample_tally(tally: Tally, reps: int, rng: np.random.Generator) -> np.ndarray:
     """Stratified resamples of the games as counts ``(reps, strata, 3)``: each pairing's games drawn with
     replacement among themselves (their seats with them), as multinomial counts over the pairing's
     (seat arrangement, result) categories."""
@@ -586,13 +579,13 @@ def rating_bootstrap(games: Iterable[Game], reps: int = 1000, confidence: float 
     average; with an ``anchor`` it is the gap to that player.
     """
     _check_prior(prior_games)
-    _check_bootstrap(reps, confidence)
+    check_bootstrap(reps, confidence)
     model = _model(games, first_move_advantage, anchor)
     fit, _ = _point_fit(model, prior_games, anchor, float(anchor_rating))
     tally, basis = model.tally, model.basis
     p = len(tally.players)
     counts = tally.counts
-    drawn = _resample(tally, int(reps), np.random.default_rng(seed))
+    drawn = resample_tally(tally, int(reps), np.random.default_rng(seed))
     pure = fit.prior_games == 0
     params, failed = _fit_rows(tally, basis, model.fit_advantage, drawn[..., 0], drawn[..., 1], drawn[..., 2],
                                fit.prior_games, may_diverge=pure)
@@ -664,7 +657,7 @@ def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple
         raise ValueError(f"n: must be an integer >= 1, got {n!r}")
     if not (0.0 <= float(successes) <= n):
         raise ValueError(f"successes: must lie in [0, n] = [0, {n}], got {successes!r}")
-    _check_bootstrap(1, confidence)
+    check_bootstrap(1, confidence)
     z = float(scipy_stats.norm.ppf(0.5 + confidence / 2.0))
     phat, z2 = float(successes) / n, z * z
     centre = (phat + z2 / (2 * n)) / (1 + z2 / n)
@@ -727,7 +720,7 @@ class Crosstable:
 
 def crosstable(games: Iterable[Game], confidence: float = 0.95) -> Crosstable:
     """Per ordered pair, per player and per seat: games, wins, draws, losses and score with a Wilson interval."""
-    tally = _tally(games)
+    tally = tally_games(games)
     pairs: dict[tuple[str, str], list[int]] = {}
     totals: dict[str, list[int]] = {p: [0, 0, 0] for p in tally.players}
     first = [0, 0, 0]

@@ -100,10 +100,11 @@ def as_matrix(scores: Any, name: str = "scores") -> np.ndarray:
     return matrix
 
 
-def _check_bootstrap(reps: int, confidence: float) -> None:
+def check_bootstrap(reps: Any, confidence: Any) -> None:
+    """The arguments every bootstrap of the package takes: ``reps`` an integer >= 1, ``confidence`` in (0, 1)."""
     if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)) or reps < 1:
         raise ValueError(f"reps: must be an integer >= 1, got {reps!r}")
-    if not (isinstance(confidence, (int, float)) and 0.0 < confidence < 1.0):
+    if isinstance(confidence, bool) or not (isinstance(confidence, (int, float)) and 0.0 < confidence < 1.0):
         raise ValueError(f"confidence: must lie strictly between 0 and 1, got {confidence!r}")
 
 
@@ -135,7 +136,7 @@ def bootstrap_distribution(scores: Any, metric: Metric, reps: int = 2000, seed: 
     Shape ``(reps,)`` for a scalar metric, ``(reps, *shape)`` for one returning an array.
     """
     matrix = as_matrix(scores)
-    _check_bootstrap(reps, 0.5)
+    check_bootstrap(reps, 0.5)
     return _replicates(matrix, metric, int(reps), seed)
 
 
@@ -172,7 +173,7 @@ def interval(scores: Any, metric: "Metric | str", reps: int = 2000, confidence: 
     """
     fn = _metric(metric)
     matrix = as_matrix(scores)
-    _check_bootstrap(reps, confidence)
+    check_bootstrap(reps, confidence)
     replicates = _replicates(matrix, fn, int(reps), seed)
     low, high = _percentiles(replicates, confidence)
     return Interval(_scalar_or_array(np.asarray(fn(matrix), dtype=float)), _scalar_or_array(low),
@@ -228,7 +229,7 @@ def probability_of_improvement_interval(x: Any, y: Any, reps: int = 2000, confid
     """:func:`probability_of_improvement` with a percentile interval from a stratified bootstrap of both:
     the runs of ``x`` and of ``y`` are resampled within each task, independently of each other."""
     a, b = _pair(x, y)
-    _check_bootstrap(reps, confidence)
+    check_bootstrap(reps, confidence)
     rng = np.random.default_rng(seed)
     tasks = a.shape[1]
     columns = np.arange(tasks)
@@ -284,7 +285,7 @@ def curve_intervals(curves: Any, metric: "Metric | str" = iqm, reps: int = 2000,
         raise ValueError(f"curves: empty array of shape {data.shape}")
     if not np.all(np.isfinite(data)):
         raise ValueError("curves: contains NaN or infinite values (interpolate on shared x values first: on_shared_x)")
-    _check_bootstrap(reps, confidence)
+    check_bootstrap(reps, confidence)
 
     def at_each_x(stack: np.ndarray) -> np.ndarray:  # (..., runs, tasks, points) -> (..., points)
         return np.asarray(fn(np.moveaxis(stack, -1, -3)), dtype=float)

@@ -14,7 +14,8 @@ from mosaic.scoring.population.cycles import MAX_CYCLES, Cycles, _beats, _check_
 from mosaic.scoring.population.metagame import (MIN_GAMES, MetaGame, _build, _check_min_games, _kind, _payoffs,
                                                 _pool, _source)
 from mosaic.scoring.population.nash import Nash, _max_entropy_nash, nash_averaging
-from mosaic.scoring.ratings import Game, _check_bootstrap, _resample, _tally
+from mosaic.scoring.ratings import Game, resample_tally, tally_games
+from mosaic.scoring.stats import check_bootstrap
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,18 +49,18 @@ def population_bootstrap(games: "Iterable[Game] | Mapping[str, Iterable[Game]]",
     to pool several games as :func:`pooled_meta_game` does) with a bootstrap over games: each pairing's games
     (each pooled game's separately) resampled with replacement among themselves, ``reps`` times, from
     ``np.random.default_rng(seed)``; every measure recomputed on each resample."""
-    _check_bootstrap(reps, confidence)
+    check_bootstrap(reps, confidence)
     _check_alpha(alpha, m)
     cap, kind, min_games = _check_cap(max_cycles), _kind(payoff), _check_min_games(min_games)
     if isinstance(games, Mapping):
         sources, players, notes = _pool(games)
     else:
-        tally = _tally(games)
+        tally = tally_games(games)
         sources, players, notes = [_source(None, tally, tally.players)], tally.players, []
     meta = _build(sources, players, kind, min_games, notes)
     nash, ranked, point_cycles = nash_averaging(meta), alpha_rank(meta, alpha, m), cycles(meta, cap)
     n, rng = len(players), np.random.default_rng(seed)
-    sample = np.mean([_payoffs(s, _resample(s.tally, int(reps), rng), kind, n)[0] for s in sources], axis=0)
+    sample = np.mean([_payoffs(s, resample_tally(s.tally, int(reps), rng), kind, n)[0] for s in sources], axis=0)
     seen = [np.array([w > 0 for w in nash.weights.values()])]
     weights = np.zeros((int(reps), n))
     for r, a in enumerate(sample):

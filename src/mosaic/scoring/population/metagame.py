@@ -8,7 +8,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from mosaic.scoring.ratings import Game, _tally, _Tally
+from mosaic.scoring.ratings import Game, Tally, tally_games
 
 #: The meta-game payoffs :func:`meta_game` offers.
 PAYOFFS = ("logit", "win_rate")
@@ -59,12 +59,12 @@ class _Source:
     with a player left out."""
 
     name: "str | None"
-    tally: _Tally
+    tally: Tally
     forward: np.ndarray
     backward: np.ndarray
 
 
-def _source(name: "str | None", tally: _Tally, players: tuple[str, ...]) -> _Source:
+def _source(name: "str | None", tally: Tally, players: tuple[str, ...]) -> _Source:
     n, where = len(players), {p: k for k, p in enumerate(players)}
     at = np.array([where.get(p, -1) for p in tally.players], dtype=int)
     i, j = at[tally.i], at[tally.j]
@@ -130,7 +130,7 @@ def meta_game(games: Iterable[Game], payoff: str = "logit", min_games: int = MIN
     """The meta-game of one tournament's ``games`` (a list of :class:`~mosaic.scoring.ratings.Game`, any
     order, seats ignored): ``payoff`` "logit" or "win_rate" (see the module). Raises :class:`ValueError`
     naming the pairings never played."""
-    tally = _tally(games)
+    tally = tally_games(games)
     return _build([_source(None, tally, tally.players)], tally.players, _kind(payoff), _check_min_games(min_games),
                   [])
 
@@ -138,7 +138,7 @@ def meta_game(games: Iterable[Game], payoff: str = "logit", min_games: int = MIN
 def _pool(tables: Mapping[str, Iterable[Game]]) -> tuple[list[_Source], tuple[str, ...], list[str]]:
     if not isinstance(tables, Mapping) or not tables:
         raise ValueError("tables: a mapping of game name to that game's list of Games, with at least one game")
-    tallies = {str(name): _tally(games) for name, games in sorted(tables.items(), key=lambda kv: str(kv[0]))}
+    tallies = {str(name): tally_games(games) for name, games in sorted(tables.items(), key=lambda kv: str(kv[0]))}
     common = set.intersection(*(set(t.players) for t in tallies.values()))
     players = tuple(sorted(common))
     if len(players) < 2:
