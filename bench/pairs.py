@@ -43,6 +43,26 @@ from typing import Any, Callable
 TARGET = 0.97
 
 
+def start_daemon(home: Path, timeout: float = 60.0) -> subprocess.Popen:
+    """A MOSAIC daemon serving ``home``, started before a bench's first side so that neither side pays its start-up,
+    returned once it answers (stop it with ``terminate()``)."""
+    import sys
+
+    daemon = subprocess.Popen([sys.executable, "-m", "mosaic", "daemon", "--port", "0"],
+                              env={**os.environ, "MOSAIC_HOME": str(home)}, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+    from mosaic.host.daemon.endpoint import find_daemon
+
+    deadline = time.monotonic() + timeout
+    while find_daemon(home) is None:
+        if daemon.poll() is not None or time.monotonic() > deadline:
+            daemon.terminate()
+            raise SystemExit("the bench's daemon did not start")
+        time.sleep(0.1)
+    return daemon
+
+
 #: Keyword arguments of ``subprocess.run``/``Popen``: the direct side in a session of its own.
 NEW_SESSION = {"start_new_session": True}
 

@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pairs import save, verdict  # noqa: E402
+from pairs import save, start_daemon, verdict  # noqa: E402
 
 TARGET = 1.8
 DRIVER_SHARE_TARGET = 0.01
@@ -110,18 +110,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="mosaic-bench-study-"))
-    daemon = subprocess.Popen([sys.executable, "-m", "mosaic", "daemon", "--port", "0"],
-                              env={**os.environ, "MOSAIC_HOME": str(home)}, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
+    daemon = start_daemon(home)
     try:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-        from mosaic.host.daemon.endpoint import find_daemon
-
-        deadline = time.monotonic() + 60
-        while find_daemon(home) is None:
-            if daemon.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("the bench's daemon did not start")
-            time.sleep(0.1)
         study_rates, seq_rates, shares = [], [], []
         for r in range(args.rounds):
             folder = home / f"round-{r}"
