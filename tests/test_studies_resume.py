@@ -51,6 +51,12 @@ def _write(path: Path, spec: dict) -> Path:
     return path
 
 
+def _run_in_background(home: Path, spec: Path) -> subprocess.Popen:
+    """``mosaic experiment run SPEC``: the study's driver, as a process of its own (to kill, or to cancel)."""
+    return subprocess.Popen([sys.executable, "-m", "mosaic", "experiment", "run", str(spec)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "MOSAIC_HOME": str(home)})
+
+
 def _journal(home: Path, name: str) -> list[dict]:
     path = home / "experiments" / name / "journal.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
@@ -80,9 +86,7 @@ def test_a_killed_driver_is_resumed_with_exactly_the_budgeted_trials(study_home,
     exactly ``trials`` trials, every one COMPLETE; no completed cell ran twice, and a trial's cells keep its number."""
     name = "killed-study"
     spec = _write(tmp_path / "k.json", _spec(name, trials=6, delay=0.004, steps=300))
-    driver = subprocess.Popen([sys.executable, "-m", "mosaic", "experiment", "run", str(spec)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env={**os.environ, "MOSAIC_HOME": str(study_home)})
+    driver = _run_in_background(study_home, spec)
     wait_until(lambda: sum(e["event"] == "trial_ended" for e in _journal(study_home, name)) >= 1, 180,
                "a first trial to end", proc=driver)
     driver.kill()
@@ -168,9 +172,7 @@ def test_a_pruned_trial_ends_its_runs_cancelled_and_leaves_no_process(study_home
     name = "pruned-study"
     spec = _write(tmp_path / "p.json", _spec(name, trials=2, delay=0.01, steps=600, sampler_seed=11, parallel=1,
                                              pruner={"name": "median", "startup_trials": 1}))
-    driver = subprocess.Popen([sys.executable, "-m", "mosaic", "experiment", "run", str(spec)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env={**os.environ, "MOSAIC_HOME": str(study_home)})
+    driver = _run_in_background(study_home, spec)
     wait_until(lambda: any(e["event"] == "best" for e in _journal(study_home, name)), 180,
                "the study to pick its best trial", proc=driver)
     proc = run_cli("experiment", "cancel", name, home=study_home, timeout=120)
@@ -201,9 +203,7 @@ def test_a_study_goes_on_on_another_machine_from_the_journal_its_report_carries(
 
     name = "carried-study"
     spec = _write(tmp_path / "c.json", _spec(name, trials=4, delay=0.004, steps=300))
-    driver = subprocess.Popen([sys.executable, "-m", "mosaic", "experiment", "run", str(spec)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env={**os.environ, "MOSAIC_HOME": str(study_home)})
+    driver = _run_in_background(study_home, spec)
     wait_until(lambda: sum(e["event"] == "trial_ended" for e in _journal(study_home, name)) >= 2, 180,
                "two trials to end", proc=driver)
     run_cli("experiment", "cancel", name, home=study_home, timeout=120)
