@@ -372,7 +372,8 @@ class StudyDriver:
         study.tell(trial.number, value)
         self.exp.log("trial_ended", contender=contender, trial=trial.number, state="COMPLETE", value=value,
                      seed_scores=scores)
-        return f"{label}: trial {trial.number} scored {value:.4g} (mean over {len(scores)} tuning seeds)"
+        over = f"mean over {len(scores)} tuning seeds" if len(scores) > 1 else "its tuning seed"
+        return f"{label}: trial {trial.number} scored {value:.4g} ({over})"
 
     def _spent(self, ids: list[str]) -> dict[str, float]:
         """What a trial's runs cost: the env steps they trained (summed) and the wall time from its first cell's
