@@ -66,8 +66,8 @@ def render_study(study: StudyInput, metric: str, higher_is_better: bool, reps: i
              f"seed {p['sampler_seed']}, each trial's sampler seeded from it and the trial's number; pruner: "
              f"{p['pruner']}). A trial is one run per tuning seed ({', '.join(map(str, p['tuning_seeds']))}); its value "
              f"is the mean of their scores ({metric}, the mean over each run's last stretch). Each contender's best "
-             "trial, chosen on the tuning seeds alone, was then run on the test seeds "
-             f"({', '.join(map(str, p['test_seeds']))}): the tables above compare those runs only. A failed or pruned "
+             "trial, chosen on the tuning seeds alone, is then run on the test seeds "
+             f"({', '.join(map(str, p['test_seeds']))}), and only those runs are compared. A failed or pruned "
              "trial counts as one of the trials.", "", "Space:", ""]
     lines += [f"- `{d['field']}`: {d['describe']}" for d in p.get("space", [])]
     lines += ["", "### Budget spent", ""]
@@ -90,7 +90,8 @@ def render_study(study: StudyInput, metric: str, higher_is_better: bool, reps: i
                   f"({reps} resamples). The band under-covers as n nears the number of trials (measured by "
                   "simulation: about 0.93 at n = 1, 0.86 at n = N/6, 0.77 at n = N/3 and 0.45 at n = N for N = 30); "
                   "read the right end of each curve as a lower bound at best. `expected_best.png` draws them.", ""]
-        ns = [n for n in TABLE_NS if n <= max((len(_completed(study, c)) for c in names), default=0)]
+        most = max((len(_completed(study, c)) for c in names), default=0)
+        ns = sorted({n for n in TABLE_NS if n <= most} | ({most} if most else set()))  # and all of them
         rows = []
         for name in names:
             kind, iv = curve(study, name, higher_is_better, reps, confidence, seed)
@@ -175,6 +176,9 @@ def plot_expected_best(study: StudyInput, metric: str, higher_is_better: bool, r
             ax.fill_between(found.x, found.low, found.high, color=colours[name], alpha=0.2, linewidth=0)
         else:
             ax.step(np.arange(1, len(found) + 1), found, where="post", color=colours[name], label=name)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # a number of trials
     ax.set_xlabel("trials")
     ax.set_ylabel(f"{'expected best' if study.protocol.get('sampler') == 'random' else 'best so far'} {metric}")
     ax.set_title("best score against trials spent (tuning seeds)")
