@@ -13,7 +13,6 @@ import copy
 import json
 import math
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -101,13 +100,9 @@ def _cli(home: Path, *args: str) -> subprocess.Popen:
 
 
 def _stop_daemon(home: Path) -> None:
-    from mosaic.host.daemon.endpoint import find_daemon
-    from mosaic.testing.waiting import wait_until
+    from mosaic.testing.daemon import stop_home_daemon
 
-    endpoint = find_daemon(home)
-    if endpoint is not None:
-        os.kill(endpoint.pid, signal.SIGTERM)
-        wait_until(lambda: find_daemon(home) is None, 60, "the daemon a refused spec should not have started to stop")
+    stop_home_daemon(home)  # a spec wrongly taken would have started one
 
 
 @pytest.mark.parametrize("edit, message", BAD_INPUTS)

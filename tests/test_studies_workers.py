@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -91,13 +89,9 @@ print(json.dumps({"class": type(algo).__name__, "lr": lrs, "ent_coef": algo.ent_
 
 # -- the study, run once --------------------------------------------------------------------------------
 def _stop_daemon(home: Path) -> None:
-    """As ``exp_home`` of test_experiments.py stops the daemon an experiment started."""
-    from mosaic.host.daemon.endpoint import find_daemon
+    from mosaic.testing.daemon import stop_home_daemon
 
-    endpoint = find_daemon(home)
-    if endpoint is not None:
-        os.kill(endpoint.pid, signal.SIGTERM)
-        wait_until(lambda: find_daemon(home) is None, 60, "the study's daemon to stop")
+    stop_home_daemon(home)
 
 
 @pytest.fixture(scope="module")

@@ -124,3 +124,18 @@ def run_under_daemon(home: str | Path, config: Mapping[str, Any], timeout: float
         return info, daemon.events(run_id)
     finally:
         daemon.stop()
+
+
+def stop_home_daemon(home: str | Path, timeout: float = 60.0) -> None:
+    """Stop the trainer daemon serving ``home`` (one a command started for it, such as `mosaic experiment run`), if
+    any, and wait until it is gone."""
+    import os
+    import signal
+
+    from mosaic.host.daemon.endpoint import find_daemon
+    from mosaic.testing.waiting import wait_until
+
+    endpoint = find_daemon(Path(home))
+    if endpoint is not None:
+        os.kill(endpoint.pid, signal.SIGTERM)
+        wait_until(lambda: find_daemon(Path(home)) is None, timeout, f"the daemon of {home} to stop")
