@@ -172,7 +172,7 @@ class Experiment:
         self.root = root
         self.name = root.name
         self._plan = Plan.from_dict(json.loads((root / "plan.json").read_text(encoding="utf-8")))
-        self._added: tuple[int, list[Cell]] = (-1, [])  # (journal size read, cells journaled as ``cell_added``)
+        self._added: tuple[int, list[Cell]] = (0, [])  # (journal bytes read, cells journaled as ``cell_added``)
 
     @property
     def stored_plan(self) -> Plan:
@@ -181,16 +181,30 @@ class Experiment:
 
     @property
     def plan(self) -> Plan:
-        """The plan, with the cells a study added as it went (journal ``cell_added``: its trials' and test cells)."""
+        """The plan, with the cells a study added as it went (journal ``cell_added``: its trials' and test cells).
+
+        The journal is append-only, so only the lines written since the last call are read (a torn last
+        line is read again once it is whole)."""
         if self._plan.study is None:
             return self._plan
+        offset, cells = self._added
         try:
-            size = self.journal_path.stat().st_size
-        except OSError:
-            size = 0
-        if size != self._added[0]:
-            cells = [Cell.from_dict(e["cell"]) for e in self.journal() if e.get("event") == "cell_added"]
-            self._added = (size, cells)
+            with open(self.journal_path, "rb") as fh:
+                fh.seek(offset)
+                tail = fh.read()
+        except FileNotFoundError:
+            tail = b""
+        whole = tail[:tail.rfind(b"\n") + 1]
+        if whole:
+            added = list(cells)
+            for line in whole.splitlines():
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(event, dict) and event.get("event") == "cell_added":
+                    added.append(Cell.from_dict(event["cell"]))
+            self._added = (offset + len(whole), added)
         return replace(self._plan, cells=self._plan.cells + self._added[1])
 
     @property
