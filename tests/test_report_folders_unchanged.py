@@ -190,18 +190,20 @@ def fingerprints(base: Path) -> dict[str, str]:
 
 
 #: Recorded from the code before mosaic.scoring (mosaic.stats, mosaic.curves, mosaic.ratings).
+#: The experiments' aggregates.png and probability_of_improvement.png again when their width came to follow the
+#: longest configuration label (long labels had crushed the axes and collapsed the layout).
 FINGERPRINTS: dict[str, str] = {
-    'experiment/aggregates.png': 'png (310, 1080, 4) ceac1c47511080b281dfa6972849b2702c973dbd12b1498e3f48c746d16ddec0',
+    'experiment/aggregates.png': 'png (310, 1117, 4) f1dfdaeab2b96ff7d3a55909c5b5e9c89049bc096e41d54ce37b30aee38f4d69',
     'experiment/marl_eval.json': '132027ea5cda56d9f2a7765ed0d237790f4583eb61ea5bdc3e5ea1f2d50a99b2',
     'experiment/performance_profiles.png': 'png (360, 1000, 4) e415bb5536fd6a06d2ba080f7915b31ff7304a4edbb21d67cf9944770e6cb939',
-    'experiment/probability_of_improvement.png': 'png (430, 600, 4) 79ac19a0b679de3d7fb6702547d011672e661425a2f5da182a2834d862a522ef',
+    'experiment/probability_of_improvement.png': 'png (430, 777, 4) ff2600bb675c460120b85ef082af33124e9ebdcdb733742c2a53fc8a088136ef',
     'experiment/report.md': 'd449d305625ae6b87d8e7922d8df5ee5a1e78bbc3e076b890c1816f96ea33a00',
     'experiment/sample_efficiency.png': 'png (360, 1000, 4) bd3d686a41cbe8083f47906304eaa966fb3c8962d15a65cf37e604f20369380d',
     'experiment/scores.csv': '2ed811de81ceb0b54a68f5c1ed17de3bdf9e3d13309b1b82ae69ebcae9053d1c',
-    'experiment-normalised/aggregates.png': 'png (310, 1440, 4) 28bd5c60857fef65d42f3ddd8f5725466151623b6029e6d2a3c6168497bb207e',
+    'experiment-normalised/aggregates.png': 'png (310, 1437, 4) ad09083d94702e6a31f122158da073f992261917c4fbca380ec078ef2bea4881',
     'experiment-normalised/marl_eval.json': '132027ea5cda56d9f2a7765ed0d237790f4583eb61ea5bdc3e5ea1f2d50a99b2',
     'experiment-normalised/performance_profiles.png': 'png (360, 500, 4) 3671664125e334dc31823c0c88ca97a3fadf33e5794f1eabec37904db98eca89',
-    'experiment-normalised/probability_of_improvement.png': 'png (430, 600, 4) 79ac19a0b679de3d7fb6702547d011672e661425a2f5da182a2834d862a522ef',
+    'experiment-normalised/probability_of_improvement.png': 'png (430, 777, 4) ff2600bb675c460120b85ef082af33124e9ebdcdb733742c2a53fc8a088136ef',
     'experiment-normalised/report.md': '033518e249aca197af64bd89a63ad287e4dffb894a2241ed48fa9caee05b5167',
     'experiment-normalised/sample_efficiency.png': 'png (360, 1000, 4) bd3d686a41cbe8083f47906304eaa966fb3c8962d15a65cf37e604f20369380d',
     'experiment-normalised/scores.csv': '2ed811de81ceb0b54a68f5c1ed17de3bdf9e3d13309b1b82ae69ebcae9053d1c',

@@ -377,7 +377,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from mosaic.experiments.collect import joint_report_input, report_input
-    from mosaic.experiments.report import write_report
+    from mosaic.experiments.report import analyse, write_report
+    from mosaic.experiments.report.tables import terminal_summary
 
     store = _store()
     exps = [store.get(name) for name in (args.name, *(args.joined or ()))]
@@ -390,7 +391,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         data = joint_report_input(exps, store.home)
         out = Path(args.out) if args.out else exp.root / ("report-with-" + "-".join(e.name for e in exps[1:]))
-    path = write_report(out, data)
+    analysis = analyse(data) if data.cells else None  # a study still tuning has no comparison yet
+    path = write_report(out, data, analysis)
+    # the table and where the files are on stderr: stdout stays the path of report.md, for scripts
+    if analysis is not None:
+        _say(terminal_summary(analysis))
+    _say(f"files: {path.parent}/ ({', '.join(sorted(p.name for p in path.parent.iterdir()))})")
+    sys.stderr.flush()
     print(path)
     return 0
 

@@ -16,20 +16,29 @@ PROFILE_POINTS = 101
 PLOTS = ("sample_efficiency.png", "aggregates.png", "performance_profiles.png", "probability_of_improvement.png")
 
 
-def _figure(panels: int, width: float = 5.0, height: float = 3.6) -> tuple[Any, list[Any]]:
-    """A figure with ``panels`` axes side by side, not registered with pyplot: nothing global to close."""
+def _figure(panels: int, width: float = 5.0, height: float = 3.6, labels: float = 0.0) -> tuple[Any, list[Any]]:
+    """A figure with ``panels`` axes side by side, not registered with pyplot: nothing global to close.
+    ``labels``: inches more, for tick labels left of the first panel (see :func:`_label_inches`)."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width * max(1, panels), height), layout="constrained")
+    fig = Figure(figsize=(width * max(1, panels) + labels, height), layout="constrained")
     axes = fig.subplots(1, max(1, panels), squeeze=False)[0]
     return fig, list(axes)
 
 
-def _save(fig: Any, path: Path) -> None:
+def _save(fig: Any, path: Path) -> Any:
+    """Write ``fig`` as a PNG; returns it (the tests inspect what was drawn)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(fig)  # the Agg canvas: PNGs without a display, whatever pyplot's backend is
     fig.savefig(path, format="png", dpi=100, metadata={"Software": None})
+    return fig
+
+
+def _label_inches(labels: list[str]) -> float:
+    """About how wide the longest of ``labels`` is at the default font size (10 pt), in inches: the figure is
+    made that much wider, so that long configuration names do not crush the axes (or collapse the layout)."""
+    return 0.3 + 0.085 * max((len(label) for label in labels), default=0)
 
 
 def _colours(configurations: list[str]) -> dict[str, Any]:
@@ -39,19 +48,30 @@ def _colours(configurations: list[str]) -> dict[str, Any]:
     return {c: cmap(i % 10) for i, c in enumerate(configurations)}
 
 
-def plot_sample_efficiency(a: Analysis, path: Path) -> None:
+def plot_sample_efficiency(a: Analysis, path: Path) -> Any:
+    """IQM over env steps with its band, one panel per env. Runs that logged one point each have no curve:
+    their points are drawn, and the panel says so."""
     d = a.data
     fig, axes = _figure(len(a.envs))
     colours = _colours(a.configurations)
     for ax, env in zip(axes, a.envs):
-        drawn = 0
+        drawn, single = 0, 0
         for conf in a.configurations:
             cells = [s for s in a.included.get((conf, env), []) if s.result and s.result.xs]
             if not cells:
                 continue
+            curves = [(s.result.xs, s.result.ys) for s in cells]  # type: ignore[union-attr]
             try:
-                grid, values = shared_curves([(s.result.xs, s.result.ys) for s in cells])  # type: ignore[union-attr]
+                grid, values = shared_curves(curves) if all(len(xs) > 1 for xs, _ in curves) else ((), None)
             except ValueError:
+                grid, values = (), None
+            if len(grid) < 2:  # one point per run (or no shared range): the points themselves
+                xs = [float(x) for xs_, _ in curves for x in xs_]
+                ys = [float(y) for _, ys_ in curves for y in ys_]
+                ax.plot(xs, ys, linestyle="none", marker="o", color=colours[conf], alpha=0.8,
+                        label=f"{conf} ({len(cells)} seeds, points)")
+                single += all(len(x) == 1 for x, _ in curves)
+                drawn += 1
                 continue
             point, low, high = stats.curve_intervals(values[:, None, :], stats.iqm, d.reps, d.confidence,
                                                      stats.derived_seed(f"curve:{env}:{conf}", d.seed))
@@ -65,7 +85,10 @@ def plot_sample_efficiency(a: Analysis, path: Path) -> None:
             ax.legend(fontsize="small")
         else:
             ax.text(0.5, 0.5, "no curves", ha="center", va="center", transform=ax.transAxes)
-    _save(fig, path)
+        if single:
+            ax.text(0.5, 0.02, "only one point per run: no curve to draw", ha="center", va="bottom",
+                    fontsize="small", transform=ax.transAxes)
+    return _save(fig, path)
 
 
 def _interval_bars(ax: Any, labels: list[str], ivs: list[stats.Interval], colours: list[Any]) -> None:
@@ -78,9 +101,10 @@ def _interval_bars(ax: Any, labels: list[str], ivs: list[stats.Interval], colour
     ax.invert_yaxis()
 
 
-def plot_aggregates(a: Analysis, path: Path) -> None:
+def plot_aggregates(a: Analysis, path: Path) -> Any:
     titles = {k: t for k, (t, _) in metric_set(a.normalised, per_env=False).items()}
-    fig, axes = _figure(len(titles), width=3.6, height=0.5 * len(a.configurations) + 1.6)
+    fig, axes = _figure(len(titles), width=3.2, height=0.5 * len(a.configurations) + 1.6,
+                        labels=_label_inches(a.configurations))
     colours = _colours(a.configurations)
     for ax, (key, title) in zip(axes, titles.items()):
         present = [c for c in a.configurations if c in a.aggregate[key]]
@@ -88,10 +112,10 @@ def plot_aggregates(a: Analysis, path: Path) -> None:
         ax.set_title(f"{title}{' (normalised)' if a.normalised else ''}")
         if ax is not axes[0]:
             ax.set_yticklabels([])
-    _save(fig, path)
+    return _save(fig, path)
 
 
-def plot_performance_profiles(a: Analysis, path: Path) -> None:
+def plot_performance_profiles(a: Analysis, path: Path) -> Any:
     """Normalised: one profile over every env. Raw: one panel per env (raw scores do not pool)."""
     d = a.data
     if a.normalised:
@@ -120,27 +144,29 @@ def plot_performance_profiles(a: Analysis, path: Path) -> None:
         ax.set_ylabel(f"fraction of runs with score {'>' if sign > 0 else '<'} τ")
         ax.set_ylim(-0.02, 1.02)
         ax.legend(fontsize="small")
-    _save(fig, path)
+    return _save(fig, path)
 
 
-def plot_probability_of_improvement(a: Analysis, path: Path) -> None:
+def plot_probability_of_improvement(a: Analysis, path: Path) -> Any:
     pairs = [(x, y) for x in a.configurations for y in a.configurations if (x, y) in a.poi]
-    fig, axes = _figure(1, width=6.0, height=0.45 * len(pairs) + 1.6)
+    labels = [f"P({x} > {y})" for x, y in pairs]
+    fig, axes = _figure(1, width=4.5, height=0.45 * len(pairs) + 1.6, labels=_label_inches(labels))
     ax = axes[0]
     if pairs:
         colours = _colours(a.configurations)
-        _interval_bars(ax, [f"P({x} > {y})" for x, y in pairs], [a.poi[p] for p in pairs],
-                       [colours[x] for x, _ in pairs])
+        _interval_bars(ax, labels, [a.poi[p] for p in pairs], [colours[x] for x, _ in pairs])
         ax.axvline(0.5, color="grey", linestyle="--", linewidth=1)
         ax.set_xlim(-0.04, 1.04)
+        ax.set_xticks([0, 0.25, 0.5, 0.75, 1])
+        ax.set_xlabel("probability (0.5: neither tends to win)")
     else:
         ax.text(0.5, 0.5, "fewer than two configurations with data", ha="center", va="center",
                 transform=ax.transAxes)
     ax.set_title("probability of improvement")
-    _save(fig, path)
+    return _save(fig, path)
 
 
-PLOTTERS: dict[str, Callable[[Analysis, Path], None]] = {
+PLOTTERS: dict[str, Callable[[Analysis, Path], Any]] = {
     "sample_efficiency.png": plot_sample_efficiency, "aggregates.png": plot_aggregates,
     "performance_profiles.png": plot_performance_profiles,
     "probability_of_improvement.png": plot_probability_of_improvement,

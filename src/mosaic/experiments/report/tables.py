@@ -206,3 +206,34 @@ def render_markdown(a: Analysis) -> str:
         lines.append("None: every cell completed with a score.")
     lines += ["", "Files: " + ", ".join(f"`{name}`" for name in ("scores.csv", "marl_eval.json", *PLOTS)) + "."]
     return "\n".join(lines) + "\n"
+
+
+def terminal_summary(a: Analysis) -> str:
+    """The report's main table for the terminal (what ``mosaic experiment report`` prints): per configuration the
+    seeds behind it, its IQM and mean with their intervals (the aggregate's: the env's own with one env) and the
+    verdict on its curves' ends. Every number is one ``report.md`` states."""
+    d = a.data
+    pct = fmt(100 * d.confidence)
+    direction = "higher is better" if d.higher_is_better else "lower is better"
+    scale = "normalised: 0 = random, 1 = reference" if a.normalised else "raw units"
+    where = f"{a.envs[0]}" if len(a.envs) == 1 else f"aggregate over {len(a.envs)} envs"
+    lines = [f"experiment {d.name}: score `{d.metric}` ({direction}; final {fmt(100 * d.final_fraction)}% of each "
+             f"run's env steps), {where}, {scale}; [{pct}% intervals]"]
+    rows = []
+    for conf in a.configurations:
+        iqm, mean = a.aggregate.get("iqm", {}).get(conf), a.aggregate.get("mean", {}).get(conf)
+        verdicts = {env: verdict(a, (conf, env)) for env in a.envs if (conf, env) in a.late}
+        if len(set(verdicts.values())) == 1 or len(a.envs) == 1:
+            said = next(iter(verdicts.values()), "too few points for a verdict")
+        else:
+            said = "; ".join(f"{env}: {verdicts.get(env, 'too few points')}" for env in a.envs)
+        rows.append([conf, str(len(a.aggregate_seeds[conf])), fmt_interval(iqm) if iqm else "no data",
+                     fmt_interval(mean) if mean else "no data", said])
+    header = ["CONFIGURATION", "SEEDS", "IQM", "MEAN", "VERDICT"]
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+    for row in [header, *rows]:
+        lines.append("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+    unscored = sum(s.excluded is not None for s in a.scored)
+    if unscored:
+        lines.append(f"{unscored} of {len(a.scored)} cells without a score (report.md lists them and why)")
+    return "\n".join(lines)

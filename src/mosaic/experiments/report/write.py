@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mosaic.experiments.report.analysis import analyse
+from mosaic.experiments.report.analysis import Analysis, analyse
 from mosaic.experiments.report.exports import marl_eval_data, render_csv
 from mosaic.experiments.report.inputs import ReportInput
 from mosaic.experiments.report.plots import PLOTS, PLOTTERS
@@ -14,8 +14,9 @@ from mosaic.experiments.report.tables import render_markdown
 from mosaic.runs import staged_folder
 
 
-def write_report(out_dir: Path, data: ReportInput) -> Path:
-    """Write the report folder ``out_dir`` (replacing one already there, all at once); returns report.md's path."""
+def write_report(out_dir: Path, data: ReportInput, analysis: Analysis | None = None) -> Path:
+    """Write the report folder ``out_dir`` (replacing one already there, all at once); returns report.md's path.
+    ``analysis``: the numbers of ``data`` when already computed (:func:`analyse`), not computed again."""
     out_dir = Path(out_dir)
     if data.study is not None and not data.cells:  # a study still tuning: its own part only, so far
         with staged_folder(out_dir, replace=True, suffix=".tmp", mode=0o755, sweep=True) as staging:
@@ -24,7 +25,7 @@ def write_report(out_dir: Path, data: ReportInput) -> Path:
                      "later adds the comparison).", ""]
             (staging / "report.md").write_text("\n".join(lines + _study_files(data, staging)), encoding="utf-8")
         return out_dir / "report.md"
-    analysis = analyse(data)
+    analysis = analysis or analyse(data)
     with staged_folder(out_dir, replace=True, suffix=".tmp", mode=0o755, sweep=True) as staging:
         markdown = render_markdown(analysis)
         if data.study is not None:
