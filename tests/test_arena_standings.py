@@ -75,3 +75,18 @@ def test_team_games_rate_one_comparison_per_side_of_a_pair_with_no_first_mover()
                                               ({"reps": 200, "confidence": 0.9, "seed": 4}, (200, 0.9, 4))])
 def test_report_settings(report, expected):
     assert report_settings(report) == expected
+
+
+def test_the_standings_carry_the_population_measures_of_the_same_games():
+    """Nash averaging, alpha-Rank and cycles come with the standings (for the report and the GUI alike), seeded
+    as the ratings are; a pairing never played leaves them untold, with why."""
+    games = [line(f"{a}~{b}", k, *((a, b) if k % 2 == 0 else (b, a)), 1.0 if (k % 3) else -1.0)
+             for a, b in (("a", "b"), ("b", "c"), ("a", "c")) for k in range(6)]
+    s = compute_standings(games, reps=60, seed=2)
+    pop = s.population
+    assert pop is not None and pop.boot is not None and pop.boot.reps == 60 and pop.why == ""
+    assert {r.player for r in pop.rows()} == {"a", "b", "c"}
+    assert compute_standings(games, reps=60, seed=2).population.boot.weights == pop.boot.weights  # seeded
+    assert compute_standings(games, reps=60, population=False).population is None
+    partial = compute_standings([g for g in games if g["pairing"] != "a~c"], reps=60).population
+    assert partial.boot is None and partial.rows() == [] and "a vs c" in partial.why

@@ -189,7 +189,9 @@ def fingerprints(base: Path) -> dict[str, str]:
             for rel, digest in fingerprint(folder, base).items()}
 
 
-#: Recorded from the code before mosaic.scoring (mosaic.stats, mosaic.curves, mosaic.ratings).
+#: Recorded from the code before mosaic.scoring (mosaic.stats, mosaic.curves, mosaic.ratings); the tournaments'
+#: report.md and ratings.json again, and their population.png, beats.png and population.json added, when the
+#: report gained the population measures (Nash averaging, alpha-Rank, cycles; the Elo numbers unchanged).
 #: The experiments' aggregates.png and probability_of_improvement.png again when their width came to follow the
 #: longest configuration label (long labels had crushed the axes and collapsed the layout).
 FINGERPRINTS: dict[str, str] = {
@@ -209,30 +211,41 @@ FINGERPRINTS: dict[str, str] = {
     'experiment-normalised/scores.csv': '2ed811de81ceb0b54a68f5c1ed17de3bdf9e3d13309b1b82ae69ebcae9053d1c',
     'tournament-round-robin/games.csv': 'e3fa3587c9cd1302efcda2a6f4ef8fd0d4d68dcabd67d1fd56965dd5f27c0bae',
     'tournament-round-robin/ratings.csv': '7d928c7d31a3d3bb3907ac7ac2519ee75bfd790da2b22a25e8305644e8751b89',
-    'tournament-round-robin/ratings.json': '547b12412c14ac2f6d50434f5bd0961404ee47bbf7984aad6a360daca2e2bbce',
+    'tournament-round-robin/ratings.json': 'f9b40fb62f7d195775948686bc613fad5859d546d004b83f5c3f4b1445ee1223',
     'tournament-round-robin/ratings.png': 'png (385, 1210, 4) 04b23e39009d6cafeef5f667739e8ea05c1ba3e825baa0e3b5b7424110c5b9d4',
-    'tournament-round-robin/report.md': '365ea3643082a8d1275ee4e8b3b4443dd5aa614a0c8d048ceda369f9e2c7bb7d',
+    'tournament-round-robin/report.md': '41a6b02617cb1eed8b922cd9305cc8877ada8f7bf661784ca55df8159c711113',
     'tournament-gauntlet/games.csv': '8934ceeb093d7c9de2bb42746964134ac387d4d60705675f596ca71e0bc45a0b',
     'tournament-gauntlet/ratings.csv': 'fede5b3cc993e5f67bd4782eef06acf19a04c8853e19c6877a5d8f793df84bb9',
-    'tournament-gauntlet/ratings.json': 'd7e992b4891af25d61511459bcc6c72bf323a07dfb0eab3148bd2e8cf4a4b4aa',
+    'tournament-gauntlet/ratings.json': '981319ca44c13fccaf0a1e211b770abf4d03987a91b0fcc470671725fb7f678f',
     'tournament-gauntlet/ratings.png': 'png (330, 1210, 4) 717a9e1ee1262ec45787de1fbd4d48c8dc3b26fa56960363322236f95644b7fc',
-    'tournament-gauntlet/report.md': '2ddd9a977e6ebf3cee05095c7ccb97c057500f9fd4ac2ee1b41cf9f0bb4a27be',
+    'tournament-gauntlet/report.md': 'c43639d5918c81de6b78c9acb9ae47bf3592f9c9d9e4bccfb292beb5958c333e',
     'tournament-teams/games.csv': '2b000e35f0452a208d30879d411f9ca75cbb33615dfcff57d7f73cdc89d331a6',
     'tournament-teams/ratings.csv': '99b80bf77d946ee25c56d34a3b6855c006685289ce2b5bd83fdf349c2e42bc10',
-    'tournament-teams/ratings.json': '3ae33d896c39d69578f5a4a9fda2343c484a0a79367679913ea49fb39ef87be2',
+    'tournament-teams/ratings.json': 'aa8b9adc91e12824f15b8ad6a986d0aeaa03208aa43619a541db1ca9dde5a39d',
     'tournament-teams/ratings.png': 'png (330, 1210, 4) 00641c42a9fe4f212e33d75ea8968df5630b5602a1b2e495cd064e3195e2559f',
-    'tournament-teams/report.md': '1d3c4848eb197249d0dba4e168d994376144356d808c8ca14c86365f54f995fa',
+    'tournament-teams/report.md': '7f342c2f9396b8336c517d97b4dc035c4f63b43ceb9736a3e1b3d9b394393f3e',
     'tournament-league/c4/games.csv': '719382d90301b5aa1c9b56b28c0289d3afb1623d00d3ecb2551654507a70105b',
     'tournament-league/c4/ratings.csv': 'bb7b5cdebb3054d3d4812f1b21ba53ad2e2484be5d7d8f07e96124c574c2db29',
-    'tournament-league/c4/ratings.json': 'b584edc841e2bdb1530eb3bf0b7a629836e8cfcf4b260cd782f9c28b6cad7334',
+    'tournament-league/c4/ratings.json': '7430b73898aed212c4222d4772c300951ab2a242df4939de183c6bc55c4312bc',
     'tournament-league/c4/ratings.png': 'png (330, 1210, 4) fe091911d48166d748975bff598b2ad000de8a9cf2b1390904325097dc53279c',
-    'tournament-league/c4/report.md': '2e4a34c86aee530e236784daffd666b98bcb7826841db5499f0c117bd2f3ecac',
-    'tournament-league/report.md': '3867fb8f825b80dc801007d4c1408442fe2a1065efe08122ffd914d951b3627c',
+    'tournament-league/c4/report.md': '4f950f889f4c3b73a54ddfabdd1b1c797f8df673129c795c2d09524a40a3d7b3',
+    'tournament-league/report.md': '7037ef5c2f53f3b789105c90ec07448091c7f5c489988168f7542b03c2e2d0c5',
     'tournament-league/ttt/games.csv': '7d831927cd694b172a6513ab6586d9b87e6c013902dcba95b87d081db5fcc987',
     'tournament-league/ttt/ratings.csv': '60e0ae1449bbf4417cc1985b31f7e89ea1326bdc4762fc62643926ab4a8f937e',
-    'tournament-league/ttt/ratings.json': 'a4de4b2da279ff47fc551cd40dfa634c10aee20ac4c0ceec1bd798b07a54e0f5',
+    'tournament-league/ttt/ratings.json': '17ab350a19a15be64d9cff8118a0b2f1bf8a56d8ee4cdd5b1cf6c56b7419a6f8',
     'tournament-league/ttt/ratings.png': 'png (330, 1210, 4) 5f551dcaf8bebc1c6c61d9e8935223734936c78ce1d4ea1c2c1d6c3a49587876',
-    'tournament-league/ttt/report.md': 'b6a4603c63f191b87f8ec45a695ee067c1f11c71b7ee87bd2741912e9f16ea4c',
+    'tournament-league/ttt/report.md': '0ec805866254cd5ff0d3e5bd3c0750a900ff60ec5c55298c60509d8d4e92f373',
+    'tournament-league/beats.png': 'png (715, 935, 4) 1b4db51cfc958dd961d21f0ac28b995c5d619196575755ace4a6ac3d42a81090',
+    'tournament-league/c4/beats.png': 'png (715, 935, 4) 1b4db51cfc958dd961d21f0ac28b995c5d619196575755ace4a6ac3d42a81090',
+    'tournament-league/c4/population.png': 'png (374, 1430, 4) fdae3bb25137d8092ba45b075fb7cebb447e8135896a668db223cd68c2fa507d',
+    'tournament-league/population.json': 'f79c3cebe6e479281c9dfb7d2845ae637891f329aaae1e388a66204e762716e7',
+    'tournament-league/population.png': 'png (374, 1430, 4) ab00fb7a96ec29c8acb2031027dd06126eea78957da6a1644d2a8dea203584d0',
+    'tournament-league/ttt/beats.png': 'png (715, 935, 4) 1b4db51cfc958dd961d21f0ac28b995c5d619196575755ace4a6ac3d42a81090',
+    'tournament-league/ttt/population.png': 'png (374, 1430, 4) 3c55b3c253eb641da2cc2cc15511af75c376288c359cec3d3c67c39ac480e50b',
+    'tournament-round-robin/beats.png': 'png (715, 935, 4) 4612cc33f973c11704287b13d63b0f3e691e681641982694f4aa8888adc24fe7',
+    'tournament-round-robin/population.png': 'png (418, 1430, 4) e05ae1ff956f362a6144e63c5146144e29bf01e33debec8eac1fe3a4298a61c5',
+    'tournament-teams/beats.png': 'png (715, 935, 4) 1b4db51cfc958dd961d21f0ac28b995c5d619196575755ace4a6ac3d42a81090',
+    'tournament-teams/population.png': 'png (374, 1430, 4) 5db6e9e196ef01063102e6f89993c6a0c37e63d2585c14adddda3c46c1ce716b',
 }
 
 

@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from mosaic.arena.tournament import Tournament, parse_spec, run
-from mosaic.clients.gui.arena_view import GAME_COLUMNS, LIVE_REPS, STANDING_COLUMNS, ArenaView
+from mosaic.clients.gui.arena_view import GAME_COLUMNS, LIVE_REPS, POPULATION_COLUMNS, STANDING_COLUMNS, ArenaView
 
 pytestmark = pytest.mark.xdist_group("arena")
 
@@ -168,6 +168,47 @@ def test_a_game_appended_to_the_journal_updates_the_standings(qtbot, home):
     dialog = view.replays[-1]
     assert "recorded without moves" in dialog.frame.text()
     assert not dialog.slider.isEnabled() and dialog.mismatch is None
+    view.close_view()
+
+
+def population(view: ArenaView) -> dict[str, dict[str, str]]:
+    table = view.population_table
+    return {table.item(r, 0).text(): {name: table.item(r, c).text() for c, name in enumerate(POPULATION_COLUMNS)}
+            for r in range(table.rowCount())}
+
+
+def test_the_population_measures_are_shown_and_what_the_data_cannot_tell(qtbot, home):
+    """Nash weights, Nash ratings and alpha-Rank mass with their intervals, the cycles, from the standings'
+    computation; a pairing with two games is said to be too thin, a pairing not played yet leaves them untold."""
+    view = open_view(qtbot, home)
+    qtbot.waitUntil(lambda: view.standings is not None and view.standings.games == 6, timeout=WAIT_MS)
+    rows = population(view)
+    assert set(rows) == set(PLAYERS)
+    computed = {r.player: r for r in view.standings.population.rows()}
+    weights = 0.0
+    for player, cells in rows.items():
+        w = computed[player].weight
+        assert cells["Nash weight"] == f"{w.point:.2f} [{w.low:.2f}, {w.high:.2f}]"
+        m = computed[player].mass
+        assert cells["alpha-Rank mass"] == f"{m.point:.2f} [{m.low:.2f}, {m.high:.2f}]"
+        assert cells["alpha-Rank"] == str(computed[player].rank) and cells["in support"].endswith("%")
+        weights += float(cells["Nash weight"].split()[0])
+    assert abs(weights - 1.0) <= 0.015  # a mixture, rounded to 2 places per player
+    first = view.population_table.item(0, 0).text()
+    assert float(rows[first]["Nash rating"].split()[0]) == max(float(c["Nash rating"].split()[0]) for c in rows.values())
+    told = view.population_label.text()
+    assert ("transitive" in told or "cycles:" in told) and f"of {LIVE_REPS} resamples" in told
+    assert "The data cannot tell 3 pairing(s) with too few games" in told  # two games each
+    # a pairing not played yet (as in a live tournament): the meta-game is incomplete, and the view says why
+    path = home / "arena" / "c4" / "games.jsonl"
+    kept = [line for line in path.read_text().splitlines(keepends=True) if '"random~lowest"' not in line]
+    assert len(kept) == 4
+    path.write_text("".join(kept))
+    view.refresh()
+    qtbot.waitUntil(lambda: view.standings.games == 4, timeout=WAIT_MS)
+    assert view.population_table.rowCount() == 0
+    assert view.population_label.text().startswith("cannot be told yet: games: 1 pairing(s) never played: "
+                                                   "lowest vs random")
     view.close_view()
 
 

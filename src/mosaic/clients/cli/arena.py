@@ -58,10 +58,20 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from mosaic.arena.report import write_reports
+    from mosaic.arena.report import summary_tables, write_reports
     from mosaic.arena.tournament import get_tournaments
 
-    print(write_reports(get_tournaments(args.name), Path(args.out) if args.out else None, whole="/" not in args.name))
+    collected: list[Any] = []
+    path = write_reports(get_tournaments(args.name), Path(args.out) if args.out else None, whole="/" not in args.name,
+                         collect=collected)
+    for title, header, rows in summary_tables(collected):  # the main tables, then where the files are
+        print(title)
+        if rows:
+            print(_table(rows, header))
+        print()
+    files = sorted(p.relative_to(path.parent).as_posix() for p in path.parent.rglob("*") if p.is_file())
+    print(f"files in {path.parent}: {', '.join(files)}")
+    print(path)
     return 0
 
 
@@ -94,7 +104,8 @@ def add_parsers(sub: Any) -> None:
     q = asub.add_parser("status", help="games played per pairing (per game of a several-game spec)")
     q.add_argument("name", help="the spec's name (NAME/GAME: one game of a several-game spec)")
     q.set_defaults(func=cmd_status)
-    q = asub.add_parser("report", help="ratings with intervals, crosstable, plots (each game rated on its own)")
+    q = asub.add_parser("report", help="ratings with intervals, crosstable, Nash averaging, alpha-Rank and cycles, plots "
+                                      "(each game rated on its own, the population measures also pooled)")
     q.add_argument("name", help="the spec's name (NAME/GAME: one game of a several-game spec)")
     q.add_argument("--out")
     q.set_defaults(func=cmd_report)

@@ -11,8 +11,11 @@ computed as the report computes them, by :func:`mosaic.arena.standings.compute_s
 Bradley-Terry fit on the Elo scale with bootstrap intervals, the crosstable with Wilson intervals, the first
 mover's record), with only ``LIVE_REPS`` resamples (the header says so; ``mosaic arena report`` uses the spec's
 count). Before the seats have alternated in any pairing (a live tournament plays one seating of a pairing
-first), the ratings are fitted without the first-move parameter, and the notes say so. This view only shows
-them: it rates nothing itself.
+first), the ratings are fitted without the first-move parameter, and the notes say so. The same computation
+gives the population measures (:class:`mosaic.arena.standings.Population`): each player's Nash weight and Nash
+rating and its alpha-Rank mass with their intervals, and the cycles of the beats relation with their shares
+of the resamples, or why they cannot be told yet (a pairing not played yet). This view only shows them: it
+rates nothing itself.
 
 Double-clicking a game opens :class:`ReplayDialog`: a game journaled with its ``moves`` is replayed by
 stepping a fresh env (``mosaic.workerkit.envs.make_env`` with ``render_mode="rgb_array"``) reset with the
@@ -44,6 +47,7 @@ from mosaic.clients.gui.frames import to_qimage
 REFRESH_MS = 2000            # the list of tournaments and the selected one's journal: at most this often
 LIVE_REPS = 200              # bootstrap resamples in the live view (the report uses the spec's, 1000 by default)
 STANDING_COLUMNS = ("rank", "player", "Elo", "interval", "games", "W", "D", "L", "score")
+POPULATION_COLUMNS = ("player", "Nash weight", "in support", "Nash rating", "alpha-Rank mass", "alpha-Rank")
 GAME_COLUMNS = ("pairing", "game", "seed", "first", "second", "result", "length", "moves")
 ALL_PAIRINGS = "all pairings"
 FRAME_SIDE = 900             # a replay's frames are kept at most this many pixels on their longer side
@@ -387,6 +391,10 @@ class ReplayDialog(QDialog):
 
 
 # -- the view ---------------------------------------------------------------------------------------------
+def _interval_text(interval: Any) -> str:
+    return f"{interval.point:.2f} [{interval.low:.2f}, {interval.high:.2f}]"
+
+
 def _table(columns: tuple[str, ...] | int) -> QTableWidget:
     table = QTableWidget(0, columns if isinstance(columns, int) else len(columns))
     if not isinstance(columns, int):
@@ -440,6 +448,10 @@ class ArenaView(QWidget):
         self.notes.setStyleSheet("color: #7F7F7F;")
         self.standings_table = _table(STANDING_COLUMNS)
         self.standings_table.horizontalHeader().setStretchLastSection(True)
+        self.population_table = _table(POPULATION_COLUMNS)
+        self.population_table.horizontalHeader().setStretchLastSection(True)
+        self.population_label = QLabel()
+        self.population_label.setWordWrap(True)
         self.crosstable = _table(0)
         self.crosstable.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectItems)
         self.crosstable.cellClicked.connect(self._cross_clicked)
@@ -460,6 +472,12 @@ class ArenaView(QWidget):
         standings_box.setContentsMargins(0, 0, 0, 0)
         standings_box.addWidget(QLabel("standings"))
         standings_box.addWidget(self.standings_table, 1)
+        population = QWidget()
+        population_box = QVBoxLayout(population)
+        population_box.setContentsMargins(0, 0, 0, 0)
+        population_box.addWidget(QLabel("population: Nash averaging and alpha-Rank with intervals; cycles"))
+        population_box.addWidget(self.population_label)
+        population_box.addWidget(self.population_table, 1)
         cross = QWidget()
         cross_box = QVBoxLayout(cross)
         cross_box.setContentsMargins(0, 0, 0, 0)
@@ -477,7 +495,7 @@ class ArenaView(QWidget):
         games_box.addLayout(games_top)
         games_box.addWidget(self.games_table, 1)
         parts = QSplitter(Qt.Orientation.Vertical)
-        for part in (standings, cross, games):
+        for part in (standings, population, cross, games):
             parts.addWidget(part)
         right = QWidget()
         right_box = QVBoxLayout(right)
@@ -544,11 +562,11 @@ class ArenaView(QWidget):
     def _select(self, name: str) -> None:
         self.tournament, self.tail, self.standings = None, None, None
         self._token += 1  # a computation still running for the previous one is dropped when it ends
-        for table in (self.standings_table, self.crosstable, self.games_table):
+        for table in (self.standings_table, self.population_table, self.crosstable, self.games_table):
             table.setRowCount(0)
         self.crosstable.setColumnCount(0)
         self._shown_games = []
-        for label in (self.progress_label, self.first_mover, self.notes):
+        for label in (self.progress_label, self.first_mover, self.notes, self.population_label):
             label.clear()
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
@@ -673,9 +691,44 @@ class ArenaView(QWidget):
                    else "; first-move advantage: not fitted yet"))
         notes = ([result.why] if result.why else []) + list(result.notes)
         self.notes.setText("\n".join(f"• {n}" for n in notes))
+        self._show_population()
         if self.isVisible():
+            self.population_table.resizeColumnsToContents()
             self.standings_table.resizeColumnsToContents()
             self.crosstable.resizeColumnsToContents()
+
+    def _show_population(self) -> None:
+        """The standings' population measures (computed with them), or why there are none yet."""
+        population = self.standings.population if self.standings is not None else None
+        rows = population.rows() if population is not None else []
+        self.population_table.setRowCount(len(rows))
+        if population is None:
+            self.population_label.setText("not computed")
+            return
+        boot = population.boot
+        if boot is None:
+            self.population_label.setText(f"cannot be told yet: {population.why}")
+            return
+        pct = round(self.standings.confidence * 100)
+        for row, line in enumerate(rows):
+            cells = [line.player, _interval_text(line.weight), f"{line.p_support:.0%}", _interval_text(line.rating),
+                     _interval_text(line.mass), str(line.rank)]
+            tips = {"Nash weight": f"the maximum-entropy Nash equilibrium's weight, {pct}% bootstrap interval",
+                    "in support": "share of resamples with the player in the Nash support",
+                    "Nash rating": "payoff (log-odds) against the Nash mixture: 0 in the support",
+                    "alpha-Rank mass": f"stationary mass at alpha {boot.alpha_rank.alpha:g}, m {boot.alpha_rank.m}"}
+            for col, text in enumerate(cells):
+                self.population_table.setItem(row, col, _item(text, tips.get(POPULATION_COLUMNS[col], ""),
+                                                              right=col != 0))
+        cyc = boot.cycles
+        shares = [f"{' > '.join([*c, c[0]])} ({s:.0%})" for c, s in boot.cycle_share.items() if c in cyc.cycles]
+        told = ("transitive: no cycle" if cyc.transitive else "cycles: " + "; ".join(shares[:5])) \
+            + f"; a cycle in {boot.p_cyclic:.0%} of {boot.reps} resamples"
+        thin = population.thin
+        if thin:
+            told += (f". The data cannot tell {len(thin)} pairing(s) with too few games: "
+                     + ", ".join(f"{a} vs {b} ({n})" for _g, a, b, n in thin[:6]) + (" ..." if len(thin) > 6 else ""))
+        self.population_label.setText(told)
 
     def _show_crosstable(self, players: list[str]) -> None:
         table = self.standings.table if self.standings is not None else None
