@@ -14,9 +14,8 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Mapping, Sequence
+from typing import IO, Any, Sequence
 
 from mosaic.errors import UserError
 from mosaic.workerkit.lifecycle import (
@@ -35,67 +34,15 @@ from mosaic.workerkit.lifecycle import (
 from mosaic.runs import RunDir, RunStore, new_run_id, validate_run_id
 from mosaic.workerkit import startup
 from mosaic.workerkit.telemetry import TelemetryEmitter
-from mosaic.workerkit.contract import WorkerConfig, WorkerRuntime
-
-
-@dataclass
-class WorkerContext:
-    """What a runtime gets besides its config."""
-
-    emitter: TelemetryEmitter
-    control: RunControl
-    run_dir: RunDir
-    #: Tick it after each iteration; register threads the run depends on.
-    progress: ProgressTracker = field(default_factory=ProgressTracker)
-
-
-@dataclass(frozen=True)
-class EvaluateRequest:
-    """``--evaluate TARGET`` and its options, the same for every worker."""
-
-    target: str  # a run folder (its latest checkpoint) or a checkpoint
-    episodes: int = 20
-    opponent: str | None = None  # 'random', or another run/checkpoint for the other seat(s)
-    video: int = 0  # record the first N episodes
-    seed: int = 0
-    json: bool = False
-    fastlane: bool = False
-
-
-@dataclass
-class WorkerProgram:
-    name: str
-    config_from_dict: Callable[[Mapping[str, Any]], WorkerConfig]
-    make_runtime: Callable[[Any, WorkerContext], WorkerRuntime]
-    default_config: Callable[[], dict[str, Any]]
-    #: Extra checks that need more than the dict (e.g. building the env once); what it
-    #: returns is handed to ``dry_run``.
-    deep_validate: Callable[[Any], Any] | None = None
-    heartbeat_interval_s: Callable[[Any], float] = lambda config: 5.0
-    #: The entry point's function: ``() -> (WorkerMetadata, WorkerCapabilities)``.
-    describe: Callable[[], tuple[Any, Any]] | None = None
-    #: The typed (``mosaic.configkit``) config class: ``--describe`` gives its JSON Schema.
-    config_class: type | None = None
-    #: Distributions whose installed versions ``--describe`` reports (the worker's, upstream's).
-    packages: tuple[str, ...] = ()
-    #: ``ALGORITHM -> JSON Schema`` of ``algo_params`` (``--schema``).
-    algo_params_schema: Callable[[str], dict[str, Any]] | None = None
-    #: ``() -> {family: [env ids]}``: the envs this worker offers, as installed.
-    envs: Callable[[], Mapping[str, Sequence[str]]] | None = None
-    #: ``(config, deep_validate's result) -> dict`` printed by ``--dry-run`` beside the config.
-    dry_run: Callable[[Any, Any], dict[str, Any]] | None = None
-    #: ``(config, start) -> RoundedBudget | None`` (mosaic.workerkit.run_fields): how the library rounds the budget
-    #: from ``start`` (the steps of the checkpoint it restores, else 0), said up front by ``--dry-run`` and by the
-    #: run (a warning after ``run_started``). None: it takes total_timesteps.
-    rounded_budget: Callable[[Any, int], Any] | None = None
-    #: Plays a trained run or checkpoint; returns the exit code. None: cannot evaluate.
-    evaluate: Callable[[EvaluateRequest], int] | None = None
-    #: ``(run or checkpoint, options) -> Player`` (mosaic.workerkit.player): serves a trained policy to a
-    #: match (``--player``, ``--player-options``). None: this worker cannot serve a player.
-    make_player: Callable[[str, dict[str, Any]], Any] | None = None
-    #: Hook to add worker-specific flags; return an exit code to stop there.
-    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
-    handle_arguments: Callable[[argparse.Namespace], int | None] | None = None
+from mosaic.workerkit.describe import describe_program
+from mosaic.workerkit.program import (  # noqa: F401  (re-exported: workers import them from here)
+    SINGLE_AGENT,
+    EvaluateRequest,
+    Packages,
+    WorkerContext,
+    WorkerProgram,
+    run_started,
+)
 
 
 def load_config_data(source: str, stdin: IO[str] | None = None) -> dict[str, Any]:
@@ -220,8 +167,6 @@ def _main(program: WorkerProgram, argv: Sequence[str] | None) -> int:
             if code is not None:
                 return code
         if args.describe:
-            from mosaic.workerkit.describe import describe_program
-
             print(json.dumps(describe_program(program), indent=2, default=str))
             return EXIT_COMPLETED
         if args.schema:

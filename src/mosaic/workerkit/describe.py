@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import sys
 from importlib import metadata
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any
 
 from mosaic.errors import UserError
-
-if TYPE_CHECKING:
-    from mosaic.workerkit.cli import WorkerProgram
+from mosaic.workerkit.program import WorkerProgram
 
 DESCRIBE_VERSION = 1
 #: The flags every worker's command line has (docs/worker-contract.md).
@@ -115,20 +113,14 @@ def _installed(distribution: str) -> bool:
         return False
 
 
-def _versions(names: Iterable[str]) -> dict[str, str]:
-    from mosaic.provenance import package_versions
-
-    return package_versions(["mosaic-marl", *names])
-
-
-def describe_program(program: "WorkerProgram") -> dict[str, Any]:
+def describe_program(program: WorkerProgram) -> dict[str, Any]:
     """The describe document of ``program`` (run in the worker's own interpreter)."""
     from mosaic import configkit
     from mosaic.workerkit.run_fields import field_map
 
     if program.describe is None:
         raise UserError(f"worker {program.name!r} has no describe function (WorkerProgram.describe)")
-    missing = [name for name in program.packages if not _installed(name)]
+    missing = [name for name in program.packages.required if not _installed(name)]
     if missing:
         raise UserError(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed where "
                         f"this worker runs ({sys.executable})")
@@ -153,7 +145,7 @@ def describe_program(program: "WorkerProgram") -> dict[str, Any]:
         "python": sys.executable,
         "metadata": meta.to_dict(),
         "capabilities": caps.to_dict(),
-        "versions": _versions(program.packages),
+        "versions": program.packages.versions(),
         "config_schema": config_schema,
         "default_config": {**program.default_config(), "worker": program.name},
         "algo_params_schemas": schemas,
