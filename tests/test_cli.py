@@ -51,7 +51,7 @@ def test_run_example_shows_progress_and_leaves_a_valid_run_folder(home):
     # runs / show / logs read it back
     listing = run_cli("runs", home=home)
     assert run.name in listing.stdout and "completed" in listing.stdout
-    shown = json.loads(run_cli("show", run.name[:15], home=home).stdout)
+    shown = json.loads(run_cli("show", run.name[:15], "--json", home=home).stdout)
     assert shown["manifest"]["run_id"] == run.name and shown["config"] == config
     logs = run_cli("logs", "latest", "--raw", home=home)
     assert logs.stdout.splitlines() == (run / "telemetry.jsonl").read_text().splitlines()
@@ -72,7 +72,7 @@ def test_latest_and_the_newest_runs_follow_creation_time_not_run_ids(home):
     assert newest < "zz-named"  # by name it would come first
     config = json.loads((home / "trainer" / "runs" / newest / "config.json").read_text())
     assert config["worker"] == "random" and config["environment"]["env_id"] == "connect_four_v3"
-    shown = json.loads(run_cli("show", "latest", home=home).stdout)
+    shown = json.loads(run_cli("show", "latest", "--json", home=home).stdout)
     assert shown["manifest"]["run_id"] == newest
     listing = run_cli("runs", "--limit", "1", home=home).stdout
     assert newest in listing and "zz-named" not in listing

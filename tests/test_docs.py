@@ -155,7 +155,7 @@ def test_short_random_run(quick_home: Path):
     assert "run docs-quick completed" in run.stdout
     runs = run_cli("runs", home=quick_home)
     assert runs.returncode == 0 and re.search(r"^docs-quick\s+completed", runs.stdout, re.M), runs.stdout
-    show = run_cli("show", "latest", home=quick_home)
+    show = run_cli("show", "latest", "--json", home=quick_home)
     assert show.returncode == 0 and '"status": "completed"' in show.stdout
 
 

@@ -63,3 +63,115 @@ def test_experiment_report_prints_its_table_then_where_the_files_are(reported):
         assert row.rstrip().endswith(verdict(analysis, (conf, analysis.envs[0]))), row
     assert fmt_interval(analysis.aggregate["iqm"][analysis.configurations[0]]) in (folder / "report.md").read_text()
     assert lines[-1].startswith(f"files: {folder}/") and "report.md" in lines[-1] and "scores.csv" in lines[-1]
+
+
+def test_runs_selects_an_experiments_cells_or_leaves_them_out(reported, tmp_path):
+    """Experiment cells are runs and are listed; --experiment NAME shows only that experiment's, --standalone
+    leaves them out, an unknown experiment is refused naming the ones there are."""
+    home, _ = reported
+    own = run_cli("run", "--worker", "random", "--set", "total_timesteps=20", "--run-id", "mine", home=home)
+    assert own.returncode == 0, own.stderr
+    every = _listed(run_cli("runs", home=home))
+    cells = [r for r in every if r.startswith("first-grid-")]
+    assert len(cells) == 4 and "mine" in every
+    assert _listed(run_cli("runs", "--experiment", "first-grid", home=home)) == cells
+    assert _listed(run_cli("runs", "--standalone", home=home)) == ["mine"]
+    refused = run_cli("runs", "--experiment", "no-such", home=home)
+    assert refused.returncode == 2 and "--experiment: 'no-such'" in refused.stderr and "first-grid" in refused.stderr
+
+
+# -- `mosaic show`: a summary first ------------------------------------------------------------------------------
+def _listed(proc) -> list[str]:
+    assert proc.returncode == 0, proc.stderr
+    return [line.split()[0] for line in proc.stdout.splitlines()[2:]]
+
+
+def test_show_starts_with_a_short_summary_and_json_gives_the_whole_record(home, tmp_path):
+    config = write_config(tmp_path / "c.json", {**SPREAD, "total_timesteps": 300, "seed": 4, "run_id": "sum",
+                                                "reporting": {"every_timesteps": 100},
+                                                "checkpoint": {"every_timesteps": 100}})
+    assert run_cli("run", str(config), home=home).returncode == 0
+    proc = run_cli("show", "sum", home=home)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) <= 12, proc.stdout
+    assert lines[0] == "run sum: completed"
+    assert "worker: random; algorithm: random; env: mpe/simple_spread_v3; seed: 4" in lines[1]
+    assert "progress: 300/300 env steps" in proc.stdout
+    last = json.loads((home / "trainer" / "runs" / "sum" / "telemetry.jsonl").read_text().splitlines()[-1])
+    assert last["type"] == "run_completed"
+    assert "last mean return: " in proc.stdout and "last mean return: -\n" not in proc.stdout
+    manifest = json.loads((home / "trainer" / "runs" / "sum" / "analytics.json").read_text())
+    assert f"checkpoints: {len(manifest['checkpoints'])}, latest {manifest['latest_checkpoint']}" in proc.stdout
+    assert "failed" not in proc.stdout and "mosaic show sum --json" in lines[-1]
+    whole = json.loads(run_cli("show", "sum", "--json", home=home).stdout)
+    assert whole["manifest"] == manifest and whole["config"]["seed"] == 4
+
+
+def test_show_names_a_failures_cause_and_its_log(home, tmp_path):
+    """The worker killed mid-run: the run failed; show says why and where its log is."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from mosaic.testing.waiting import wait_until
+
+    config = write_config(tmp_path / "slow.json", {**SPREAD, "total_timesteps": 5000, "step_delay_s": 0.02,
+                                                   "run_id": "killed"})
+    proc = subprocess.Popen([sys.executable, "-m", "mosaic", "run", str(config)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "MOSAIC_HOME": str(home)})
+    manifest = home / "trainer" / "runs" / "killed" / "analytics.json"
+    pid = wait_until(lambda: manifest.exists() and json.loads(manifest.read_text()).get("status") == "running"
+                     and json.loads(manifest.read_text()).get("pid"), 120, "the run to start")
+    os.kill(pid, signal.SIGKILL)
+    proc.communicate(timeout=120)
+    shown = run_cli("show", "killed", home=home)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[0] == "run killed: failed"
+    failure = json.loads(manifest.read_text())["failure"]
+    assert f"failed: {failure['error_type']}: " in shown.stdout
+    assert f"its log: {home / 'trainer' / 'runs' / 'killed' / 'logs' / 'worker.log'}" in shown.stdout
+
+
+# -- `mosaic runs`: one order, daemon or not -------------------------------------------------------------------
+def test_runs_lists_in_one_order_with_or_without_a_daemon(home, tmp_path):
+    """Newest last by creation time, not by run id, whether a daemon serves the home or not; --limit N: the newest N."""
+    from mosaic.testing.daemon import start_daemon
+
+    tiny = ["--worker", "random", "--set", "total_timesteps=20"]
+    for run_id in ("zz-first", "mm-second", "aa-third"):
+        assert run_cli("run", *tiny, "--run-id", run_id, home=home).returncode == 0
+    alone = _listed(run_cli("runs", home=home))
+    assert alone == ["zz-first", "mm-second", "aa-third"]
+    daemon = start_daemon(home)
+    try:
+        config = write_config(tmp_path / "tiny.json", {"worker": "random", "total_timesteps": 20})
+        submitted = run_cli("submit", str(config), "--run-id", "bb-fourth", "--follow", home=home, timeout=180)
+        assert submitted.returncode == 0, submitted.stderr
+        served = _listed(run_cli("runs", home=home))
+        assert served == ["zz-first", "mm-second", "aa-third", "bb-fourth"]
+        assert _listed(run_cli("runs", "--limit", "2", home=home)) == ["aa-third", "bb-fourth"]
+    finally:
+        daemon.stop()
+
+
+def test_a_rounded_budget_is_the_target_runs_and_show_name(tmp_path_factory):
+    """CleanRL's ppo takes whole rollouts: 600 env steps become 512, said up front; `runs` and `show` count against
+    the 512 the run takes, and `show` says why."""
+    from cli_support import REPO
+    from mosaic.testing import worker_env_for_tests
+
+    home = tmp_path_factory.mktemp("cleanrl") / "home"
+    (home / "envs").mkdir(parents=True)
+    env = worker_env_for_tests("cleanrl", REPO, lambda: tmp_path_factory.mktemp("cleanrl-env"))
+    (home / "envs" / "cleanrl").symlink_to(env, target_is_directory=True)
+    ran = run_cli("run", "--worker", "cleanrl", "--set", "algorithm=ppo", "--set", "total_timesteps=600",
+                  "--set", "resources.threads=1", "--run-id", "rounded", home=home, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert "512 env steps" in ran.stderr  # said up front
+    (row,) = run_cli("runs", home=home).stdout.splitlines()[2:]
+    assert "512/512 env steps" in row, row
+    shown = run_cli("show", "rounded", home=home).stdout
+    assert "progress: 512/512 env steps (total_timesteps 600: its library takes the budget in whole units" in shown
+    assert json.loads(run_cli("show", "rounded", "--json", home=home).stdout)["run"]["progress"] == "512/512 env steps"

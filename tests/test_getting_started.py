@@ -88,11 +88,21 @@ EXPECT: dict[str, tuple[str, ...]] = {
     "mosaic watch latest --snapshot frame.png": (r"^wrote frame\.png: .*stream runner-\d+(, \d+x\d+x3| \(the stream "
                                                  r"has ended\))",),
     "mosaic runs": (r"completed\s+ray\s+simple_spread_v3\s+ppo",),
-    "mosaic show latest": (r'"status": "completed"',),
+    # the short summary first: state, worker/algorithm/env, progress against the budget, return, checkpoints
+    "mosaic show latest": (r"^run \S+: completed$", r"^  worker: ray; algorithm: ppo; env: mpe/simple_spread_v3",
+                           r"^  progress: (\d+)/\1 env steps", r"^  last mean return: -?\d", r"^  checkpoints: [1-9]"),
     "mosaic eval latest --episodes 10": (r"^3 episodes of mpe/simple_spread_v3", r"^agent_0 "),
     "mosaic experiment plan examples/experiments/spread_mappo_ippo_smoke.yaml": (r"^4 cells",),
     "mosaic experiment run examples/experiments/spread_mappo_ippo_smoke.yaml": (r"^completed 4$",),
     "mosaic experiment report spread-smoke": (r"report\.md$",),
+}
+#: The same for stderr, where a command prints for the reader what scripts should not parse.
+EXPECT_STDERR: dict[str, tuple[str, ...]] = {
+    # the report's main table on the terminal: a row per configuration with its IQM and mean intervals, a verdict
+    "mosaic experiment report spread-smoke": (
+        r"^CONFIGURATION\s+SEEDS\s+IQM\s+MEAN\s+VERDICT$",
+        r"^worker=ray algorithm=mappo\s+\d+\s+-?[\d.]+ \[-?[\d.]+, -?[\d.]+\]\s+-?[\d.]+ \[",
+        r"^worker=xuance algorithm=ippo\s+\d+\s+", r"^files: \S+/report/ \("),
 }
 
 
@@ -200,6 +210,7 @@ def _check(command: str, argv: list[str], code: int | None, stdout: str, stderr:
     if code != 0:
         raise AssertionError(_failure(command, argv, code, stdout, stderr, "a documented command failed"))
     missing = [s for s in EXPECT.get(command, ()) if not re.search(s, stdout, re.M)]
+    missing += [f"stderr: {s}" for s in EXPECT_STDERR.get(command, ()) if not re.search(s, stderr, re.M)]
     if missing:
         raise AssertionError(_failure(command, argv, code, stdout, stderr, f"its output lacks {missing}"))
 
@@ -288,7 +299,7 @@ def _wait_for_frames(run: Path, proc: subprocess.Popen) -> None:
 # -- the tables stay true ------------------------------------------------------
 def test_rewrites_and_expectations_name_page_commands():
     commands = {_command(line) for line in _page_commands()}
-    stale = [c for c in [*REWRITES, *EXPECT] if c not in commands]
+    stale = [c for c in [*REWRITES, *EXPECT, *EXPECT_STDERR] if c not in commands]
     assert not stale, f"entries for commands no longer on {PAGE.name}: {stale}"
 
 

@@ -53,14 +53,42 @@ def _config_of(run: RunDir) -> dict[str, Any]:
         return {}
 
 
-def progress_text(summary: Any, metrics: dict[str, Any]) -> str:
-    """``done/budget unit`` from the last metrics and the config's budget (``-`` when neither is known)."""
+def progress_text(summary: Any, metrics: dict[str, Any], target: int | None = None) -> str:
+    """``done/budget unit`` from the last metrics and the config's budget (``-`` when neither is known).
+    ``target``: the env steps the run said up front it takes instead of ``total_timesteps`` (a library that steps
+    its budget in whole units, :func:`rounded_target`): the target shown."""
     unit = summary.budget_unit or "env steps"
     done = metrics.get("episodes_total") if unit == "episodes" else metrics.get("timesteps_total")
-    if done is None and summary.budget is None:
+    budget = target if target is not None and unit == "env steps" else summary.budget
+    if done is None and budget is None:
         return "-"
     shown = "-" if done is None else str(done)
-    return f"{shown}/{summary.budget} {unit}" if summary.budget is not None else f"{shown} {unit}"
+    return f"{shown}/{budget} {unit}" if budget is not None else f"{shown} {unit}"
+
+
+#: Lines at the start of a run's telemetry searched for the rounded budget its worker states after run_started.
+_ROUNDED_LINES = 40
+
+
+def rounded_target(run: RunDir) -> int | None:
+    """The env steps a run said up front it takes instead of its ``total_timesteps`` (its library steps the budget
+    in whole units: a warning with ``requested_timesteps`` and ``env_steps`` just after ``run_started``); None
+    when it said none."""
+    try:
+        with run.telemetry_path.open("rb") as fh:
+            for _, line in zip(range(_ROUNDED_LINES), fh):
+                if b"requested_timesteps" not in line:
+                    continue
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                steps = event.get("env_steps")
+                if event.get("type") == "log" and isinstance(steps, int) and not isinstance(steps, bool):
+                    return steps
+    except OSError:
+        return None
+    return None
 
 
 def return_text(metrics: dict[str, Any]) -> str:
@@ -71,10 +99,11 @@ def return_text(metrics: dict[str, Any]) -> str:
     return return_label(metrics, 3) or "-"
 
 
-def listing_row(run_id: str, status: str, summary: Any, metrics: dict[str, Any]) -> list[str]:
+def listing_row(run_id: str, status: str, summary: Any, metrics: dict[str, Any],
+                target: int | None = None) -> list[str]:
     """One row of :data:`RUN_COLUMNS`: every field read from the shared vocabulary."""
     return [run_id, status, summary.worker or "?", summary.env_id or "?", summary.algorithm or "-",
-            "-" if summary.seed is None else str(summary.seed), progress_text(summary, metrics),
+            "-" if summary.seed is None else str(summary.seed), progress_text(summary, metrics, target),
             return_text(metrics)]
 
 
@@ -83,7 +112,36 @@ def _summary_row(run: RunDir) -> list[str]:
 
     m = run.read_manifest()
     summary = summarize(_config_of(run), worker=m.get("worker", ""))
-    return listing_row(run.run_id, m.get("status", "?"), summary, run.last_event("metrics") or {})
+    return listing_row(run.run_id, m.get("status", "?"), summary, run.last_event("metrics") or {},
+                       rounded_target(run))
+
+
+def experiment_runs(home: Any) -> dict[str, str]:
+    """Run id -> the experiment whose cell it is, for every attempt the experiments of ``home`` journaled."""
+    from mosaic.experiments.store import ExperimentStore
+
+    store, out = ExperimentStore(home), {}
+    try:
+        names = store.names()
+    except OSError:
+        return {}
+    for name in names:
+        try:
+            cells = store.get(name).cells()
+        except (OSError, ValueError, UserError):
+            continue
+        for cell in cells.values():
+            for attempt in cell.attempts:
+                out[attempt.run_id] = name
+    return out
+
+
+def tournament_of(config: dict[str, Any]) -> str | None:
+    """The tournament a run plays games of (an arena shard run: worker ``arena``), else None."""
+    spec = config.get("tournament")
+    if config.get("worker") != "arena" or not isinstance(spec, dict):
+        return None
+    return str(spec.get("name") or "?")
 
 
 def _daemon_client(required: bool = False) -> Any:

@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any
 
-from mosaic.clients.cli.common import RUN_COLUMNS, _config_of, _daemon_client, _format_event, _summary_row, _table, apply_overrides, listing_row
+from mosaic.clients.cli.common import _config_of, _daemon_client, _format_event, _table, apply_overrides, listing_row
 from mosaic.errors import UserError
 from mosaic.workerkit.lifecycle import EXIT_CANCELLED, EXIT_FAILED
 from mosaic.runs import RunDir, RunStore
@@ -121,10 +121,11 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return _run_control(args, "resume")
 
 
-def _daemon_runs(client: Any, args: argparse.Namespace) -> int:
-    """`mosaic runs` through the daemon, plus runs it never saw (made by `mosaic run`)."""
+def _daemon_rows(client: Any) -> dict[str, list[str]]:
+    """`mosaic runs`' rows of the runs the daemon knows, by run id (their states as the daemon has them)."""
     from mosaic.host.daemon.client import state_name
 
+    from mosaic.clients.cli.common import rounded_target
     from mosaic.workerkit.run_fields import RunSummary, summarize
 
     rows = {}
@@ -132,23 +133,16 @@ def _daemon_runs(client: Any, args: argparse.Namespace) -> int:
     for info in client.list():
         metrics = json.loads(info.last_metrics_json) if info.last_metrics_json else {}
         state = state_name(info.state).lower()
-        summary = summarize(_config_of(RunDir(store.path_for(info.run_id))), worker=info.worker)
+        run = RunDir(store.path_for(info.run_id))
+        summary = summarize(_config_of(run), worker=info.worker)
         if not summary.env_id or not summary.algorithm:
             summary = RunSummary(**{**summary.to_dict(), "worker": info.worker,
                                     "env_id": summary.env_id or info.env_id,
                                     "algorithm": summary.algorithm or info.algorithm})
         rows[info.run_id] = listing_row(
-            info.run_id, f"{state} #{info.queue_position}" if info.queue_position else state, summary, metrics)
-    for run in RunStore().list():
-        if run.run_id not in rows:
-            rows[run.run_id] = _summary_row(run)
-    ordered = [rows[k] for k in sorted(rows)]
-    ordered = ordered[-args.limit:] if args.limit else ordered
-    if not ordered:
-        print("no runs yet")
-        return 0
-    print(_table(ordered, RUN_COLUMNS))
-    return 0
+            info.run_id, f"{state} #{info.queue_position}" if info.queue_position else state, summary, metrics,
+            rounded_target(run))
+    return rows
 
 
 def _daemon_logs(client: Any, args: argparse.Namespace) -> int | None:

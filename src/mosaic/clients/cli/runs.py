@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from mosaic.clients.cli.common import RUN_COLUMNS, _config_of, _daemon_client, _format_event, _summary_row, _table, apply_overrides
-from mosaic.clients.cli.daemon import _daemon_logs, _daemon_runs
+from mosaic.clients.cli.daemon import _daemon_logs, _daemon_rows
 from mosaic.host.discovery import Discovery, discover_workers
 from mosaic.errors import UserError
 from mosaic.host.launcher import create_run, run_in_foreground, start_checked, validate_config, worker_command
@@ -114,7 +114,7 @@ def next_steps(run: RunDir, view: ProgressView, evaluates: bool = True) -> str:
     lines = [line for line in [view.learning_summary()] if line]
     short = run.run_id
     lines.append("where to look next:")
-    lines.append(f"  mosaic show {short}                   manifest, versions and the last metrics")
+    lines.append(f"  mosaic show {short}                   state, progress, return, checkpoints (--json: all of it)")
     if view.checkpoints and evaluates:
         lines.append(f"  mosaic eval {short} --episodes 20 --video   play the trained policies, record a GIF")
     board = run.root / "tensorboard"
@@ -125,29 +125,92 @@ def next_steps(run: RunDir, view: ProgressView, evaluates: bool = True) -> str:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    """The runs of MOSAIC_HOME in one order, daemon or not: oldest first by when each was created (the daemon's
+    runs without a folder yet last), ``--limit N`` the newest N; ``--experiment``/``--tournament`` select one
+    experiment's cells or one tournament's shard runs, ``--standalone`` leaves both out."""
+    from mosaic.clients.cli.common import experiment_runs, tournament_of
+
     if args.limit < 0:
         raise UserError(f"--limit: {args.limit} is below 0; allowed: a count of the newest runs, or 0 for every run")
-    client = _daemon_client()  # a daemon serves this MOSAIC_HOME: ask it
-    if client is not None:
-        return _daemon_runs(client, args)
-    runs = RunStore().list()[-args.limit:] if args.limit else RunStore().list()
-    if not runs:
-        print("no runs yet")
+    store = RunStore()
+    client = _daemon_client()  # a daemon serves this MOSAIC_HOME: its states are the live ones
+    daemon_rows = _daemon_rows(client) if client is not None else {}
+    runs = store.list()
+    ids = [r.run_id for r in runs] + sorted(set(daemon_rows) - {r.run_id for r in runs})
+    by_id = {r.run_id: r for r in runs}
+    if args.experiment or args.tournament or args.standalone:
+        cells = experiment_runs(store.home)
+        if args.experiment and args.experiment not in set(cells.values()):
+            from mosaic.experiments.store import ExperimentStore
+            from mosaic.errors import one_of
+
+            raise UserError(f"--experiment: {one_of(args.experiment, ExperimentStore(store.home).names())}")
+
+        def keep(run_id: str) -> bool:
+            tournament = tournament_of(_config_of(by_id[run_id]) if run_id in by_id else {})
+            if args.standalone:
+                return run_id not in cells and tournament is None
+            if args.experiment:
+                return cells.get(run_id) == args.experiment
+            return tournament is not None and (tournament == args.tournament
+                                               or tournament.split("/")[0] == args.tournament)
+
+        ids = [i for i in ids if keep(i)]
+    ids = ids[-args.limit:] if args.limit else ids
+    if not ids:
+        print(f"no runs yet in MOSAIC_HOME={store.home}" if not runs and not daemon_rows
+              else "no runs match")
         return 0
-    print(_table([_summary_row(r) for r in runs], RUN_COLUMNS))
+    print(_table([daemon_rows.get(i) or _summary_row(by_id[i]) for i in ids], RUN_COLUMNS))
     return 0
 
 
+def _show_text(run: RunDir, manifest: dict[str, Any], summary: Any, last: dict[str, Any] | None,
+               target: int | None) -> str:
+    """What `mosaic show RUN` prints first: the run in a few lines, for a person (``--json``: everything)."""
+    from mosaic.clients.cli.common import progress_text, return_text
+
+    env = f"{summary.env_family}/{summary.env_id}" if summary.env_family else (summary.env_id or "?")
+    lines = [f"run {run.run_id}: {manifest.get('status', '?')}",
+             f"  worker: {summary.worker or manifest.get('worker') or '?'}; algorithm: {summary.algorithm or '-'}; "
+             f"env: {env}; seed: {'-' if summary.seed is None else summary.seed}"]
+    progress = progress_text(summary, last or {}, target)
+    if target is not None and summary.budget is not None and target != summary.budget:
+        progress += (f" (total_timesteps {summary.budget}: its library takes the budget in whole units, "
+                     f"{target} env steps, as the run said when it started)")
+    lines.append(f"  progress: {progress}")
+    lines.append(f"  last mean return: {return_text(last or {})}")
+    checkpoints = manifest.get("checkpoints") or []
+    if checkpoints:
+        lines.append(f"  checkpoints: {len(checkpoints)}, latest {manifest.get('latest_checkpoint') or checkpoints[-1].get('path')}")
+    else:
+        lines.append("  checkpoints: none")
+    failure = manifest.get("failure") or {}
+    if failure or manifest.get("status") == "failed":
+        lines.append(f"  failed: {failure.get('error_type') or '?'}: {(failure.get('message') or '').strip()}")
+        lines.append(f"  its log: {run.worker_log_path}")
+    if manifest.get("cancel_reason"):
+        lines.append(f"  cancelled: {manifest['cancel_reason']}")
+    lines.append(f"  folder: {run.root}")
+    lines.append(f"the whole manifest, config and last metrics: mosaic show {run.run_id} --json")
+    return "\n".join(lines)
+
+
 def cmd_show(args: argparse.Namespace) -> int:
-    from mosaic.clients.cli.common import progress_text
+    from mosaic.clients.cli.common import progress_text, rounded_target
     from mosaic.workerkit.run_fields import summarize
 
     run = RunStore().resolve(args.run)
     manifest = run.read_manifest()
     summary = summarize(_config_of(run), worker=manifest.get("worker", ""))
     last = run.last_event("metrics")
+    target = rounded_target(run)
+    if not args.json:
+        print(_show_text(run, manifest, summary, last, target))
+        return 0
     print(json.dumps({"run_dir": str(run.root), "run": {**summary.to_dict(),
-                                                        "progress": progress_text(summary, last or {})},
+                                                        "progress": progress_text(summary, last or {}, target),
+                                                        **({"target_env_steps": target} if target is not None else {})},
                       "config": _config_of(run), "manifest": manifest, "last_metrics": last}, indent=2))
     return 0
 
@@ -276,13 +339,30 @@ def add_parsers(sub: Any) -> None:
                    help="override one config value (JSON value), e.g. --set total_timesteps=4000 (the same path for every worker)")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("runs", help="list runs", description="List the runs of MOSAIC_HOME (the daemon's, when one "
-                       "serves it), oldest first: worker, env, algorithm, seed, state, progress and the latest return.")
+    p = sub.add_parser("runs", help="list runs", description="List the runs of MOSAIC_HOME (with the daemon's live "
+                       "states, when one serves it), oldest first by when each was created, daemon or not: worker, "
+                       "env, algorithm, seed, state, progress and the latest return. Experiment cells and arena "
+                       "shard runs are runs too and are listed; --experiment NAME or --tournament NAME shows only "
+                       "those of one, --standalone leaves them all out.",
+                       epilog="example: mosaic runs --standalone --limit 5   (your own five newest runs)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--limit", type=int, default=0, help="show only the newest N (default 0: every run)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--experiment", metavar="NAME", help="only the cells (every attempt) of experiment NAME")
+    which.add_argument("--tournament", metavar="NAME", help="only the shard runs of tournament NAME (or NAME/GAME)")
+    which.add_argument("--standalone", action="store_true",
+                       help="leave out experiment cells and arena shard runs: the runs started on their own")
     p.set_defaults(func=cmd_runs)
 
-    p = sub.add_parser("show", help="show one run's config, manifest and latest metrics")
+    p = sub.add_parser("show", help="one run in a few lines: state, progress, return, checkpoints, failure",
+                       description="Show one run: its state, worker, algorithm and env, the env steps done against "
+                                   "its budget, the last mean return, its checkpoints and, for a failed run, the "
+                                   "cause and where its log is. --json prints everything: config, manifest and the "
+                                   "last metrics.",
+                       epilog="examples:\n  mosaic show latest\n  mosaic show 2026 --json | jq .manifest.status",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run", help="run id, unique prefix, or 'latest'")
+    p.add_argument("--json", action="store_true", help="the whole record as JSON: config, manifest, last metrics")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("eval", help="play a trained run's policies and report returns and win rates")
