@@ -88,7 +88,7 @@ def test_without_grpc_the_core_cli_works_and_daemon_commands_explain(tmp_path):
     env = {**os.environ, "MOSAIC_HOME": str(tmp_path / "home")}
     runs = subprocess.run([sys.executable, "-c", NO_GRPC, "runs"], capture_output=True, text=True,
                           timeout=60, env=env)
-    assert runs.returncode == 0 and runs.stdout.strip() == "no runs yet", runs.stderr
+    assert runs.returncode == 0 and runs.stdout.strip() == f"no runs yet in MOSAIC_HOME={tmp_path / 'home'}", runs.stderr
     daemon = subprocess.run([sys.executable, "-c", NO_GRPC, "daemon"], capture_output=True, text=True,
                             timeout=60, env=env)
     assert daemon.returncode == 2
