@@ -65,45 +65,6 @@ def test_explain_lists_every_leaf_field():
     assert "one of a, b" in text
 
 
-@pytest.mark.parametrize("default, good, converted, bad, kind", [
-    (0.99, 1, 1.0, "high", "number"),
-    (3, 4, 4, 4.5, "integer"),
-    (True, False, False, 1, "boolean"),
-    ("relu", "tanh", "tanh", 3, "string"),
-    ([64, 64], [32], [32], 32, "array"),
-])
-def test_upstream_param_takes_the_type_of_its_default(default, good, converted, bad, kind):
-    param = configkit.UpstreamParam("opt", default, "Lib", "what it does")
-    assert param.check(good, "algo_params.opt") == converted
-    assert type(param.check(good, "algo_params.opt")) is type(converted)
-    with pytest.raises(ConfigError) as info:
-        param.check(bad, "algo_params.opt")
-    assert str(info.value) == f"algo_params.opt: {bad!r} is not a{'n' if kind[0] in 'aeiou' else ''} {kind} " \
-                              f"(Lib's default is {default!r})"
-    assert param.schema() == {"default": default, "type": kind, "description": "what it does"}
-
-
-def test_upstream_param_with_a_none_default():
-    anything = configkit.UpstreamParam("opt", None, "Lib")
-    assert anything.check({"a": 1}, "f") == {"a": 1} and anything.schema() == {"default": None}
-    optional = configkit.UpstreamParam("delta", None, "Lib", null_type="number")
-    assert optional.check(None, "f") is None and optional.check(2, "f") == 2.0
-    assert optional.schema() == {"default": None, "type": ["number", "null"]}
-    with pytest.raises(ConfigError, match=r"^f: 'x' is not a number or null \(Lib's default is None\)$"):
-        optional.check("x", "f")
-
-
-def test_upstream_param_with_words_besides_its_type():
-    """Tianshou's alpha: a number, or the word "auto" (its AutoAlpha); any other string is refused naming both."""
-    alpha = configkit.UpstreamParam("alpha", 0.2, "Lib", "entropy", words=("auto",))
-    assert alpha.check("auto", "f") == "auto" and alpha.check(1, "f") == 1.0
-    assert alpha.schema() == {"default": 0.2, "description": "entropy",
-                              "anyOf": [{"type": "number"}, {"type": "string", "enum": ["auto"]}]}
-    with pytest.raises(ConfigError, match=r"^f: 'automatic' is not a number or 'auto' \(Lib's default is 0.2\)$"):
-        alpha.check("automatic", "f")
-    assert configkit.json_types(alpha.schema()) == {"number", "string"}
-
-
 @dataclass
 class Sections:
     merged: Inner = option(default_factory=lambda: Inner(name="b"), merge=True, help="keys left out keep 'b'")
@@ -152,29 +113,6 @@ def test_a_yaml_merge_key_may_still_be_overridden(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text("base: &b {total_timesteps: 100, seed: 1}\nsettings:\n  <<: *b\n  total_timesteps: 200\n")
     assert read_document(str(path))["settings"] == {"total_timesteps": 200, "seed": 1}
-
-
-def test_an_upstream_option_takes_the_bounds_and_choices_a_worker_knows():
-    """A library's options are typed by their defaults; a worker adds what their meaning fixes, in the schema and
-    the check, each refusal naming the allowed values (and a bound that does not fit the type is ignored)."""
-    from mosaic.configkit import UpstreamParam
-
-    count = UpstreamParam("n_epochs", 10, "Lib").bounded(1)
-    share = UpstreamParam("tau", 0.005, "Lib").bounded(0, 1)
-    name = UpstreamParam("activation", "relu", "Lib").bounded(choices=("relu", "tanh"))
-    assert count.schema()["minimum"] == 1 and "maximum" not in count.schema()
-    assert (share.schema()["minimum"], share.schema()["maximum"]) == (0, 1)
-    assert name.schema()["enum"] == ["relu", "tanh"]
-    assert count.check(3, "algo_params.n_epochs") == 3 and share.check(1, "x") == 1.0
-    assert name.check("tanh", "x") == "tanh"
-    for param, value, words in ((count, 0, "0 is out of range for Lib's n_epochs; allowed: an integer >= 1"),
-                                (share, 1.5, "allowed: a number from 0 to 1"),
-                                (name, "gelu", "'gelu' is not one Lib has for activation; allowed: relu, tanh")):
-        with pytest.raises(ConfigError) as err:
-            param.check(value, f"algo_params.{param.name}")
-        assert str(err.value).startswith(f"algo_params.{param.name}: ") and words in str(err.value), str(err.value)
-    assert UpstreamParam("flag", True, "Lib").bounded(0, 1) == UpstreamParam("flag", True, "Lib")  # not a number
-
 
 
 LEFT_OUT = object()

@@ -14,7 +14,7 @@ import math
 import re
 import types
 import typing
-from typing import Any, Mapping, Sequence, TypeVar, Union
+from typing import Any, Mapping, TypeVar, Union
 
 from mosaic.errors import ConfigError, one_of
 
@@ -406,125 +406,6 @@ def json_schema(cls: type, *, title: str | None = None) -> dict[str, Any]:
     """
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **({"title": title} if title else {}),
             **_object_schema(cls)}
-
-
-def bounds_by_meaning(counts: Sequence[str] = (), fractions: Sequence[str] = (), not_negative: Sequence[str] = (),
-                      **others: tuple[float | None, float | None]) -> dict[str, tuple[float | None, float | None]]:
-    """``name -> (minimum, maximum)`` for a library's options whose meaning fixes their range (the libraries check
-    none of them): counts at least 1, fractions (probabilities, discounts) from 0 to 1, rates and coefficients
-    not negative, and any other by name (``num_atoms=(2, None)``)."""
-    return {**{n: (1, None) for n in counts}, **{n: (0, 1) for n in fractions},
-            **{n: (0, None) for n in not_negative}, **others}
-
-
-@dataclasses.dataclass(frozen=True)
-class UpstreamParam:
-    """One option a worker passes through to its library, typed by the library's own default.
-
-    Workers that expose a library's options (XuanCe's yaml keys, Tianshou's keyword
-    arguments) read the names and defaults from the installed library, so the schema
-    follows upstream. The JSON type is the default's; a ``None`` default accepts
-    ``null_type`` or null (``any``: anything). ``owner`` says where upstream declares it
-    (a class, a yaml file), ``library`` names upstream in errors.
-    """
-
-    name: str
-    default: Any
-    library: str
-    description: str = ""
-    owner: str = ""
-    null_type: str = "any"
-    #: Words accepted besides a value of the default's type (Tianshou's ``alpha``: a number or "auto").
-    words: tuple[str, ...] = ()
-    #: Bounds of a number and the values a string may take, where the worker knows them (the library's own
-    #: schemas say only the type): a count below 1, a probability above 1, an activation the library lacks.
-    minimum: float | None = None
-    maximum: float | None = None
-    choices: tuple[str, ...] = ()
-
-    @property
-    def nullable(self) -> bool:
-        """Whether null is accepted besides ``type``: a ``None`` default with a ``null_type``."""
-        return self.default is None and self.null_type != "any"
-
-    @property
-    def type(self) -> str:
-        """The JSON type a value must have (``any``: no check)."""
-        d = self.default
-        if isinstance(d, bool):
-            return "boolean"
-        if isinstance(d, int):
-            return "integer"
-        if isinstance(d, float):
-            return "number"
-        if isinstance(d, str):
-            return "string"
-        if isinstance(d, (list, tuple)):
-            return "array"
-        return self.null_type if self.nullable else "any"
-
-    def schema(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"default": list(self.default) if isinstance(self.default, tuple) else self.default}
-        if self.words:
-            out["anyOf"] = [{"type": [self.type, "null"] if self.nullable else self.type},
-                            {"type": "string", "enum": list(self.words)}]
-        elif self.nullable:
-            out["type"] = [self.type, "null"]
-        elif self.type != "any":
-            out["type"] = self.type
-        if self.minimum is not None:
-            out["minimum"] = self.minimum
-        if self.maximum is not None:
-            out["maximum"] = self.maximum
-        if self.choices:
-            out["enum"] = [*self.choices, *([None] if self.nullable else [])]
-        if self.description:
-            out["description"] = self.description
-        return out
-
-    def bounded(self, minimum: float | None = None, maximum: float | None = None,
-                choices: Sequence[str] = ()) -> "UpstreamParam":
-        """This option with bounds or choices added (only those that fit its type)."""
-        if self.type in ("integer", "number"):
-            return dataclasses.replace(self, minimum=minimum, maximum=maximum)
-        if self.type == "string" and choices:
-            return dataclasses.replace(self, choices=tuple(choices))
-        return self
-
-    def allowed(self) -> str:
-        """The values this option takes, in words."""
-        if self.choices:
-            return ", ".join(self.choices)
-        kind = "an integer" if self.type == "integer" else "a number"
-        if self.minimum is not None and self.maximum is not None:
-            return f"{kind} from {self.minimum:g} to {self.maximum:g}"
-        if self.minimum is not None:
-            return f"{kind} >= {self.minimum:g}"
-        return f"{kind} <= {self.maximum:g}"
-
-    def check(self, value: Any, field: str) -> Any:
-        """``value`` if it has the default's type (an integer where a number is wanted becomes a float)."""
-        if value is None and self.nullable:
-            return None
-        if isinstance(value, str) and value in self.words:
-            return value
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        ok = {"integer": isinstance(value, int) and not isinstance(value, bool), "number": number,
-              "string": isinstance(value, str), "boolean": isinstance(value, bool),
-              "array": isinstance(value, list), "any": True}[self.type]
-        if not ok:
-            shown = f"{self.type} or null" if self.nullable else self.type
-            shown += "".join(f" or {word!r}" for word in self.words)
-            raise ConfigError(field, f"{value!r} is not a{'n' if shown[0] in 'aeiou' else ''} {shown} "
-                                     f"({self.library}'s default is {self.default!r})")
-        if number and ((self.minimum is not None and value < self.minimum)
-                       or (self.maximum is not None and value > self.maximum)):
-            raise ConfigError(field, f"{value!r} is out of range for {self.library}'s {self.name}; "
-                                     f"allowed: {self.allowed()}")
-        if self.choices and isinstance(value, str) and value not in self.choices and value not in self.words:
-            raise ConfigError(field, f"{value!r} is not one {self.library} has for {self.name}; "
-                                     f"allowed: {self.allowed()}")
-        return float(value) if self.type == "number" else value
 
 
 # -- documents and paths -------------------------------------------------------------------------------

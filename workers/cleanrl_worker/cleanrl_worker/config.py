@@ -15,7 +15,6 @@ environment; everything else here is plain MOSAIC.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import importlib
 import importlib.util
@@ -26,6 +25,7 @@ from mosaic import configkit, diskcache
 from mosaic.configkit import option
 from mosaic.errors import ConfigError, UserError
 from mosaic.workerkit.devices import check_gpus
+from mosaic.workerkit.options import UpstreamOption, bounds_by_meaning, unknown_option
 from mosaic.workerkit.run_fields import Environment, FieldMap, RoundedBudget, RunConfig, WandbTracking
 
 from cleanrl_worker import algorithms
@@ -43,48 +43,23 @@ NOT_WIRED = {"wandb_entity": "a W&B run is logged under the API key's default en
              "upload_model": "uploading to the Hugging Face Hub is not supported"}
 
 
-#: Script options that count what a script loops over or divides by, and the least each may be: below it the
-#: script fails at its first update (a division by zero) or trains nothing. The scripts' parsers set no bounds.
-LEAST = {"num_envs": 1, "num_steps": 1, "num_minibatches": 1, "update_epochs": 1, "batch_size": 1, "buffer_size": 1,
-         "train_frequency": 1, "target_network_frequency": 1, "policy_frequency": 1, "n_atoms": 2,
-         "learning_starts": 0}
+#: Script options whose meaning fixes their range (the scripts' parsers set no bounds): counts of what a script
+#: loops over or divides by (below 1 the script fails at its first update, a division by zero, or trains nothing),
+#: probabilities and discounts from 0 to 1, rates and coefficients not negative.
+BOUNDS = bounds_by_meaning(
+    counts=("num_envs", "num_steps", "num_minibatches", "update_epochs", "batch_size", "buffer_size",
+            "train_frequency", "target_network_frequency", "policy_frequency"),
+    fractions=("gamma", "gae_lambda", "tau", "start_e", "end_e", "exploration_fraction"),
+    not_negative=("learning_rate", "policy_lr", "q_lr", "ent_coef", "vf_coef", "clip_coef", "max_grad_norm",
+                  "alpha", "noise_clip", "exploration_noise", "policy_noise", "target_kl", "learning_starts"),
+    n_atoms=(2, None))
 
 
-@dataclass(frozen=True)
-class Param:
-    """One option of an upstream script's parser."""
-
-    name: str  # argparse dest, e.g. learning_rate
-    flag: str  # e.g. --learning-rate
-    type: str  # integer, number, string, boolean
-    default: Any
-    help: str
-
-    def schema(self) -> dict[str, Any]:
-        return {"type": self.type if self.default is not None else [self.type, "null"],
-                "default": self.default, "description": self.help,
-                **({"minimum": LEAST[self.name]} if self.type == "integer" and self.name in LEAST else {})}
-
-    def check(self, value: Any, field: str) -> Any:
-        if value is None and self.default is None:
-            return None
-        ok = {"integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-              "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-              "string": lambda v: isinstance(v, str),
-              "boolean": lambda v: isinstance(v, bool)}[self.type]
-        if not ok(value):
-            raise ConfigError(field, f"{value!r} is not a{'n' if self.type[0] in 'aeiou' else ''} {self.type} "
-                                     f"(the script's {self.flag}, default {self.default!r})")
-        least = LEAST.get(self.name) if self.type == "integer" else None
-        if least is not None and value < least:
-            raise ConfigError(field, f"{value} is below {least}, the least the script's {self.flag} can count; "
-                                     f"allowed: an integer >= {least}")
-        return float(value) if self.type == "number" else value
-
-    def argv(self, value: Any) -> list[str]:
-        if value is None:
-            return []
-        return [self.flag, ("True" if value else "False") if self.type == "boolean" else str(value)]
+def script_option(name: str, flag: str, kind: str, default: Any, help: str) -> UpstreamOption:
+    """One option of a script's parser: its argparse dest (``learning_rate``), flag (``--learning-rate``), JSON
+    type, default and help, with the bounds its meaning fixes (BOUNDS)."""
+    return UpstreamOption(name, default, "CleanRL", help, type=kind, flag=flag
+                          ).bounded(*BOUNDS.get(name, (None, None)))
 
 
 class _Captured(Exception):
@@ -105,7 +80,7 @@ def _kind(action: argparse.Action) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def script_params(name: str) -> dict[str, Param]:
+def script_params(name: str) -> dict[str, UpstreamOption]:
     """The options of ``algorithm``'s script, read from its own parser.
 
     Reading them imports the script (and torch with it: seconds), so the answer
@@ -122,11 +97,12 @@ def script_params(name: str) -> dict[str, Param]:
     key = {"script": algo.module, "script_sha256": diskcache.file_digest(spec.origin),
            "reader_sha256": diskcache.file_digest(__file__)}
     rows = diskcache.memo("cleanrl-script-params", key,
-                          lambda: [list(dataclasses.astuple(p)) for p in read_script_params(name).values()])
-    return {row[0]: Param(*row) for row in rows}
+                          lambda: [[p.name, p.flag, p.kind, p.default, p.description]
+                                   for p in read_script_params(name).values()])
+    return {row[0]: script_option(*row) for row in rows}
 
 
-def read_script_params(name: str) -> dict[str, Param]:
+def read_script_params(name: str) -> dict[str, UpstreamOption]:
     """Import ``algorithm``'s script and capture the parser its ``parse_args()`` builds."""
     algo = algorithms.get(name)
     algorithms.silence_gym_notice()
@@ -153,8 +129,8 @@ def read_script_params(name: str) -> dict[str, Param]:
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction) or not action.option_strings:
             continue
-        params[action.dest] = Param(action.dest, action.option_strings[0], _kind(action), action.default,
-                                    " ".join(str(action.help or "").split()))
+        params[action.dest] = script_option(action.dest, action.option_strings[0], _kind(action), action.default,
+                                            " ".join(str(action.help or "").split()))
     return params
 
 
@@ -323,8 +299,7 @@ def check_params(config: CleanRLConfig) -> dict[str, Any]:
         if name in NOT_WIRED:
             raise ConfigError(field, f"is not offered: {NOT_WIRED[name]}; allowed: {allowed}")
         if name not in params:
-            raise ConfigError(field, f"{config.algorithm} ({config.algo.script}) has no option {name!r}; "
-                                     f"allowed: {allowed}")
+            raise unknown_option("algo_params", name, allowed.split(", "), f"CleanRL's {config.algo.script}")
         shared = next((s for s, o in SHARED_OPTIONS.items() if o == name), None)
         if shared is not None and getattr(config, shared) is not None:
             raise ConfigError(field, f"sets the script's {params[name].flag}, as the top-level {shared!r} "
@@ -361,7 +336,7 @@ def check_params(config: CleanRLConfig) -> dict[str, Any]:
     return checked
 
 
-def _no_option(config: CleanRLConfig, shared: str, params: Mapping[str, Param]) -> str:
+def _no_option(config: CleanRLConfig, shared: str, params: Mapping[str, UpstreamOption]) -> str:
     script = f"{config.algorithm} ({config.algo.script})"
     if shared == "batch_size" and "num_minibatches" in params:
         return (f"{script} has no --batch-size: its minibatch is num_envs × num_steps / num_minibatches; "

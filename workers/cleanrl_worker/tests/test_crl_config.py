@@ -47,7 +47,8 @@ print(json.dumps(out))
         schema = json.loads(subprocess.run([home.python, "-m", "cleanrl_worker.cli", "--schema", name],
                                            capture_output=True, text=True, timeout=300).stdout)
         assert schema["properties"]["learning_rate"] == {
-            "type": "number", "default": default_lr, "description": "the learning rate of the optimizer"}
+            "type": "number", "default": default_lr, "minimum": 0,  # a rate: not negative (BOUNDS)
+            "description": "the learning rate of the optimizer"}
         assert "seed" not in schema["properties"] and schema["additionalProperties"] is False
     sac = json.loads(subprocess.run([home.python, "-m", "cleanrl_worker.cli", "--schema", "sac"],
                                     capture_output=True, text=True, timeout=300).stdout)
@@ -77,7 +78,7 @@ BAD = [
     ({"algorithm": "ppo", "algo_params": {"learnin_rate": 0.1}}, "algo_params.learnin_rate", "learning_rate"),
     ({"algorithm": "ppo", "algo_params": {"num_envs": "four"}}, "algo_params.num_envs", "integer"),
     ({"algorithm": "ppo", "algo_params": {"num_envs": True}}, "algo_params.num_envs", "integer"),
-    ({"algorithm": "sac", "algo_params": {"autotune": 1}}, "algo_params.autotune", "boolean"),
+    ({"algorithm": "sac", "algo_params": {"autotune": 1}}, "algo_params.autotune", "allowed: true or false"),
     ({"algorithm": "dqn", "algo_params": {"seed": 3}}, "algo_params.seed", "top-level"),
     ({"algorithm": "ppo", "algo_params": {"env_id": "Acrobot-v1"}}, "algo_params.env_id", "environment.env_id"),
     # W&B: the shared top-level fields set the script's --track and --wandb-project-name

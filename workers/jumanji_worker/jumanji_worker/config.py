@@ -20,6 +20,7 @@ own environment; Jumanji's package folder is found without importing it.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import importlib.util
@@ -30,9 +31,10 @@ from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
 from mosaic import configkit
-from mosaic.configkit import bounds_by_meaning, option
+from mosaic.configkit import option
 from mosaic.errors import ConfigError, UserError, one_of
 from mosaic.workerkit.devices import check_gpus, devices_used
+from mosaic.workerkit.options import UpstreamOption, bounds_by_meaning, check_options
 from mosaic.workerkit.run_fields import Environment, FieldMap, Resources, RoundedBudget, RunConfig
 
 from jumanji_worker import ALGORITHMS
@@ -89,64 +91,44 @@ def hyperparameter_section(algorithm: str) -> str:
     return "ppo" if algorithm == "ppo" else "a2c"
 
 
-def _same_kind(value: Any, default: Any) -> bool:
-    if isinstance(default, bool):
-        return isinstance(value, bool)
-    if isinstance(default, int):
-        return isinstance(value, int) and not isinstance(value, bool)
-    if isinstance(default, float):
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if isinstance(default, list):
-        return isinstance(value, list) and all(_same_kind(v, default[0]) for v in value) if default else True
-    return isinstance(value, type(default))
+#: What each algorithm's ``algo_params`` are, in Jumanji's files.
+ALGO_PARAMS_WHAT = {"a2c": "the env yaml's `a2c` section",
+                    "ppo": "the env yaml's `a2c` keys (bootstrapping_factor: GAE's lambda) and PPO's own "
+                           "(clip_epsilon, update_epochs, num_minibatches, max_grad_norm), as the run's `env.ppo` "
+                           "section"}
 
 
-def check_section(field: str, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
-    """``given`` checked against one yaml section: known keys, values of the default's kind."""
+def yaml_options(defaults: Mapping[str, Any], what: str) -> dict[str, UpstreamOption]:
+    """One yaml section's keys as options typed by Jumanji's defaults (``what``: the section, in words)."""
+    return {key: UpstreamOption(key, default, "Jumanji", f"key of {what}" if what else "")
+            for key, default in sorted(defaults.items())}
+
+
+def algo_options(algorithm: str, yaml: Mapping[str, Any]) -> dict[str, UpstreamOption]:
+    """The ``algo_params`` an algorithm reads for one env yaml, with the bounds their meaning fixes (A2C_BOUNDS;
+    PPO's PPO_POSITIVE above 0, so its counts at least 1, and max_grad_norm not negative)."""
     out = {}
-    for key, value in given.items():
-        if key not in defaults:
-            near = difflib.get_close_matches(key, list(defaults), n=1)
-            hint = f"did you mean {near[0]!r}? " if near else ""
-            raise ConfigError(f"{field}.{key}", f"unknown: {hint}allowed: {', '.join(sorted(defaults))}")
-        default = defaults[key]
-        if not _same_kind(value, default):
-            raise ConfigError(f"{field}.{key}", f"{value!r} is not of the kind of Jumanji's default {default!r}")
-        out[key] = float(value) if isinstance(default, float) else value
+    for key, option_ in yaml_options(algo_defaults(algorithm, yaml), ALGO_PARAMS_WHAT.get(algorithm, "")).items():
+        option_ = option_.bounded(*A2C_BOUNDS.get(key, (None, None)))
+        if algorithm == "ppo" and key in PPO_POSITIVE:  # a count at least 1, a number above 0
+            option_ = (option_.bounded(1) if option_.kind == "integer" else
+                       dataclasses.replace(option_, minimum=None, exclusive_minimum=0))
+        elif algorithm == "ppo" and key == "max_grad_norm":
+            option_ = option_.bounded(0)
+        out[key] = option_
     return out
-
-
-def _yaml_schema(defaults: Mapping[str, Any], what: str) -> dict[str, Any]:
-    def kind(v: Any) -> Any:
-        if isinstance(v, bool):
-            return {"type": "boolean"}
-        if isinstance(v, int):
-            return {"type": "integer"}
-        if isinstance(v, float):
-            return {"type": "number"}
-        if isinstance(v, list):
-            return {"type": "array", "items": kind(v[0]) if v else {}}
-        return {"type": "string"}
-
-    return {"type": "object", "additionalProperties": False,
-            "properties": {k: {**kind(v), "default": v, "description": what} for k, v in sorted(defaults.items())}}
 
 
 def params_schema(algorithm: str) -> dict[str, Any]:
     """JSON Schema of ``algo_params`` (a2c: the env yaml's ``a2c`` section; ppo: those keys and PPO's own;
     TSP's defaults shown)."""
-    defaults = algo_defaults(algorithm, env_yaml("tsp")) if "tsp" in environments() else {}
-    what = {"a2c": "the env yaml's `a2c` section",
-            "ppo": "the env yaml's `a2c` keys (bootstrapping_factor: GAE's lambda) and PPO's own (clip_epsilon, "
-                   "update_epochs, num_minibatches, max_grad_norm), as the run's `env.ppo` section"}.get(algorithm, "")
-    schema = _yaml_schema(defaults, f"key of {what}" if what else "")
-    for key in PPO_POSITIVE if algorithm == "ppo" else ():
-        schema["properties"][key]["exclusiveMinimum"] = 0
-    if algorithm == "ppo":
-        schema["properties"]["max_grad_norm"]["minimum"] = 0
+    options = algo_options(algorithm, env_yaml("tsp")) if "tsp" in environments() else {}
+    what = ALGO_PARAMS_WHAT.get(algorithm, "")
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
             "title": f"algo_params of jumanji {algorithm}: {what or 'none'} "
-                     "(defaults differ by environment; `--dry-run` shows a run's)", **schema}
+                     "(defaults differ by environment; `--dry-run` shows a run's)",
+            "type": "object", "additionalProperties": False,
+            "properties": {k: o.schema() for k, o in sorted(options.items())}}
 
 
 DEFAULT_ENV = "tsp"
@@ -317,9 +299,12 @@ class JumanjiConfig(RunConfig):
             for name in ("algo_params", "learning_rate", "gamma"):
                 if getattr(config, name) not in ({}, None):
                     raise ConfigError(name, f"{NOT_LEARNING}; allowed: {'{}' if name == 'algo_params' else 'null'}")
-        config.network = check_section("network", config.network, config.yaml.get("network", {}))
-        config.algo_params = check_section("algo_params", config.algo_params,
-                                           algo_defaults(config.algorithm, config.yaml))
+        config.network = check_options("network", config.network,
+                                       yaml_options(config.yaml.get("network", {}), "the env yaml's network"),
+                                       f"Jumanji's {env.env_id} network")
+        config.algo_params = check_options("algo_params", config.algo_params,
+                                           algo_options(config.algorithm, config.yaml),
+                                           f"Jumanji's {config.algorithm} on {env.env_id}")
         section = hyperparameter_section(config.algorithm)
         for name, (by, _) in config.shared_options().items():
             if name in config.algo_params:
@@ -345,29 +330,19 @@ class JumanjiConfig(RunConfig):
         return {**algo_defaults(algorithm or self.algorithm, self.yaml), **self.algo_params, **self._shared_values()}
 
     def check_bounds(self) -> None:
-        """The a2c keys' values within their bounds (A2C_BOUNDS), whether given here or by a shared field."""
+        """The hyperparameters' values within their bounds (:func:`algo_options`), whether given in ``algo_params``
+        or by a shared field."""
         values = self.hyperparameters()
-        for key, (low, high) in A2C_BOUNDS.items():
-            value = values.get(key)
-            if isinstance(value, (int, float)) and ((low is not None and value < low)
-                                                    or (high is not None and value > high)):
-                allowed = f"a number from {low:g} to {high:g}" if high is not None else f"a number >= {low:g}"
-                raise ConfigError(self._given_as(key), f"{value!r} is out of range for Jumanji's {key}; "
-                                                       f"allowed: {allowed}")
+        for key, option_ in algo_options(self.algorithm, self.yaml).items():
+            option_.check(values[key], self._given_as(key))
 
     def ppo_params(self) -> dict[str, Any]:
         """The ``env.ppo`` section a PPO run reads."""
         return self.hyperparameters("ppo")
 
     def check_ppo(self) -> None:
-        """PPO's values: positive where they must be; the minibatches split each device's rollout evenly."""
+        """PPO's minibatches split each device's rollout evenly (its bounds: :meth:`check_bounds`)."""
         params = self.ppo_params()
-        for key in PPO_POSITIVE:
-            if not params[key] > 0:
-                raise ConfigError(self._given_as(key), f"{params[key]!r} is not allowed; allowed: a number > 0")
-        if params["max_grad_norm"] < 0:
-            raise ConfigError("algo_params.max_grad_norm", f"{params['max_grad_norm']!r} is not allowed; allowed: "
-                                                           "a number >= 0 (0: gradients not clipped)")
         n_steps = self.training()["n_steps"]
         if n_steps % params["num_minibatches"]:
             divisors = [d for d in range(1, n_steps + 1) if n_steps % d == 0]

@@ -17,9 +17,10 @@ TSP = {"family": "jumanji", "env_id": "tsp"}
     ({"environment": "tsp"}, "environment", 'allowed: an object, {"family": "jumanji", "env_id": "tsp"}'),
     ({"environment": {"family": "mpe", "env_id": "tsp"}}, "environment.family", "'mpe' is not one of jumanji"),
     ({"network": {"transformer_num_block": 1}}, "network.transformer_num_block",
-     "did you mean 'transformer_num_blocks'? allowed: mean_cities_in_query"),
+     "is not an option of Jumanji's tsp network (did you mean 'transformer_num_blocks'?); allowed: "
+     "mean_cities_in_query"),
     ({"network": {"transformer_num_blocks": 1.5}}, "network.transformer_num_blocks",
-     "1.5 is not of the kind of Jumanji's default 2"),
+     "1.5 is not allowed for Jumanji's transformer_num_blocks (default 2); allowed: an integer"),
     ({"algorithm": "random", "learning_rate": 0.1}, "learning_rate", "the random agent learns nothing"),
     ({"algorithm": "random", "gamma": 0.9}, "gamma", "the random agent learns nothing"),
     ({"algorithm": "dqn"}, "algorithm", "'dqn' is not one of a2c, ppo, random"),

@@ -119,7 +119,8 @@ def test_greedy_eval_of_a_ppo_checkpoint(module_home, trained):
 @pytest.mark.parametrize("fields,field,words", [
     ({"algo_params": {"clip_epsilon": 0.0}}, "algo_params.clip_epsilon", "allowed: a number > 0"),
     ({"algo_params": {"update_epoch": 2}}, "algo_params.update_epoch", "did you mean 'update_epochs'?"),
-    ({"algo_params": {"update_epochs": 2.5}}, "algo_params.update_epochs", "not of the kind of Jumanji's default 4"),
+    ({"algo_params": {"update_epochs": 2.5}}, "algo_params.update_epochs",
+     "2.5 is not allowed for Jumanji's update_epochs (default 4); allowed: an integer >= 1"),
     ({"algo_params": {"num_minibatches": 3}}, "algo_params.num_minibatches",
      "3 does not divide n_steps 10 (a minibatch is whole time steps of the env batch); allowed: one of 1, 2, 5, 10"),
     ({"algo_params": {"max_grad_norm": -1.0}}, "algo_params.max_grad_norm", "allowed: a number >= 0"),

@@ -6,7 +6,9 @@ One table per algorithm is the single source of truth for three consumers:
   type, default, bounds, a one-sentence description, a category and the RLlib
   setting it feeds);
 * config loading, where :func:`validate` fills defaults and reports mistakes as
-  :class:`~mosaic.errors.ConfigError` naming the field and what is allowed;
+  :class:`~mosaic.errors.ConfigError` naming the field and what is allowed (each
+  property is the worker kit's :class:`~mosaic.workerkit.options.UpstreamOption`,
+  checked by the kit's :func:`~mosaic.workerkit.options.check_options`);
 * the runtime, where :func:`to_rllib` turns validated values into keyword
   arguments for ``AlgorithmConfig.training()/.env_runners()/.reporting()`` and
   ``DefaultModelConfig``.
@@ -25,10 +27,10 @@ from __future__ import annotations
 import copy
 import difflib
 import json
-import math
 from typing import Any, Mapping
 
 from mosaic.errors import ConfigError, one_of
+from mosaic.workerkit.options import UpstreamOption, check_options
 
 __all__ = [
     "ALGORITHMS", "CATEGORIES", "SCHEMA_VERSION", "SECTIONS", "algorithms", "common_properties",
@@ -44,7 +46,6 @@ SECTIONS = ("training", "env_runners", "reporting", "model")
 # Groups for the GUI; a closed list so forms stay tidy.
 CATEGORIES = ("optimisation", "loss", "rollout", "exploration", "replay", "model", "reporting")
 
-_JSON_TYPES = ("number", "integer", "boolean", "string", "array", "null")
 _REQUIRED_KEYS = ("type", "default", "description", "x-category", "x-rllib")
 _SCHEDULE_PARTS = ("start", "end", "steps")
 _UNSET = object()
@@ -349,8 +350,9 @@ def _appo() -> dict[str, dict[str, Any]]:
 # Registry.
 # --------------------------------------------------------------------------
 
-# Filled at the end of the module, once the validator below is defined.
-_REGISTRY: dict[str, dict[str, dict[str, Any]]] = {}
+# Filled at the end of the module: each algorithm's options, by name.
+_REGISTRY: dict[str, dict[str, UpstreamOption]] = {}
+LIBRARY = "RLlib"
 
 
 def algorithms() -> tuple[str, ...]:
@@ -358,20 +360,23 @@ def algorithms() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
-def register(name: str, properties: Mapping[str, Mapping[str, Any]]) -> None:
-    """Add another algorithm (e.g. "A2C") with its hyperparameter properties.
+def register(name: str, properties: Mapping[str, Mapping[str, Any] | UpstreamOption]) -> None:
+    """Add another algorithm (e.g. "A2C") with its hyperparameters: JSON Schema properties (as
+    :func:`common_properties` gives them) or upstream options.
 
     Mistakes here are programming errors, so they raise ``ValueError`` at import
     time of the registering module instead of surfacing later as a user error.
     """
     if not isinstance(name, str) or not name or name.upper() in (a.upper() for a in _REGISTRY):
         raise ValueError(f"algorithm name {name!r} is empty or already registered")
-    props = copy.deepcopy({str(k): dict(v) for k, v in properties.items()})
+    props = {str(k): v.schema() if isinstance(v, UpstreamOption) else copy.deepcopy(dict(v))
+             for k, v in properties.items()}
     if not props:
         raise ValueError(f"{name}: at least one hyperparameter is needed")
+    options: dict[str, UpstreamOption] = {}
     schedules: dict[tuple[str, str], set[str]] = {}
     for key, prop in props.items():
-        _check_property(name, key, prop, props)
+        options[key] = _option(name, key, prop, props)
         rllib = prop["x-rllib"]
         if "schedule" in rllib:
             schedules.setdefault((rllib["section"], rllib["name"]), set()).add(rllib["schedule"])
@@ -380,21 +385,23 @@ def register(name: str, properties: Mapping[str, Mapping[str, Any]]) -> None:
             raise ValueError(f"{name}: schedule {section}.{target} needs exactly the parts "
                              f"{', '.join(_SCHEDULE_PARTS)}")
     try:
-        _check_links({key: prop["default"] for key, prop in props.items()}, props, name)
+        _check_links({key: option.default for key, option in options.items()}, options, name)
     except ConfigError as exc:
         raise ValueError(f"defaults contradict each other: {exc}") from None
-    _REGISTRY[name] = props
+    _REGISTRY[name] = options
 
 
-def _check_property(algorithm: str, key: str, prop: dict[str, Any], props: Mapping[str, Any]) -> None:
-    """Reject a property the GUI, validator or RLlib mapping could not handle."""
+def _option(algorithm: str, key: str, prop: dict[str, Any], props: Mapping[str, Any]) -> UpstreamOption:
+    """The upstream option a property describes; ``ValueError`` for one the GUI, the check or the RLlib mapping
+    could not handle."""
     where = f"{algorithm}.{key}"
     missing = [k for k in _REQUIRED_KEYS if k not in prop]
     if missing:
         raise ValueError(f"{where}: missing {', '.join(missing)}")
-    types = _types(prop)
-    if not types or any(t not in _JSON_TYPES for t in types):
-        raise ValueError(f"{where}: type must be among {', '.join(_JSON_TYPES)}")
+    try:
+        option = UpstreamOption.from_schema(key, prop, LIBRARY)
+    except ValueError as exc:
+        raise ValueError(f"{algorithm}.{exc}") from None
     if prop["x-category"] not in CATEGORIES:
         raise ValueError(f"{where}: x-category {one_of(prop['x-category'], CATEGORIES)}")
     rllib = prop["x-rllib"]
@@ -408,9 +415,10 @@ def _check_property(algorithm: str, key: str, prop: dict[str, Any], props: Mappi
         if link in prop and prop[link] not in props:
             raise ValueError(f"{where}: {link} names unknown property {prop[link]!r}")
     try:
-        _check_value(prop["default"], prop, key)
+        option.check(option.default, key)
     except ConfigError as exc:
         raise ValueError(f"{where}: default is invalid: {exc}") from None
+    return option
 
 
 # --------------------------------------------------------------------------
@@ -443,7 +451,7 @@ def schema(algorithm: str) -> dict[str, Any]:
         "additionalProperties": False,
         "x-schema-version": SCHEMA_VERSION,
         "x-algorithm": name,
-        "properties": copy.deepcopy(_REGISTRY[name]),
+        "properties": {key: copy.deepcopy(option.schema()) for key, option in _REGISTRY[name].items()},
     }
 
 
@@ -473,14 +481,11 @@ def validate(algorithm: str, params: Mapping[str, Any] | None, *, version: int |
         params = {}
     if not isinstance(params, Mapping):
         raise ConfigError(field, f"must be an object, got {type(params).__name__}")
-    props = _REGISTRY[name]
-    for key in params:
-        if key not in props:
-            raise ConfigError(f"{field}.{key}", f"unknown hyperparameter for {name}{_suggest(str(key), props)}; "
-                                                f"allowed: {', '.join(props)}")
-    values = {key: _check_value(params[key] if key in params else prop["default"], prop, f"{field}.{key}")
-              for key, prop in props.items()}
-    _check_links(values, props, field)
+    options = _REGISTRY[name]
+    given = check_options(field, params, options, f"{LIBRARY}'s {name}", hint=lambda key: _suggest(key, options))
+    values = {key: given[key] if key in given else option.check(option.default, f"{field}.{key}")
+              for key, option in options.items()}
+    _check_links(values, options, field)
     return values
 
 
@@ -516,8 +521,8 @@ def to_rllib(algorithm: str, params: Mapping[str, Any] | None) -> dict[str, dict
     values = validate(name, params)
     out: dict[str, dict[str, Any]] = {section: {} for section in SECTIONS}
     schedules: dict[tuple[str, str], dict[str, Any]] = {}
-    for key, prop in _REGISTRY[name].items():
-        rllib, value = prop["x-rllib"], copy.deepcopy(values[key])
+    for key, option in _REGISTRY[name].items():
+        rllib, value = option.annotations["x-rllib"], copy.deepcopy(values[key])
         section, target = rllib["section"], rllib["name"]
         if "schedule" in rllib:
             schedules.setdefault((section, target), {})[rllib["schedule"]] = value
@@ -531,100 +536,14 @@ def to_rllib(algorithm: str, params: Mapping[str, Any] | None) -> dict[str, dict
     return out
 
 
-# --------------------------------------------------------------------------
-# A small validator for the JSON Schema subset used above.
-# --------------------------------------------------------------------------
-
-_TYPE_WORDS = {"number": "a number", "integer": "an integer", "boolean": "true or false",
-               "string": "a string", "array": "an array", "null": "null"}
-
-
-def _types(spec: Mapping[str, Any]) -> list[str]:
-    declared = spec.get("type", [])
-    return [declared] if isinstance(declared, str) else list(declared)
-
-
-def _is_type(value: Any, type_: str) -> bool:
-    """JSON Schema's notion of ``type``; bool is never a number (unlike in Python)."""
-    if type_ in ("number", "integer"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            return False
-        return type_ == "number" or isinstance(value, int) or value.is_integer()
-    return {"boolean": isinstance(value, bool), "string": isinstance(value, str),
-            "array": isinstance(value, (list, tuple)), "null": value is None}[type_]
-
-
-def _describe(spec: Mapping[str, Any]) -> str:
-    """What a value must be, in words: 'an integer or 'auto''."""
-    if "anyOf" in spec:
-        return " or ".join(_describe(branch) for branch in spec["anyOf"])
-    if "const" in spec:
-        return repr(spec["const"])
-    if "enum" in spec:
-        return "one of " + ", ".join(map(str, spec["enum"]))
-    return " or ".join(_TYPE_WORDS[t] for t in _types(spec))
-
-
-def _check_value(value: Any, spec: Mapping[str, Any], path: str) -> Any:
-    """Validate one value against ``spec``; return it normalised (int/float/list)."""
-    raw = value  # messages quote what the user wrote, not our normalised form
-    types = _types(spec)
-    if types:
-        matched = next((t for t in types if _is_type(value, t)), None)
-        if matched is None:
-            raise ConfigError(path, f"must be {_describe(spec)}, got {value!r}")
-        if matched == "integer":
-            value = int(value)
-        elif matched == "number":
-            value = float(value)
-    if "const" in spec and value != spec["const"]:
-        raise ConfigError(path, f"must be {spec['const']!r}, got {value!r}")
-    if "enum" in spec and value not in spec["enum"]:
-        raise ConfigError(path, one_of(value, ["null" if a is None else a for a in spec["enum"]]))
-    if "anyOf" in spec:
-        for branch in spec["anyOf"]:
-            try:
-                _check_value(value, branch, path)
-                break
-            except ConfigError:
-                continue
-        else:
-            raise ConfigError(path, f"must be {_describe(spec)}, got {value!r}")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        _check_bounds(value, raw, spec, path)
-    if isinstance(value, (list, tuple)):
-        value = _check_array(value, spec, path)
-    return value
-
-
-def _check_bounds(value: float, raw: Any, spec: Mapping[str, Any], path: str) -> None:
-    if "minimum" in spec and value < spec["minimum"]:
-        raise ConfigError(path, f"{raw!r} is below the minimum {spec['minimum']}")
-    if "exclusiveMinimum" in spec and value <= spec["exclusiveMinimum"]:
-        raise ConfigError(path, f"{raw!r} must be greater than {spec['exclusiveMinimum']}")
-    if "maximum" in spec and value > spec["maximum"]:
-        raise ConfigError(path, f"{raw!r} is above the maximum {spec['maximum']}")
-    if "exclusiveMaximum" in spec and value >= spec["exclusiveMaximum"]:
-        raise ConfigError(path, f"{raw!r} must be less than {spec['exclusiveMaximum']}")
-
-
-def _check_array(value: list | tuple, spec: Mapping[str, Any], path: str) -> list:
-    if "minItems" in spec and len(value) < spec["minItems"]:
-        raise ConfigError(path, f"needs at least {spec['minItems']} item(s), got {len(value)}")
-    if "maxItems" in spec and len(value) > spec["maxItems"]:
-        raise ConfigError(path, f"allows at most {spec['maxItems']} item(s), got {len(value)}")
-    item_spec = spec.get("items", {})
-    return [_check_value(item, item_spec, f"{path}[{i}]") for i, item in enumerate(value)]
-
-
-def _check_links(values: Mapping[str, Any], props: Mapping[str, Mapping[str, Any]], field: str) -> None:
+def _check_links(values: Mapping[str, Any], options: Mapping[str, UpstreamOption], field: str) -> None:
     """Cross-field bounds (``x-at-most``/``x-at-least``) RLlib would otherwise reject at build time."""
     def numeric(v: Any) -> bool:
         return isinstance(v, (int, float)) and not isinstance(v, bool)
 
-    for key, prop in props.items():
+    for key, option in options.items():
         value = values[key]
-        upper, lower = prop.get("x-at-most"), prop.get("x-at-least")
+        upper, lower = option.annotations.get("x-at-most"), option.annotations.get("x-at-least")
         if upper and numeric(value) and numeric(values[upper]) and value > values[upper]:
             raise ConfigError(f"{field}.{key}", f"{value!r} is above {upper} ({values[upper]!r}); "
                                                 f"RLlib requires {key} <= {upper}")

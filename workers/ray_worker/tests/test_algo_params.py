@@ -158,50 +158,91 @@ F = "algo_params"
 
 # (algorithm, params, failing field, message, whether plain JSON Schema can also see the problem)
 BAD_INPUTS = [
-    ("PPO", {"lr": -1}, "lr", "-1 must be greater than 0", True),
-    ("PPO", {"lr": 0}, "lr", "0 must be greater than 0", True),
-    ("PPO", {"gamma": 1.5}, "gamma", "1.5 is above the maximum 1", True),
-    ("PPO", {"num_epochs": 0}, "num_epochs", "0 is below the minimum 1", True),
-    ("PPO", {"lr": "abc"}, "lr", "must be a number, got 'abc'", True),
-    ("PPO", {"lr": True}, "lr", "must be a number, got True", True),
-    ("PPO", {"num_epochs": False}, "num_epochs", "must be an integer, got False", True),
-    ("PPO", {"num_epochs": 2.5}, "num_epochs", "must be an integer, got 2.5", True),
-    ("PPO", {"lr": float("nan")}, "lr", "must be a number, got nan", False),
-    ("PPO", {"use_gae": 1}, "use_gae", "must be true or false, got 1", True),
-    ("PPO", {"use_gae": "false"}, "use_gae", "must be true or false, got 'false'", True),
-    ("PPO", {"fcnet_hiddens": 64}, "fcnet_hiddens", "must be an array, got 64", True),
-    ("PPO", {"fcnet_hiddens": []}, "fcnet_hiddens", "needs at least 1 item(s), got 0", True),
-    ("PPO", {"fcnet_hiddens": [64, 0]}, "fcnet_hiddens[1]", "0 is below the minimum 1", True),
-    ("PPO", {"fcnet_hiddens": [64, "a"]}, "fcnet_hiddens[1]", "must be an integer, got 'a'", True),
-    ("PPO", {"fcnet_hiddens": [64, True]}, "fcnet_hiddens[1]", "must be an integer, got True", True),
+    ("PPO", {"lr": -1}, "lr",
+     "-1 is not allowed for RLlib's lr (default 0.0003); allowed: a number > 0 and <= 1", True),
+    ("PPO", {"lr": 0}, "lr",
+     "0 is not allowed for RLlib's lr (default 0.0003); allowed: a number > 0 and <= 1", True),
+    ("PPO", {"gamma": 1.5}, "gamma",
+     "1.5 is not allowed for RLlib's gamma (default 0.99); allowed: a number from 0 to 1", True),
+    ("PPO", {"num_epochs": 0}, "num_epochs",
+     "0 is not allowed for RLlib's num_epochs (default 10); allowed: an integer >= 1", True),
+    ("PPO", {"lr": "abc"}, "lr",
+     "'abc' is not allowed for RLlib's lr (default 0.0003); allowed: a number > 0 and <= 1", True),
+    ("PPO", {"lr": True}, "lr",
+     "True is not allowed for RLlib's lr (default 0.0003); allowed: a number > 0 and <= 1", True),
+    ("PPO", {"num_epochs": False}, "num_epochs",
+     "False is not allowed for RLlib's num_epochs (default 10); allowed: an integer >= 1", True),
+    ("PPO", {"num_epochs": 2.5}, "num_epochs",
+     "2.5 is not allowed for RLlib's num_epochs (default 10); allowed: an integer >= 1", True),
+    ("PPO", {"lr": float("nan")}, "lr",
+     "nan is not allowed for RLlib's lr (default 0.0003); allowed: a number > 0 and <= 1", False),
+    ("PPO", {"use_gae": 1}, "use_gae",
+     "1 is not allowed for RLlib's use_gae (default True); allowed: true or false", True),
+    ("PPO", {"use_gae": "false"}, "use_gae",
+     "'false' is not allowed for RLlib's use_gae (default True); allowed: true or false", True),
+    ("PPO", {"fcnet_hiddens": 64}, "fcnet_hiddens",
+     "64 is not allowed for RLlib's fcnet_hiddens (default [64, 64])"
+     "; allowed: an array of integers >= 1, at least 1 item", True),
+    ("PPO", {"fcnet_hiddens": []}, "fcnet_hiddens",
+     "[] is not allowed for RLlib's fcnet_hiddens (default [64, 64])"
+     "; allowed: an array of integers >= 1, at least 1 item", True),
+    ("PPO", {"fcnet_hiddens": [64, 0]}, "fcnet_hiddens[1]",
+     "0 is not allowed for RLlib's fcnet_hiddens (default [64, 64])"
+     "; allowed: an array of integers >= 1, at least 1 item", True),
+    ("PPO", {"fcnet_hiddens": [64, "a"]}, "fcnet_hiddens[1]",
+     "'a' is not allowed for RLlib's fcnet_hiddens (default [64, 64])"
+     "; allowed: an array of integers >= 1, at least 1 item", True),
+    ("PPO", {"fcnet_hiddens": [64, True]}, "fcnet_hiddens[1]",
+     "True is not allowed for RLlib's fcnet_hiddens (default [64, 64])"
+     "; allowed: an array of integers >= 1, at least 1 item", True),
     ("PPO", {"fcnet_activation": "gelu"}, "fcnet_activation",
-     "'gelu' is not one of tanh, relu, swish, silu, elu, linear", True),
-    ("PPO", {"grad_clip_by": "l2"}, "grad_clip_by", "'l2' is not one of value, norm, global_norm", True),
-    ("PPO", {"grad_clip": "none"}, "grad_clip", "must be a number or null, got 'none'", True),
-    ("PPO", {"grad_clip": 0}, "grad_clip", "0 must be greater than 0", True),
+     "'gelu' is not allowed for RLlib's fcnet_activation (default 'tanh')"
+     "; allowed: tanh, relu, swish, silu, elu, linear", True),
+    ("PPO", {"grad_clip_by": "l2"}, "grad_clip_by",
+     "'l2' is not allowed for RLlib's grad_clip_by (default 'global_norm'); allowed: value, norm, global_norm", True),
+    ("PPO", {"grad_clip": "none"}, "grad_clip",
+     "'none' is not allowed for RLlib's grad_clip (default None); allowed: null or a number > 0", True),
+    ("PPO", {"grad_clip": 0}, "grad_clip",
+     "0 is not allowed for RLlib's grad_clip (default None); allowed: null or a number > 0", True),
     ("PPO", {"rollout_fragment_length": "full"}, "rollout_fragment_length",
-     "must be an integer or 'auto', got 'full'", True),
-    ("PPO", {"rollout_fragment_length": 0}, "rollout_fragment_length", "0 is below the minimum 1", True),
+     "'full' is not allowed for RLlib's rollout_fragment_length (default 'auto')"
+     "; allowed: an integer >= 1 or 'auto'", True),
+    ("PPO", {"rollout_fragment_length": 0}, "rollout_fragment_length",
+     "0 is not allowed for RLlib's rollout_fragment_length (default 'auto'); allowed: an integer >= 1 or 'auto'", True),
     ("PPO", {"rollout_fragment_length": None}, "rollout_fragment_length",
-     "must be an integer or 'auto', got None", True),
+     "None is not allowed for RLlib's rollout_fragment_length (default 'auto')"
+     "; allowed: an integer >= 1 or 'auto'", True),
     ("PPO", {"minibatch_size": 256, "train_batch_size_per_learner": 128}, "minibatch_size",
-     "256 is above train_batch_size_per_learner (128); RLlib requires minibatch_size <= "
-     "train_batch_size_per_learner", False),
-    ("DQN", {"epsilon_final": 1.5}, "epsilon_final", "1.5 is above the maximum 1", True),
-    ("DQN", {"epsilon_decay_timesteps": 0}, "epsilon_decay_timesteps", "0 is below the minimum 1", True),
-    ("DQN", {"replay_buffer_capacity": 0}, "replay_buffer_capacity", "0 is below the minimum 1", True),
-    ("DQN", {"td_error_loss_fn": "l1"}, "td_error_loss_fn", "'l1' is not one of huber, mse", True),
+     "256 is above train_batch_size_per_learner (128)"
+     "; RLlib requires minibatch_size <= train_batch_size_per_learner", False),
+    ("DQN", {"epsilon_final": 1.5}, "epsilon_final",
+     "1.5 is not allowed for RLlib's epsilon_final (default 0.05); allowed: a number from 0 to 1", True),
+    ("DQN", {"epsilon_decay_timesteps": 0}, "epsilon_decay_timesteps",
+     "0 is not allowed for RLlib's epsilon_decay_timesteps (default 10000); allowed: an integer >= 1", True),
+    ("DQN", {"replay_buffer_capacity": 0}, "replay_buffer_capacity",
+     "0 is not allowed for RLlib's replay_buffer_capacity (default 50000); allowed: an integer >= 1", True),
+    ("DQN", {"td_error_loss_fn": "l1"}, "td_error_loss_fn",
+     "'l1' is not allowed for RLlib's td_error_loss_fn (default 'huber'); allowed: huber, mse", True),
     ("DQN", {"n_step": 5, "rollout_fragment_length": 4}, "rollout_fragment_length",
      "4 is below n_step (5); RLlib requires rollout_fragment_length >= n_step", False),
-    ("SAC", {"target_entropy": "high"}, "target_entropy", "must be a number or 'auto', got 'high'", True),
-    ("SAC", {"tau": 0}, "tau", "0 must be greater than 0", True),
-    ("SAC", {"tau": 1.5}, "tau", "1.5 is above the maximum 1", True),
-    ("SAC", {"initial_alpha": -0.1}, "initial_alpha", "-0.1 must be greater than 0", True),
-    ("IMPALA", {"min_time_s_per_iteration": -1}, "min_time_s_per_iteration", "-1 is below the minimum 0", True),
-    ("IMPALA", {"vtrace_clip_rho_threshold": 0.0}, "vtrace_clip_rho_threshold", "0.0 must be greater than 0", True),
-    ("APPO", {"circular_buffer_num_batches": 0}, "circular_buffer_num_batches", "0 is below the minimum 1", True),
-    ("APPO", {"use_kl_loss": "yes"}, "use_kl_loss", "must be true or false, got 'yes'", True),
-    ("APPO", {"target_network_update_freq": 0}, "target_network_update_freq", "0 must be greater than 0", True),
+    ("SAC", {"target_entropy": "high"}, "target_entropy",
+     "'high' is not allowed for RLlib's target_entropy (default 'auto'); allowed: a number or 'auto'", True),
+    ("SAC", {"tau": 0}, "tau",
+     "0 is not allowed for RLlib's tau (default 0.005); allowed: a number > 0 and <= 1", True),
+    ("SAC", {"tau": 1.5}, "tau",
+     "1.5 is not allowed for RLlib's tau (default 0.005); allowed: a number > 0 and <= 1", True),
+    ("SAC", {"initial_alpha": -0.1}, "initial_alpha",
+     "-0.1 is not allowed for RLlib's initial_alpha (default 1.0); allowed: a number > 0", True),
+    ("IMPALA", {"min_time_s_per_iteration": -1}, "min_time_s_per_iteration",
+     "-1 is not allowed for RLlib's min_time_s_per_iteration (default 1); allowed: a number >= 0", True),
+    ("IMPALA", {"vtrace_clip_rho_threshold": 0.0}, "vtrace_clip_rho_threshold",
+     "0.0 is not allowed for RLlib's vtrace_clip_rho_threshold (default 1.0); allowed: a number > 0", True),
+    ("APPO", {"circular_buffer_num_batches": 0}, "circular_buffer_num_batches",
+     "0 is not allowed for RLlib's circular_buffer_num_batches (default 8); allowed: an integer >= 1", True),
+    ("APPO", {"use_kl_loss": "yes"}, "use_kl_loss",
+     "'yes' is not allowed for RLlib's use_kl_loss (default False); allowed: true or false", True),
+    ("APPO", {"target_network_update_freq": 0}, "target_network_update_freq",
+     "0 is not allowed for RLlib's target_network_update_freq (default 2); allowed: a number > 0", True),
 ]
 
 
@@ -228,12 +269,12 @@ def test_unknown_key_suggests_the_right_name_and_lists_all(algorithm, key, sugge
     with pytest.raises(ConfigError) as caught:
         ap.validate(algorithm, {key: 0.2})
     assert caught.value.field == f"{F}.{key}"
-    assert str(caught.value) == (f"{F}.{key}: unknown hyperparameter for {algorithm} {suggestion}; "
+    assert str(caught.value) == (f"{F}.{key}: is not an option of RLlib's {algorithm} {suggestion}; "
                                  f"allowed: {', '.join(props(algorithm))}")
 
 
 def test_unknown_key_without_a_near_miss_just_lists_the_allowed_names():
-    with pytest.raises(ConfigError, match=r"^algo_params\.zzz: unknown hyperparameter for IMPALA; "
+    with pytest.raises(ConfigError, match=r"^algo_params\.zzz: is not an option of RLlib's IMPALA; "
                                           r"allowed: lr, gamma, "):
         ap.validate("IMPALA", {"zzz": 1})
 
@@ -306,7 +347,8 @@ def test_dqn_epsilon_becomes_an_rllib_schedule_and_capacity_merges():
 
 
 def test_to_rllib_validates_and_fills_defaults():
-    with pytest.raises(ConfigError, match=r"^algo_params\.lr: -1 must be greater than 0$"):
+    with pytest.raises(ConfigError, match=r"^algo_params\.lr: -1 is not allowed for RLlib's lr \(default 0\.0003\); "
+                                          r"allowed: a number > 0 and <= 1$"):
         ap.to_rllib("PPO", {"lr": -1})
     sections = ap.to_rllib("SAC", {"actor_lr": 1e-3})
     assert "lr" not in sections["training"] and sections["training"]["actor_lr"] == 1e-3
@@ -338,7 +380,8 @@ def test_register_adds_an_algorithm_everywhere(registry):
     Draft202012Validator.check_schema(registry.schema("VPG"))
     assert registry.validate("VPG", {"entropy_coeff": 0.1})["entropy_coeff"] == 0.1
     assert registry.to_rllib("VPG", {})["training"]["lr"] == 1e-3
-    with pytest.raises(ConfigError, match=r"^algo_params\.entropy_coeff: -1 is below the minimum 0$"):
+    with pytest.raises(ConfigError, match=r"^algo_params\.entropy_coeff: -1 is not allowed for RLlib's entropy_coeff "
+                                          r"\(default 0\.01\); allowed: a number >= 0$"):
         registry.validate("VPG", {"entropy_coeff": -1})
     with pytest.raises(ConfigError, match=f"is not one of {ALL}, vpg$"):
         registry.schema("A3C")

@@ -147,8 +147,10 @@ BAD_CONFIGS = [
     ({"environment": {"env_kwargs": {"N": "three"}}}, "environment.env_kwargs"),
     ({"framework": "tf2"}, "framework: 'tf2' is not one of torch"),
     ({"algo_params": {"fcnet_kernel_initializer": "orthogonal"}},
-     "algo_params.fcnet_kernel_initializer: 'orthogonal' is not one of null, orthogonal_, xavier_uniform_"),
-    ({"algo_params": {"fcnet_use_layernorm": "yes"}}, "algo_params.fcnet_use_layernorm: must be true or false"),
+     "algo_params.fcnet_kernel_initializer: 'orthogonal' is not allowed for RLlib's fcnet_kernel_initializer "
+     "(default None); allowed: null, orthogonal_, xavier_uniform_"),
+    ({"algo_params": {"fcnet_use_layernorm": "yes"}}, "algo_params.fcnet_use_layernorm: 'yes' is not allowed for "
+                                                       "RLlib's fcnet_use_layernorm (default False); allowed: true or false"),
     ({"num_envs": 2, "rllib": {"num_env_runners": 1}, "algo_params": {"rollout_fragment_length": 100,
                                                                      "train_batch_size_per_learner": 500}},
      'algo_params.rollout_fragment_length: 100 fills the train batch of 500 only with 600 env steps, more than 10% '

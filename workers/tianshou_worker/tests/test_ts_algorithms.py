@@ -330,8 +330,9 @@ def test_describe_the_doc_and_the_worker_list_the_same_algorithms(module_home):
     ({"algorithm": "ppo", "algo_params": {"action_scaling": True}}, "algo_params.action_scaling",
      "is set by the worker for ppo: it follows the action space"),
     ({"algorithm": "sac", "algo_params": {"alpha": "automatic"}}, "algo_params.alpha",
-     "'automatic' is not a number or 'auto'"),
-    ({"algorithm": "ddpg", "algo_params": {"alpha": "auto"}}, "algo_params.alpha", "ddpg has no option 'alpha'"),
+     "'automatic' is not allowed for Tianshou's alpha (default 0.2); allowed: a number or 'auto'"),
+    ({"algorithm": "ddpg", "algo_params": {"alpha": "auto"}}, "algo_params.alpha",
+     "is not an option of Tianshou's ddpg"),
 ])
 def test_what_cannot_work_is_refused_naming_why(home, fields, field, words):
     home.check_refused(fields, field, words)

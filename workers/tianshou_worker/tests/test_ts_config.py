@@ -29,14 +29,15 @@ print(json.dumps(out))
 @pytest.mark.parametrize("fields,field,words", [
     ({"algorithm": "dqnn"}, "algorithm", "'dqnn' is not one of"),
     ({"algo_params": {"gama": 0.9}}, "algo_params.gama", "did you mean 'gamma'?"),
-    ({"algo_params": {"gamma": "high"}}, "algo_params.gamma", "'high' is not a number (Tianshou's default is 0.99)"),
+    ({"algo_params": {"gamma": "high"}}, "algo_params.gamma", "'high' is not allowed for Tianshou's gamma (default 0.99); "
+                                                             "allowed: a number from 0 to 1"),
     ({"algo_params": {"model": 1}}, "algo_params.model", "is built by the worker"),
     # bounds the worker knows (Tianshou checks none): a count, a probability
     ({"algo_params": {"n_step_return_horizon": 0}}, "algo_params.n_step_return_horizon",
-     "0 is out of range for Tianshou's n_step_return_horizon; allowed: an integer >= 1"),
+     "0 is not allowed for Tianshou's n_step_return_horizon (default 1); allowed: an integer >= 1"),
     ({"algo_params": {"eps_inference": -1.0}}, "algo_params.eps_inference", "allowed: a number from 0 to 1"),
     ({"algo_params": {"target_update_freq": -5}}, "algo_params.target_update_freq",  # 0: no target network
-     "-5 is out of range for Tianshou's target_update_freq; allowed: an integer >= 0"),
+     "-5 is not allowed for Tianshou's target_update_freq (default 0); allowed: an integer >= 0"),
     ({"algorithm": "ppo", "algo_params": {"action_scaling": True}}, "algo_params.action_scaling",
      "is set by the worker for ppo: it follows the action space: discrete actions are not scaled"),
     ({"algorithm": "sac", "environment": {"env_id": "CartPole-v1"}}, "environment.env_id",

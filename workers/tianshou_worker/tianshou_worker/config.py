@@ -13,7 +13,6 @@ validation runs in this worker's own environment.
 from __future__ import annotations
 
 import ast
-import difflib
 import functools
 import importlib.util
 from dataclasses import dataclass
@@ -21,9 +20,10 @@ from pathlib import Path
 from typing import Any, ClassVar, Mapping
 
 from mosaic import configkit
-from mosaic.configkit import UpstreamParam, bounds_by_meaning, option
+from mosaic.configkit import option
 from mosaic.errors import ConfigError, UserError, one_of
 from mosaic.workerkit.devices import check_gpus
+from mosaic.workerkit.options import UpstreamOption, bounds_by_meaning, unknown_option
 from mosaic.workerkit.run_fields import Environment, FieldMap, Resources, RoundedBudget, RunConfig
 
 from tianshou_worker import algorithms
@@ -52,16 +52,16 @@ def epochs(remaining: int, test_every: int) -> tuple[int, int]:
     return count, -(-remaining // count)
 
 
-def tianshou_param(name: str, default: Any, owner: str, auto_alpha: bool = False) -> UpstreamParam:
+def tianshou_param(name: str, default: Any, owner: str, auto_alpha: bool = False) -> UpstreamOption:
     """One keyword argument of a Tianshou class (``owner``), with its default; ``auto_alpha``: ``alpha`` also
     takes "auto" (``algorithms.AUTO_ALPHA``)."""
     description = f"keyword argument of Tianshou's {owner}"
     words: tuple[str, ...] = ()
     if auto_alpha and name == "alpha":
         description, words = f"{description}: a number, or {algorithms.AUTO_ALPHA_HELP}", (algorithms.AUTO_ALPHA,)
-    return UpstreamParam(name, default, "Tianshou", description, owner=owner, words=words,
-                         null_type="number"  # a None default: Tianshou's optional numbers (huber_loss_delta, ...)
-                         ).bounded(*BOUNDS.get(name, (None, None)))
+    return UpstreamOption(name, default, "Tianshou", description, owner=owner, words=words,
+                          # a None default: Tianshou's optional numbers (huber_loss_delta, ...)
+                          type="number" if default is None else "").bounded(*BOUNDS.get(name, (None, None)))
 
 
 def tianshou_folder() -> Path:
@@ -102,11 +102,11 @@ def keyword_defaults(path: str) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=None)
-def tianshou_params(name: str) -> dict[str, UpstreamParam]:
+def tianshou_params(name: str) -> dict[str, UpstreamOption]:
     """The tunable keyword arguments of the algorithm's policy and algorithm classes, with their defaults."""
     algo = algorithms.get(name)
     fixed = {f[0] for f in algo.fixed}
-    out: dict[str, UpstreamParam] = {}
+    out: dict[str, UpstreamOption] = {}
     for path in (algo.policy_class, algo.tianshou_class):
         for key, default in keyword_defaults(path).items():
             if key not in BUILT and key not in fixed and (default is None or isinstance(default, (bool, int, float, str))):
@@ -388,10 +388,7 @@ def check_params(config: TianshouConfig) -> dict[str, Any]:
             raise ConfigError(field, "is built by the worker (networks, spaces, optimisers and data sets: "
                                      "hidden_sizes, learning_rate, offline_data and the env set them)")
         if name not in params:
-            close = difflib.get_close_matches(name, list(params), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(field, f"{config.algorithm} has no option {name!r}{hint}; allowed: "
-                                     f"{', '.join(sorted(params))}")
+            raise unknown_option("algo_params", name, sorted(params), f"Tianshou's {config.algorithm}")
         if name == "gamma" and config.gamma is not None:
             raise ConfigError(field, "sets Tianshou's gamma, as the top-level 'gamma' does: set it once; "
                                      "allowed: the top-level 'gamma' or algo_params.gamma, not both")

@@ -17,12 +17,13 @@ def shipped_yaml(home, *parts: str) -> dict:
 @pytest.mark.parametrize("fields,field,words", [
     ({"algorithm": "mapo"}, "algorithm", "'mapo' is not one of"),
     ({"algo_params": {"clip_rnage": 0.1}}, "algo_params.clip_rnage", "did you mean 'clip_range'?"),
-    ({"algo_params": {"clip_range": "wide"}}, "algo_params.clip_range", "'wide' is not a number (XuanCe's default is 0.2)"),
+    ({"algo_params": {"clip_range": "wide"}}, "algo_params.clip_range", "'wide' is not allowed for XuanCe's clip_range "
+                                                                                    "(default 0.2); allowed: a number >= 0"),
     ({"algo_params": {"parallels": 4}}, "algo_params.parallels", "set the top-level 'num_envs' instead"),
     # bounds the worker knows (XuanCe checks none), and the values XuanCe has for a string option
     ({"algo_params": {"n_epochs": -3}}, "algo_params.n_epochs", "allowed: an integer >= 1"),
     ({"algo_params": {"activation": "nosuch"}}, "algo_params.activation",
-     "'nosuch' is not one XuanCe has for activation; allowed: relu, leaky_relu, tanh"),
+     "'nosuch' is not allowed for XuanCe's activation (default 'relu'); allowed: relu, leaky_relu, tanh"),
     ({"algo_params": {"vectorize": "SubprocVecMultiAgentEnv"}}, "algo_params.vectorize", "envs run in-process"),
     ({"backend": "tensorflow"}, "backend", "'tensorflow' is not one of"),
     ({"environment": {"family": "mpe", "env_id": "simple_spread_v3", "api_type": "AEC"}},

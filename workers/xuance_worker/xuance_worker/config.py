@@ -25,10 +25,11 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 from mosaic import configkit
 from mosaic.workerkit.checkpoints import STATE_FILE, CheckpointState, is_checkpoint
-from mosaic.configkit import UpstreamParam, bounds_by_meaning, option
+from mosaic.configkit import option
 from mosaic.workerkit.envs import EnvironmentConfig
 from mosaic.errors import ConfigError, UserError
 from mosaic.workerkit.devices import check_gpus
+from mosaic.workerkit.options import UpstreamOption, bounds_by_meaning, unknown_option
 from mosaic.workerkit.run_fields import FieldMap, Reporting, Resources, RoundedBudget, RunConfig
 
 from xuance_worker import algorithms
@@ -86,10 +87,10 @@ def xuance_choices(table: str) -> tuple[str, ...]:
     return ()
 
 
-def xuance_param(name: str, default: Any, comment: str = "") -> UpstreamParam:
+def xuance_param(name: str, default: Any, comment: str = "") -> UpstreamOption:
     """One XuanCe option and its shipped default (``comment``: the yaml's own, if any), with its bounds or the
     values XuanCe has for it."""
-    param = UpstreamParam(name, default, "XuanCe", comment)
+    param = UpstreamOption(name, default, "XuanCe", comment)
     choices = xuance_choices(CHOSEN_FROM[name]) if name in CHOSEN_FROM else ()
     return param.bounded(*BOUNDS.get(name, (None, None)), choices=choices)
 
@@ -132,7 +133,7 @@ def yaml_file(algorithm: str, family: str, env_id: str, images: bool = False) ->
 
 @functools.lru_cache(maxsize=None)
 def xuance_params(algorithm: str, family: str = "mpe", env_id: str = BASE_ENV,
-                  images: bool = False) -> dict[str, UpstreamParam]:
+                  images: bool = False) -> dict[str, UpstreamOption]:
     """Every option of the algorithm on the env, with XuanCe's shipped defaults (basic.yaml, then its own)."""
     import yaml
 
@@ -287,7 +288,7 @@ class XuanCeConfig(RunConfig):
 
         return observes_images(self.environment)
 
-    def params(self) -> dict[str, UpstreamParam]:
+    def params(self) -> dict[str, UpstreamOption]:
         env = self.environment
         return xuance_params(self.algo.name, env.family, env.env_id, self.observes_images())
 
@@ -391,13 +392,8 @@ def check_params(config: XuanCeConfig) -> dict[str, Any]:
             raise ConfigError(field_name, f"applies to image observations only (XuanCe's Basic_CNN); "
                                           f"{config.environment.env_id} observes no images")
         if name not in params:
-            import difflib
-
-            allowed = sorted(n for n in params if n not in OWNED)
-            close = difflib.get_close_matches(name, allowed, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(field_name, f"{config.algorithm} has no option {name!r}{hint}; allowed: "
-                                          f"{', '.join(allowed)}")
+            raise unknown_option("algo_params", name, sorted(n for n in params if n not in OWNED),
+                                 f"XuanCe's {config.algorithm}")
         checked[name] = params[name].check(value, field_name)
     merged = {**{n: p.default for n, p in params.items()}, **checked, **config.overrides()}
     total, parallels = merged["running_steps"], merged["parallels"]
