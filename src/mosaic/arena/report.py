@@ -88,8 +88,10 @@ def write_report(tournament: Tournament, out: Path | None = None,
         collect.append((tournament.name, standings))
     out = Path(out or tournament.root / "report")
     population = standings.population
+    adaptive = adaptive_json(tournament)
     with staged_folder(out, replace=True, suffix=".tmp") as staging:
         (staging / "report.md").write_text(_markdown(tournament, standings)
+                                           + ("\n" + "\n".join(_adaptive_markdown(adaptive)) if adaptive else "")
                                            + ("\n" + "\n".join(_population_markdown(population, standings.confidence))
                                               if population is not None else ""), encoding="utf-8")
         (staging / "ratings.csv").write_text(_ratings_csv(standings))
@@ -101,6 +103,7 @@ def write_report(tournament: Tournament, out: Path | None = None,
                         for r in standings.rows()},
             "first_move_advantage_elo": None if standings.advantage is None else standings.advantage.as_dict(),
             "notes": list(standings.notes),
+            **({"adaptive": adaptive} if adaptive else {}),
             **({"population": population_json(population)} if population is not None else {})}, indent=2) + "\n")
         _plot(standings, staging / "ratings.png")
         if population is not None and population.boot is not None:
@@ -229,6 +232,48 @@ def _plot(standings: Standings, path: Path) -> None:
     fig.colorbar(image, ax=right, fraction=0.046)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+# -- the adaptive schedule -----------------------------------------------------------------------------------------
+def adaptive_json(tournament: Tournament) -> dict[str, Any] | None:
+    """An adaptive tournament's schedule as it ended (or stands): its settings, the games played, each rating's
+    Wald interval width, why it stopped, and the games a round robin reaching the same width would take."""
+    spec = tournament.spec
+    settings = spec.adaptive
+    if settings is None:
+        return None
+    decision = tournament.adaptive_decision()
+    if decision is None:
+        return {**settings, "stopped": None, "why": "the first round is not played yet"}
+    return {**settings, "played": decision.played, "stopped": decision.done or None,
+            "widths_elo": decision.widths, "unbounded": list(decision.unbounded),
+            "round_robin_games": decision.uniform, "saved": decision.saved,
+            "games_per_pairing": {f"{a}~{b}": spec.games_per_pairing + spec.extra.get(f"{a}~{b}", 0)
+                                  for a, b in spec.pairings()}}
+
+
+def _adaptive_markdown(adaptive: dict[str, Any]) -> list[str]:
+    lines = ["## Adaptive schedule", "",
+             f"After a first round, games went {adaptive['step']} at a time to the pairing whose games narrowed the "
+             f"widest rating interval most, to stop once every rating's interval is narrower than "
+             f"{adaptive['width']:g} Elo or {adaptive['budget']} games are played (intervals here: Wald intervals "
+             "of the Bradley-Terry fit, the schedule's own; the ratings above have the bootstrap's).", ""]
+    if adaptive.get("stopped") is None and "played" not in adaptive:
+        return lines + [f"Not started: {adaptive['why']}.", ""]
+    widest = max(w for p, w in adaptive["widths_elo"].items() if p not in adaptive["unbounded"])
+    why = {"width": "every interval narrower than the width", "budget": "the budget spent before the width was "
+           "reached", None: "still going: more games are scheduled"}[adaptive["stopped"]]
+    lines += [f"- Stopped after {adaptive['played']} games: {why} (widest interval {widest:.0f} Elo).",
+              f"- A round robin reaching the same width needs {adaptive['round_robin_games']} games (the fewest even "
+              "games per pairing whose uniform schedule gives every interval under the width, at the fitted "
+              f"ratings): the adaptive schedule saved {adaptive['saved']} games"
+              + (" (a negative number: it took more)." if adaptive["saved"] < 0 else "."),
+              *([f"- Not counted: {', '.join(adaptive['unbounded'])}, having won or lost every game: the data "
+                 "bound such a rating on one side only, and more of the same games do not narrow it."]
+                if adaptive["unbounded"] else []),
+              "- Games per pairing: " + ", ".join(f"{k.replace('~', ' vs ')} {v}"
+                                                  for k, v in adaptive["games_per_pairing"].items()) + "."]
+    return lines + [""]
 
 
 # -- the population measures: Nash averaging, alpha-Rank, cycles -------------------------------------------------
@@ -453,7 +498,8 @@ def summary_tables(collected: list[tuple[str, Any]]) -> list[tuple[str, list[str
         if isinstance(item, Standings):
             pct = round(item.confidence * 100)
             adv = item.advantage
-            first = "" if adv is None else f"; first-move advantage {adv.point:+.0f} Elo [{adv.low:+.0f}, {adv.high:+.0f}]"
+            first = "" if adv is None else \
+                f"; first-move advantage {adv.point:+.0f} Elo [{adv.low:+.0f}, {adv.high:+.0f}]"
             rows = [[str(r.rank), r.player, f"{r.elo:.0f}", f"[{r.interval.low:.0f}, {r.interval.high:.0f}]",
                      f"{r.p_best:.2f}", str(r.record.games), f"{r.record.score:.3f}"]
                     for r in item.rows() if r.rank is not None and r.interval is not None and r.record is not None]

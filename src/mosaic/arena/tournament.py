@@ -14,6 +14,12 @@ A spec (YAML or JSON)::
     games_per_pairing: 20           # split evenly between the two seatings (who moves first)
     seed: 0                         # game g of a pairing is seeded seed + g
     report: {reps: 1000, confidence: 0.95, seed: 0}
+    adaptive: {width: 200, budget: 600, step: 2}   # optional: games_per_pairing is then the first round
+
+Adaptive scheduling (``adaptive``, :mod:`mosaic.arena.schedule`): after the first round (``games_per_pairing``
+games of every pairing) ``step`` more games at a time go to the pairing whose games narrow the widest rating
+interval most, until every rating's interval is narrower than ``width`` Elo or ``budget`` games are played;
+the decisions are kept in ``adaptive.jsonl`` (:meth:`Tournament.adapt`).
 
 Several games: ``games: {GAME: {environment, players: [labels], games_per_pairing, opening_moves, sides,
 max_steps}}`` instead of ``environment`` (:func:`parse_specs`), one tournament per game under one name, each
@@ -43,6 +49,8 @@ from mosaic.runs import NAME_PATTERN, NAME_RULE, append_jsonl, mosaic_home, read
 from mosaic.workerkit.envs import API_TYPES
 
 FORMATS = ("round_robin", "gauntlet")
+#: an adaptive tournament's decisions, one line each (the pairings given more games)
+ADAPTIVE_FILE = "adaptive.jsonl"
 #: names a game may not take (a sub-folder of the tournament's folder has that name)
 RESERVED_GAMES = ("report", "shards")
 
@@ -75,6 +83,10 @@ class TournamentSpec:
     game: str | None = None
     #: a several-game spec's whole source (what ``MOSAIC_HOME/arena/NAME/spec.json`` keeps); None: one game
     league: dict[str, Any] | None = None
+    #: adaptive scheduling's settings ``{width, budget, step}`` (None: every pairing plays games_per_pairing)
+    adaptive: dict[str, Any] | None = None
+    #: the games an adaptive schedule added to each pairing so far (pairing id -> games), from adaptive.jsonl
+    extra: dict[str, int] = field(default_factory=dict)
 
     @property
     def title(self) -> str:
@@ -90,7 +102,7 @@ class TournamentSpec:
     def schedule(self) -> Iterator[tuple[str, int, str, str, int]]:
         """``(pairing id, game, first mover, second mover, seed)`` for every game, in order."""
         for a, b in self.pairings():
-            for game in range(self.games_per_pairing):
+            for game in range(self.games_per_pairing + self.extra.get(f"{a}~{b}", 0)):
                 first, second = (a, b) if game % 2 == 0 else (b, a)
                 # team games come in pairs on one env seed, sides swapped: each side's returns compare like for like
                 yield f"{a}~{b}", game, first, second, self.seed + (game // 2 if self.sides else game)
@@ -119,6 +131,18 @@ class Player:
 
     target: str = option(help="a run (id or folder) or a checkpoint, 'random' or 'scripted:MODULE:FUNCTION'")
     options: dict[str, Any] = option(default_factory=dict, help="the player's options (mosaic player --help)")
+
+
+@dataclass
+class AdaptiveSchedule:
+    """Adaptive scheduling: after the first round, games where they narrow the widest interval most."""
+
+    width: float = option(finite=True, allowed="a number > 0 (Elo)",
+                          help="stop once every rating's 95% interval is narrower than this many Elo")
+    budget: int = option(min=1, allowed="an integer >= one round (pairings x games_per_pairing)",
+                         help="games in all at most, the first round's included")
+    step: int = option(2, min=2, max=1000, allowed="an even integer from 2 to 1000",
+                       help="games added to a chosen pairing at a time (even: the seats alternate)")
 
 
 @dataclass
@@ -169,6 +193,8 @@ class TournamentFields:
     sides: dict[str, _SIDE] | None = option(None, **_SIDES, help="a team game's two sides")
     report: TournamentReport = option(default_factory=TournamentReport, allowed="{reps, confidence, seed}",
                                       help="the ratings' intervals")
+    adaptive: AdaptiveSchedule | None = option(None, allowed="{width, budget[, step]}",
+                                               help="stop early, spending games where the ratings are least certain")
 
 
 @dataclass
@@ -207,10 +233,32 @@ def _spec(fields: TournamentFields, source: Mapping[str, Any], environment: Mapp
                         "(games come in pairs, sides swapped)")
     players = [PlayerSpec(label, value) if isinstance(value, str) else PlayerSpec(label, value.target, value.options)
                for label, value in fields.players.items()]
-    return TournamentSpec(fields.name, dict(environment), players, fields.format, fields.candidate,
+    adaptive = _adaptive(fields, len(players))
+    spec = TournamentSpec(fields.name, dict(environment), players, fields.format, fields.candidate,
                           fields.games_per_pairing, fields.seed, fields.max_steps, dict(source.get("report", {})),
                           dict(source), fields.opening_moves,
                           {str(k): v for k, v in fields.sides.items()} if fields.sides else None, game)
+    spec.adaptive = adaptive
+    return spec
+
+
+def _adaptive(fields: TournamentFields, players: int) -> dict[str, Any] | None:
+    """The adaptive schedule's settings once they make sense with the rest of the spec (errors name them)."""
+    adaptive = fields.adaptive
+    if adaptive is None:
+        return None
+    if not adaptive.width > 0:
+        raise UserError(f"adaptive.width: {adaptive.width:g}; allowed: a number > 0 (Elo)")
+    if adaptive.step % 2:
+        raise UserError(f"adaptive.step: {adaptive.step}; allowed: an even integer from 2 to 1000 (the seats "
+                        "alternate)")
+    pairings = players - 1 if fields.format == "gauntlet" else players * (players - 1) // 2
+    one_round = pairings * fields.games_per_pairing
+    if adaptive.budget < one_round:
+        raise UserError(f"adaptive.budget: {adaptive.budget} is below one round ({pairings} pairings x "
+                        f"{fields.games_per_pairing} games_per_pairing = {one_round}); allowed: an integer >= "
+                        f"{one_round}")
+    return {"width": float(adaptive.width), "budget": int(adaptive.budget), "step": int(adaptive.step)}
 
 
 def _an_object(data: Any) -> Mapping[str, Any]:
@@ -335,6 +383,9 @@ class Tournament:
         self.root = root
         self.spec = parse_spec(json.loads((root / "spec.json").read_text(encoding="utf-8")))
         self.name = self.spec.title
+        for entry in read_jsonl(root / ADAPTIVE_FILE):  # the adaptive schedule's decisions so far
+            for pairing in entry.get("pairings", []):
+                self.spec.extra[pairing] = self.spec.extra.get(pairing, 0) + int(entry["games"])
 
     @classmethod
     def open(cls, spec: TournamentSpec, home: Path | str | None = None) -> "Tournament":
@@ -380,7 +431,43 @@ class Tournament:
     def record(self, game: Mapping[str, Any]) -> None:
         append_jsonl(self.games_path, dict(game))
 
+    def adapt(self, picks: int = 1) -> Any:
+        """An adaptive tournament's next step once its scheduled games are all played: the
+        :class:`mosaic.arena.schedule.Decision` (None: not adaptive, or games still to play). A decision to go
+        on is kept in ``adaptive.jsonl`` and its games added to the schedule (``picks`` pairings at most)."""
+        settings = self.spec.adaptive
+        if settings is None or pending(self):
+            return None
+        decision = self.adaptive_decision(picks)
+        if decision is None:
+            return None
+        if decision.pairings:
+            ids = {tuple(sorted(pair)): f"{pair[0]}~{pair[1]}" for pair in self.spec.pairings()}
+            chosen = [ids[pair] for pair in decision.pairings]
+            append_jsonl(self.root / ADAPTIVE_FILE, {"pairings": chosen, "games": settings["step"],
+                                                     "played": decision.played,
+                                                     "widest": max(w for p, w in decision.widths.items()
+                                                                   if p not in decision.unbounded)})
+            for pairing in chosen:
+                self.spec.extra[pairing] = self.spec.extra.get(pairing, 0) + settings["step"]
+        return decision
 
+    def adaptive_decision(self, picks: int = 1) -> Any:
+        """Where the adaptive schedule stands on the games journaled so far (:func:`mosaic.arena.schedule.decide`;
+        nothing is recorded); None when the tournament is not adaptive or a pairing has no game yet."""
+        from mosaic.arena import schedule
+        from mosaic.arena.standings import rated_games
+
+        settings = self.spec.adaptive
+        rated = rated_games(self.games(), bool(self.spec.sides))
+        pairs = [tuple(sorted(pair)) for pair in self.spec.pairings()]
+        met = {tuple(sorted((g.a, g.b))) for g in rated}
+        if settings is None or any(pair not in met for pair in pairs):
+            return None
+        players = sorted({p.label for p in self.spec.players})
+        confidence = float(self.spec.report.get("confidence", 0.95))
+        return schedule.decide(players, pairs, [(g.a, g.b, g.score_a) for g in rated], settings["width"],
+                               settings["budget"], settings["step"], picks, confidence)
 
 
 def _league_games(root: Path) -> list[str] | None:
@@ -611,15 +698,35 @@ def run(tournament: Tournament, report: Callable[[str], None] | None = None, hom
     """Play every game not yet journaled, one after another in this process (one pair of player processes
     per pairing, kept for its games); returns how many games were played now. (Shards as runs on the
     daemon or a cluster, several at once: :func:`mosaic.arena.driver.run`.)"""
-    todo = pending(tournament)
-    if not todo:
+    adaptive = tournament.spec.adaptive is not None
+    if not pending(tournament) and not adaptive:
         return 0
     seat_groups(tournament.spec)  # a game the arena cannot seat is refused before any player starts
     journal = journal_to(tournament, report)
     played = 0
-    for shard in shards(todo, tournament.spec.games_per_pairing):
-        played += len(play_shard(tournament.spec, shard, home, journal))
-    return played
+    players: dict[str, Any] | None = {} if adaptive else None  # kept open across an adaptive schedule's steps
+    try:
+        while True:
+            for shard in shards(pending(tournament), tournament.spec.games_per_pairing):
+                played += len(play_shard(tournament.spec, shard, home, journal, players))
+            decision = tournament.adapt()
+            if decision is None or decision.done:
+                if decision is not None and report:
+                    report(adaptive_line(decision))
+                return played
+    finally:
+        for player in (players or {}).values():
+            player.close()
+
+
+def adaptive_line(decision: Any) -> str:
+    """What an adaptive schedule's end says."""
+    widest = max(w for p, w in decision.widths.items() if p not in decision.unbounded)
+    why = "every interval narrower than the width" if decision.done == "width" else "the budget spent"
+    unbounded = (f"; not counted, having won or lost every game: {', '.join(decision.unbounded)}"
+                 if decision.unbounded else "")
+    return (f"adaptive schedule: stopped after {decision.played} games ({why}; widest interval {widest:.0f} Elo"
+            f"{unbounded}); a round robin at the same width: {decision.uniform} games, {decision.saved} saved")
 
 
 def seat_groups(spec: TournamentSpec) -> tuple[list[str], list[str]]:

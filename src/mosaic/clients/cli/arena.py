@@ -11,7 +11,7 @@ from mosaic.errors import UserError
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from mosaic.arena.tournament import check_players, check_seating, open_tournaments, read_specs, run
+    from mosaic.arena.tournament import adaptive_line, check_players, check_seating, open_tournaments, read_specs, run
 
     specs = read_specs(args.spec)
     check_seating(specs)  # a game the arena cannot seat, or a player that cannot play, is refused before
@@ -29,12 +29,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.backend == "ray" or (args.parallel or 1) > 1:
             from mosaic.arena import driver
 
-            played = driver.run(tournament, args.backend, report, parallel=args.parallel, address=args.address,
-                                announce=lambda line: print(line, file=sys.stderr))
+            played = 0
+            while True:  # an adaptive schedule: each step's games as shards, until it stops
+                played += driver.run(tournament, args.backend, report, parallel=args.parallel, address=args.address,
+                                     announce=lambda line: print(line, file=sys.stderr))
+                step = tournament.adapt(args.parallel or 1)
+                if step is None or step.done:
+                    break
         else:  # one game after another in this process: no daemon needed
             played = run(tournament, report)
+        total = sum(1 for _ in spec.schedule())
         print(f"tournament {tournament.name}: played {played} game(s); {len(tournament.games())} of {total} done",
               file=sys.stderr)
+        if spec.adaptive is not None:
+            decision = tournament.adapt()
+            if decision is not None:
+                print(f"tournament {tournament.name}: {adaptive_line(decision)}", file=sys.stderr)
     print(f"next: mosaic arena report {specs[0].name}", file=sys.stderr)
     return 0
 
@@ -49,8 +59,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         counts: dict[str, int] = {}
         for game in tournament.games():
             counts[game["pairing"]] = counts.get(game["pairing"], 0) + 1
-        rows += [[*([tournament.spec.game] if several else []), f"{a} vs {b}", str(counts.get(f"{a}~{b}", 0)),
-                  str(tournament.spec.games_per_pairing)] for a, b in tournament.spec.pairings()]
+        spec = tournament.spec
+        rows += [[*([spec.game] if several else []), f"{a} vs {b}", str(counts.get(f"{a}~{b}", 0)),
+                  str(spec.games_per_pairing + spec.extra.get(f"{a}~{b}", 0))] for a, b in spec.pairings()]
     print(_table(rows, [*(["GAME"] if several else []), "PAIRING", "PLAYED", "GAMES"]))
     return 0
 
@@ -104,8 +115,8 @@ def add_parsers(sub: Any) -> None:
     q = asub.add_parser("status", help="games played per pairing (per game of a several-game spec)")
     q.add_argument("name", help="the spec's name (NAME/GAME: one game of a several-game spec)")
     q.set_defaults(func=cmd_status)
-    q = asub.add_parser("report", help="ratings with intervals, crosstable, Nash averaging, alpha-Rank and cycles, plots "
-                                      "(each game rated on its own, the population measures also pooled)")
+    q = asub.add_parser("report", help="ratings with intervals, crosstable, Nash averaging, alpha-Rank and cycles, "
+                                       "plots (each game rated on its own, the population measures also pooled)")
     q.add_argument("name", help="the spec's name (NAME/GAME: one game of a several-game spec)")
     q.add_argument("--out")
     q.set_defaults(func=cmd_report)
