@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, runtime_checkable
+from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
 
 #: The entry-point group a worker registers its ``get_worker_metadata`` under.
 ENTRY_POINT_GROUP = "mosaic.workers"
@@ -121,3 +121,51 @@ class WorkerCapabilities:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+
+@dataclass(frozen=True)
+class Packages:
+    """The distributions a worker runs with, named once: ``--describe`` and ``run_started`` report them.
+
+    ``required`` must be installed where the worker runs (``--describe`` refuses otherwise); ``optional``
+    ones are reported when installed. MOSAIC itself (``mosaic-marl``) and python are always reported.
+    """
+
+    required: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, value: "Packages | Iterable[str]") -> "Packages":
+        return value if isinstance(value, Packages) else cls(tuple(value))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(("mosaic-marl", *self.required, *self.optional)))
+
+    def versions(self) -> dict[str, str]:
+        """python and every named distribution that is installed, with its version."""
+        from mosaic.provenance import package_versions
+
+        return package_versions(self.names)
+
+    def __iter__(self):  # the required ones, as the tuple ``packages`` once was
+        return iter(self.required)
+
+
+def worker_metadata(*, name: str, version: str, description: str, upstream: str, license: str = "MIT",
+                    homepage: str = "", resources: Mapping[str, Any] | None = None,
+                    **capabilities: Any) -> tuple[WorkerMetadata, WorkerCapabilities]:
+    """A worker's ``get_worker_metadata`` answer from what differs between workers.
+
+    ``upstream`` is the library it wraps as pip names it (extras allowed: ``ray[rllib]``); its installed
+    version is looked up (``"not installed"`` where it is not). ``resources`` are a
+    :class:`ResourceEstimate`'s fields; the rest are :class:`WorkerCapabilities`' fields.
+    """
+    from mosaic.provenance import installed_version
+
+    meta = WorkerMetadata(name=name, version=version, description=description, upstream_library=upstream,
+                          upstream_version=installed_version(upstream.partition("[")[0]), license=license,
+                          homepage=homepage)
+    caps = WorkerCapabilities(resources=ResourceEstimate(**(resources or {})), **capabilities)
+    return meta, caps

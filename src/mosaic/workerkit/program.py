@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from mosaic.runs import RunDir
-from mosaic.workerkit.contract import WorkerConfig, WorkerRuntime
+from mosaic.workerkit.contract import Packages, WorkerConfig, WorkerRuntime
 from mosaic.workerkit.lifecycle import ProgressTracker, RunControl
 from mosaic.workerkit.telemetry import TelemetryEmitter
 
@@ -56,35 +56,6 @@ class Lazy:
 def hook(value: Any) -> Any:
     """A hook as given: a callable as is, ``"module:attribute"`` as a :class:`Lazy`, None as None."""
     return Lazy(value) if isinstance(value, str) else value
-
-
-@dataclass(frozen=True)
-class Packages:
-    """The distributions a worker runs with, named once: ``--describe`` and ``run_started`` report them.
-
-    ``required`` must be installed where the worker runs (``--describe`` refuses otherwise); ``optional``
-    ones are reported when installed. MOSAIC itself (``mosaic-marl``) and python are always reported.
-    """
-
-    required: tuple[str, ...] = ()
-    optional: tuple[str, ...] = ()
-
-    @classmethod
-    def of(cls, value: "Packages | Iterable[str]") -> "Packages":
-        return value if isinstance(value, Packages) else cls(tuple(value))
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(("mosaic-marl", *self.required, *self.optional)))
-
-    def versions(self) -> dict[str, str]:
-        """python and every named distribution that is installed, with its version."""
-        from mosaic.provenance import package_versions
-
-        return package_versions(self.names)
-
-    def __iter__(self):  # the required ones, as the tuple ``packages`` once was
-        return iter(self.required)
 
 
 def run_started(context: "WorkerContext", config: Any, *, worker: str, packages: "Packages | Iterable[str]",
@@ -135,7 +106,9 @@ _HOOKS = ("config_from_dict", "make_runtime", "default_config", "deep_validate",
 @dataclass
 class WorkerProgram:
     """A worker as the shared command line runs it. ``name``, ``config_class`` and ``make_runtime`` are
-    enough; every hook may be a callable or ``"module:attribute"``."""
+    enough; every hook may be a callable or ``"module:attribute"`` (``".runtime:MyRuntime"``: relative to the
+    worker's package, the one ``config_class`` comes from). ``describe`` and ``packages`` default to that
+    package's ``get_worker_metadata`` and ``PACKAGES``."""
 
     name: str
     #: ``(dict) -> config``; default: ``config_class.from_dict``.
@@ -178,10 +151,22 @@ class WorkerProgram:
     handle_arguments: Callable[[argparse.Namespace], int | None] | None = None
 
     def __post_init__(self) -> None:
-        for name in _HOOKS:
-            setattr(self, name, hook(getattr(self, name)))
-        self.packages = Packages.of(self.packages)
         cls = self.config_class
+        package = _worker_package(cls)
+        for name in _HOOKS:
+            value = getattr(self, name)
+            if isinstance(value, str) and value.startswith("."):
+                if package is None:
+                    raise TypeError(f"worker {self.name!r}: {name}={value!r} is relative to the worker's package, "
+                                    "which config_class names")
+                value = package.__name__ + value
+            setattr(self, name, hook(value))
+        if package is not None:  # what the worker's package says of itself (its __init__.py)
+            if self.describe is None:
+                self.describe = getattr(package, "get_worker_metadata", None)
+            if not self.packages:
+                self.packages = getattr(package, "PACKAGES", ())
+        self.packages = Packages.of(self.packages)
         if self.config_from_dict is None:
             if cls is None:
                 raise TypeError(f"worker {self.name!r}: WorkerProgram needs config_from_dict or config_class")
@@ -194,6 +179,16 @@ class WorkerProgram:
             self.default_config = _class_defaults(cls, dict(self.default_config or {}))
         if self.rounded_budget is None and cls is not None and callable(getattr(cls, "rounded_budget", None)):
             self.rounded_budget = _config_rounds(cls)
+
+
+def _worker_package(cls: type | None) -> Any:
+    """The top-level package a config class comes from (a worker's package), or None."""
+    if cls is None:
+        return None
+    import sys
+
+    top = cls.__module__.partition(".")[0]
+    return sys.modules.get(top) if top not in ("mosaic", "__main__", "builtins") else None
 
 
 def _class_defaults(cls: type, overrides: dict[str, Any]) -> Callable[[], dict[str, Any]]:

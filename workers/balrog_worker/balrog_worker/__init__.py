@@ -13,39 +13,21 @@ This module stays cheap: discovery imports it from MOSAIC's own environment.
 
 from __future__ import annotations
 
-from importlib import metadata
-
-from mosaic.workerkit.contract import ResourceEstimate, WorkerCapabilities, WorkerMetadata
+from mosaic.workerkit.contract import Packages, WorkerCapabilities, WorkerMetadata, worker_metadata
 
 __version__ = "0.1.0"
 ENV_FAMILIES = ("minigrid", "babyai")
+#: What ``--describe`` and ``run_started`` report the versions of.
+PACKAGES = Packages(("mosaic-balrog-worker", "minigrid", "gymnasium", "openai"),
+                    optional=("numpy", "transformers", "torch"))
 
 
 def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
-    try:
-        upstream = metadata.version("minigrid")
-    except metadata.PackageNotFoundError:
-        upstream = "not installed"
-    meta = WorkerMetadata(
-        name="BALROG-style LLM evaluator",
-        version=__version__,
+    return worker_metadata(
+        name="BALROG-style LLM evaluator", version=__version__, upstream="minigrid",
         description="A language model plays MiniGrid and BabyAI tasks from text; success rate, progression, "
                     "invalid actions and tokens, with every prompt and reply kept.",
-        upstream_library="minigrid",
-        upstream_version=upstream,
-        license="MIT",
-    )
-    caps = WorkerCapabilities(
-        worker_type="balrog",
-        paradigms=("single_agent",),
-        policy_configurations=("LANGUAGE_MODEL",),
-        env_families=ENV_FAMILIES,
-        algorithms=("llm",),
-        action_spaces=("discrete",),
-        observation_spaces=("dict", "image"),
-        max_agents=1,
-        supports_checkpointing=False,
-        supports_pause_resume=True,
-        resources=ResourceEstimate(cpus=1.0, memory_mb=400),
-    )
-    return meta, caps
+        worker_type="balrog", paradigms=("single_agent",), policy_configurations=("LANGUAGE_MODEL",),
+        env_families=ENV_FAMILIES, algorithms=("llm",), action_spaces=("discrete",),
+        observation_spaces=("dict", "image"), max_agents=1, supports_checkpointing=False,
+        supports_pause_resume=True, resources={"cpus": 1.0, "memory_mb": 400})

@@ -13,8 +13,7 @@ and work from MOSAIC's own environment, where CleanRL is not installed.
 
 from __future__ import annotations
 
-from mosaic.provenance import installed_version
-from mosaic.workerkit.contract import ResourceEstimate, WorkerCapabilities, WorkerMetadata
+from mosaic.workerkit.contract import Packages, WorkerCapabilities, WorkerMetadata, worker_metadata
 
 __version__ = "0.1.0"
 
@@ -24,20 +23,21 @@ ALGORITHMS = ("ppo", "dqn", "c51", "sac", "td3", "ddpg", "dqn_atari", "ppo_atari
 #: Env families (``algorithms.ENVS``): classic control, ALE Atari, MuJoCo (made by Gym/Gymnasium ids), and
 #: EnvPool's Atari (made by ``envpool.make``).
 ENV_FAMILIES = ("gymnasium", "atari", "mujoco", "envpool")
-
+#: What ``--describe`` and ``run_started`` report the versions of (a script's overlay adds its own: runtime.py).
+PACKAGES = Packages(("mosaic-cleanrl-worker", "cleanrl", "torch", "gym", "gymnasium", "numpy", "ale-py", "mujoco",
+                     "envpool"),
+                    optional=("stable-baselines3", "tensorboard", "moviepy", "pygame", "opencv-python-headless",
+                              "wandb"))
 
 
 def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
-    meta = WorkerMetadata(
-        name="CleanRL", version=__version__,
+    return worker_metadata(
+        name="CleanRL", version=__version__, upstream="cleanrl",
         description="CleanRL's single-file PPO, DQN, C51, SAC, TD3 and DDPG scripts, run unmodified "
                     "on Gym/Gymnasium classic-control tasks, dqn_atari, ppo_atari and c51_atari on ALE Atari games and "
                     "ppo_continuous_action and ddpg on MuJoCo tasks, ppo_atari_envpool on EnvPool's Atari games; telemetry, checkpoints and FastLane "
                     "frames observed from outside the script.",
-        upstream_library="cleanrl", upstream_version=installed_version("cleanrl"), license="MIT")
-    caps = WorkerCapabilities(
         worker_type="cleanrl", paradigms=("single_agent",), policy_configurations=("INDEPENDENT",),
         env_families=ENV_FAMILIES, algorithms=ALGORITHMS, action_spaces=("discrete", "box"),
         observation_spaces=("box",), max_agents=1, supports_checkpointing=True, supports_pause_resume=True,
-        resources=ResourceEstimate(cpus=1.0, memory_mb=1500))
-    return meta, caps
+        resources={"cpus": 1.0, "memory_mb": 1500})

@@ -14,25 +14,24 @@ and work from MOSAIC's own environment, where JAX is not installed.
 
 from __future__ import annotations
 
-from mosaic.provenance import installed_version
-from mosaic.workerkit.contract import ResourceEstimate, WorkerCapabilities, WorkerMetadata
+from mosaic.workerkit.contract import Packages, WorkerCapabilities, WorkerMetadata, worker_metadata
 
 __version__ = "0.1.0"
 
 #: jumanji.training's agents: A2C learns; 'random' is its uniform-random agent over the legal actions;
 #: 'ppo' is MOSAIC's PPO on the same networks and rollout as A2C (ppo.py).
 ALGORITHMS = ("a2c", "ppo", "random")
+#: What ``--describe`` and ``run_started`` report the versions of.
+PACKAGES = Packages(("mosaic-jumanji-worker", "jumanji", "jax", "jaxlib", "dm-haiku", "optax", "hydra-core"),
+                    optional=("chex", "numpy"))
 
 
 def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
-    meta = WorkerMetadata(
-        name="Jumanji", version=__version__,
+    return worker_metadata(
+        name="Jumanji", version=__version__, upstream="jumanji", license="Apache-2.0",
         description="Jumanji's A2C (jumanji.training), and PPO on the same networks, on its logic, packing, "
                     "routing and swarm envs (TSP, BinPack, ...), on JAX in-process, in its own environment.",
-        upstream_library="jumanji", upstream_version=installed_version("jumanji"), license="Apache-2.0")
-    caps = WorkerCapabilities(
         worker_type="jumanji", paradigms=("single_agent",), policy_configurations=("INDEPENDENT",),
         env_families=("jumanji",), algorithms=ALGORITHMS, action_spaces=("masked_discrete", "multi_discrete"),
         observation_spaces=("dict",), max_agents=1, supports_checkpointing=True, supports_pause_resume=True,
-        resources=ResourceEstimate(cpus=1.0, memory_mb=3000))
-    return meta, caps
+        resources={"cpus": 1.0, "memory_mb": 3000})

@@ -13,40 +13,22 @@ This module stays cheap: discovery imports it.
 
 from __future__ import annotations
 
-from importlib import metadata
-
-from mosaic.workerkit.contract import ResourceEstimate, WorkerCapabilities, WorkerMetadata
+from mosaic.workerkit.contract import Packages, WorkerCapabilities, WorkerMetadata, worker_metadata
 
 __version__ = "0.1.0"
 ENV_FAMILIES = ("classic", "mpe")
+#: What ``--describe`` and ``run_started`` report the versions of.
+PACKAGES = Packages(("mosaic-llm-worker", "pettingzoo", "mpe2", "openai"),
+                    optional=("gymnasium", "numpy", "transformers", "ray", "torch"))
 
 
 def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
-    try:
-        upstream = metadata.version("pettingzoo")
-    except metadata.PackageNotFoundError:
-        upstream = "not installed"
-    meta = WorkerMetadata(
-        name="MOSAIC LLM (multi-agent)",
-        version=__version__,
+    return worker_metadata(
+        name="MOSAIC LLM (multi-agent)", version=__version__, upstream="pettingzoo",
         description="Language models play the agents of PettingZoo games and MPE tasks: independent, with a "
                     "message round or a central planner, optional theory of mind scored against what the "
                     "others do; mixed matches against random play or a Ray checkpoint.",
-        upstream_library="pettingzoo",
-        upstream_version=upstream,
-        license="MIT",
-    )
-    caps = WorkerCapabilities(
-        worker_type="mosaic_llm",
-        paradigms=("multi_agent",),
-        policy_configurations=("LANGUAGE_MODEL",),
-        env_families=ENV_FAMILIES,
-        algorithms=("llm",),
-        action_spaces=("discrete",),
-        observation_spaces=("masked_discrete", "box", "discrete"),
-        max_agents=8,
-        supports_checkpointing=False,
-        supports_pause_resume=True,
-        resources=ResourceEstimate(cpus=1.0, memory_mb=500),
-    )
-    return meta, caps
+        worker_type="mosaic_llm", paradigms=("multi_agent",), policy_configurations=("LANGUAGE_MODEL",),
+        env_families=ENV_FAMILIES, algorithms=("llm",), action_spaces=("discrete",),
+        observation_spaces=("masked_discrete", "box", "discrete"), max_agents=8, supports_checkpointing=False,
+        supports_pause_resume=True, resources={"cpus": 1.0, "memory_mb": 500})

@@ -66,6 +66,25 @@ class RandomCheckpointState(CheckpointState):
     policy: dict[str, Any] = field(default_factory=dict)
 
 
+def deep_validate(config: RandomWorkerConfig) -> None:
+    """Build the env once so a wrong env id or kwarg fails before any run exists; a checkpoint to restore must
+    hold the sampling state of this env's agents (one of another env would fail the run at its first move)."""
+    env = config.environment.make(render_mode="rgb_array" if config.fastlane.enabled else None)
+    agents = list(env.possible_agents)
+    env.close()
+    if config.checkpoint.restore_from:
+        from mosaic.errors import ConfigError
+
+        path = config.checkpoint.restore_from
+        state = RandomCheckpointState.read(path, "checkpoint.restore_from", "the random worker")
+        saved = sorted((state.policy.get("spaces") or {}))
+        if saved != sorted(agents):
+            raise ConfigError("checkpoint.restore_from", f"{path} holds the sampling state of agents "
+                                                         f"{', '.join(saved) or 'none'}, not of "
+                                                         f"{config.environment.env_id}'s {', '.join(agents)}; "
+                                                         "allowed: a checkpoint of a random run of this env")
+
+
 class RandomWorkerRuntime:
     def __init__(self, config: RandomWorkerConfig, context: WorkerContext) -> None:
         self.config = config

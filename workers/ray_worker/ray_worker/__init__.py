@@ -6,11 +6,12 @@ Importing this package is cheap (no Ray, no torch); discovery calls
 
 from __future__ import annotations
 
-from importlib import metadata
-
-from mosaic.workerkit.contract import ResourceEstimate, WorkerCapabilities, WorkerMetadata
+from mosaic.workerkit.contract import Packages, WorkerCapabilities, WorkerMetadata, worker_metadata
 
 __version__ = "0.1.0"
+#: What ``--describe`` and ``run_started`` report the versions of.
+PACKAGES = Packages(("mosaic-ray-worker", "ray", "torch", "gymnasium", "pettingzoo"),
+                    optional=("numpy", "mpe2", "tensorboardX", "wandb"))
 
 #: Public names loaded on first use, so discovery's import of this package stays cheap.
 _LAZY = {
@@ -35,21 +36,10 @@ def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
     from ray_worker import algo_params
     from ray_worker.config import IMPLEMENTED_POLICY_CONFIGURATIONS
 
-    try:
-        ray_version = metadata.version("ray")
-    except metadata.PackageNotFoundError:
-        ray_version = "not installed"
-    meta = WorkerMetadata(
-        name="Ray RLlib",
-        version=__version__,
+    return worker_metadata(
+        name="Ray RLlib", version=__version__, upstream="ray[rllib]", homepage="https://docs.ray.io/en/latest/rllib/",
         description="Multi-agent training of PettingZoo envs, and single-agent training of Gymnasium envs, "
                     "with RLlib's new API stack.",
-        upstream_library="ray[rllib]",
-        upstream_version=ray_version,
-        license="MIT",
-        homepage="https://docs.ray.io/en/latest/rllib/",
-    )
-    caps = WorkerCapabilities(
         worker_type="ray",
         paradigms=("single_agent", "multi_agent"),  # gymnasium: tests/test_single_agent.py
         policy_configurations=tuple(p.name for p in IMPLEMENTED_POLICY_CONFIGURATIONS),
@@ -60,9 +50,5 @@ def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
         max_agents=50,  # simple_spread with N=50, parameter sharing: tests/test_many_agents.py
         supports_self_play=True,  # SELF_PLAY: frozen snapshots, symmetric or team-wise (tests/test_self_play.py)
         supports_population=True,  # league: main exploiters per side (self_play.main_exploiters)
-        supports_checkpointing=True,
-        supports_pause_resume=True,
-        requires_gpu=False,
-        resources=ResourceEstimate(cpus=3.0, memory_mb=3000, gpus=0.0),
-    )
-    return meta, caps
+        supports_checkpointing=True, supports_pause_resume=True, requires_gpu=False,
+        resources={"cpus": 3.0, "memory_mb": 3000, "gpus": 0.0})

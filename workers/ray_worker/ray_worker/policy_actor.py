@@ -25,7 +25,7 @@ import gymnasium as gym
 import numpy as np
 
 from mosaic.errors import UserError
-from ray_worker.checkpoint_state import RayCheckpointState
+from ray_worker.checkpoint import RayCheckpointState
 
 MODULES_DIR = Path("learner_group") / "learner" / "rl_module"
 

@@ -29,7 +29,7 @@ from ray_worker.environment import EnvironmentFactory
 from ray_worker.policies import prepare
 
 if TYPE_CHECKING:  # imported where it is used, at run time
-    from ray_worker.checkpoint_state import RayCheckpointState
+    from ray_worker.checkpoint import RayCheckpointState
 
 __all__ = ["EnvironmentFactory", "RayWorkerRuntime", "metrics_from_result", "start_ray"]
 
@@ -108,7 +108,7 @@ class RayWorkerRuntime:
 
     # -- checkpoints ---------------------------------------------------------
     def _save(self, algo: Any, iteration: int, timesteps: int, episodes: int, periodic: bool) -> Path:
-        from ray_worker.checkpoint_state import RayCheckpointState
+        from ray_worker.checkpoint import RayCheckpointState
 
         path = checkpoint_folder(self.run_dir, iteration)
         if path.exists():
@@ -128,7 +128,7 @@ class RayWorkerRuntime:
         return path
 
     def _restore(self, algo: Any, path: str) -> "RayCheckpointState":
-        from ray_worker.checkpoint_state import RayCheckpointState
+        from ray_worker.checkpoint import RayCheckpointState
 
         state = RayCheckpointState.read(path, "checkpoint.restore_from", "the ray worker")
         league = getattr(self, "league", None)

@@ -11,28 +11,25 @@ and work from MOSAIC's own environment, where Tianshou is not installed.
 
 from __future__ import annotations
 
-from mosaic.provenance import installed_version
-from mosaic.workerkit.contract import ResourceEstimate, WorkerCapabilities, WorkerMetadata
+from mosaic.workerkit.contract import Packages, WorkerCapabilities, WorkerMetadata, worker_metadata
 
 __version__ = "0.1.0"
 
 #: What a config may name (traits: algorithms.py).
 ALGORITHMS = ("dqn", "c51", "rainbow", "iqn", "ppo", "a2c", "trpo", "sac", "ddpg", "td3", "redq", "discrete_cql",
               "discrete_bcq", "bcq", "cql", "gail")
+#: What ``--describe`` and ``run_started`` report the versions of.
+PACKAGES = Packages(("mosaic-tianshou-worker", "tianshou", "torch", "numpy", "gymnasium"))
 
 
 def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
-    meta = WorkerMetadata(
-        name="Tianshou", version=__version__,
+    return worker_metadata(
+        name="Tianshou", version=__version__, upstream="tianshou",
         description="Tianshou's DQN, C51, Rainbow, IQN, PPO, A2C, TRPO, SAC, DDPG, TD3, REDQ, offline CQL and "
                     "BCQ (discrete and continuous), and GAIL on Gymnasium envs, and DQN in one seat of a "
                     "PettingZoo classic game through Tianshou's multi-agent algorithm, called in-process in its "
                     "own environment.",
-        upstream_library="tianshou", upstream_version=installed_version("tianshou"), license="MIT")
-    caps = WorkerCapabilities(
         worker_type="tianshou", paradigms=("single_agent", "multi_agent"), policy_configurations=("INDEPENDENT",),
         env_families=("gymnasium", "classic"), algorithms=ALGORITHMS,
         action_spaces=("discrete", "box", "masked_discrete"), observation_spaces=("box", "dict"), max_agents=2,
-        supports_checkpointing=True, supports_pause_resume=True,
-        resources=ResourceEstimate(cpus=1.0, memory_mb=2000))
-    return meta, caps
+        supports_checkpointing=True, supports_pause_resume=True, resources={"cpus": 1.0, "memory_mb": 2000})

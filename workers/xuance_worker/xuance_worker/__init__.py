@@ -12,27 +12,23 @@ and work from MOSAIC's own environment, where XuanCe is not installed.
 
 from __future__ import annotations
 
-from mosaic.provenance import installed_version
-from mosaic.workerkit.contract import ResourceEstimate, WorkerCapabilities, WorkerMetadata
+from mosaic.workerkit.contract import Packages, WorkerCapabilities, WorkerMetadata, worker_metadata
 
 __version__ = "0.1.0"
 
 #: What a config may name (traits: algorithms.py; COMA through learner_shims.py).
 ALGORITHMS = ("mappo", "ippo", "qmix", "vdn", "iql", "maddpg", "coma")
-
+#: What ``--describe`` and ``run_started`` report the versions of.
+PACKAGES = Packages(("mosaic-xuance-worker", "xuance", "torch", "numpy", "pettingzoo", "gymnasium"))
 
 
 def get_worker_metadata() -> tuple[WorkerMetadata, WorkerCapabilities]:
-    meta = WorkerMetadata(
-        name="XuanCe", version=__version__,
+    return worker_metadata(
+        name="XuanCe", version=__version__, upstream="xuance",
         description="XuanCe's multi-agent algorithms (MAPPO, IPPO, QMIX, VDN, IQL, MADDPG, COMA) on PettingZoo "
                     "MPE, SISL, Butterfly and simultaneous classic envs, called in-process in its own "
                     "environment (numpy 1).",
-        upstream_library="xuance", upstream_version=installed_version("xuance"), license="MIT")
-    caps = WorkerCapabilities(
         worker_type="xuance", paradigms=("multi_agent",), policy_configurations=("PARAMETER_SHARING", "INDEPENDENT"),
         env_families=("mpe", "sisl", "butterfly", "classic"), algorithms=ALGORITHMS,
         action_spaces=("discrete", "box"), observation_spaces=("box", "image", "discrete"), max_agents=16,
-        supports_checkpointing=True, supports_pause_resume=True,
-        resources=ResourceEstimate(cpus=1.0, memory_mb=2000))
-    return meta, caps
+        supports_checkpointing=True, supports_pause_resume=True, resources={"cpus": 1.0, "memory_mb": 2000})
