@@ -175,3 +175,92 @@ def test_a_rounded_budget_is_the_target_runs_and_show_name(tmp_path_factory):
     shown = run_cli("show", "rounded", home=home).stdout
     assert "progress: 512/512 env steps (total_timesteps 600: its library takes the budget in whole units" in shown
     assert json.loads(run_cli("show", "rounded", "--json", home=home).stdout)["run"]["progress"] == "512/512 env steps"
+
+
+# -- mistakes named for what they are --------------------------------------------------------------------------
+def _one_error(proc, *parts: str) -> str:
+    """The single `mosaic: error:` line of a refusal (exit 2), holding every one of ``parts``."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout[-1000:], proc.stderr[-2000:])
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("mosaic: error: ") and line.count("mosaic: error:") == 1, line
+    for part in parts:
+        assert part in line, (part, line)
+    return line
+
+
+def test_set_without_its_equals_sign_says_so(home, tmp_path):
+    _one_error(run_cli("run", "--worker", "random", "--set", "total_timesteps", "4000", home=home),
+               "--set: 'total_timesteps' has no '='", "--set total_timesteps=4000")
+    config = write_config(tmp_path / "c.json", SPREAD)
+    _one_error(run_cli("run", str(config), "--set", "total_timesteps", "4000", home=home),
+               "--set total_timesteps=4000")
+    assert not (home / "trainer" / "runs").exists()
+
+
+def test_a_config_field_given_as_an_option_points_to_set(home):
+    _one_error(run_cli("run", "--total-timesteps", "4000", home=home),
+               "--total-timesteps: not an option of `mosaic run`", "--set total_timesteps=4000")
+    _one_error(run_cli("run", "--worker", "random", "--total-timesteps=300", home=home), "--set total_timesteps=300")
+    # an unknown option of a command without --set is argparse's own one line
+    _one_error(run_cli("runs", "--newest", home=home), "unrecognized arguments: --newest")
+
+
+def test_a_yaml_syntax_error_names_its_line_and_column(home, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("worker: random\nenvironment:\n  family: mpe\n  env_id: [simple_spread_v3\ntotal_timesteps: 300\n")
+    line = _one_error(run_cli("run", str(bad), home=home), f"config: '{bad}' is not valid YAML at line ")
+    assert " column " in line
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: x\nbase:\n  random: {total_timesteps: 100\nseeds: 2\n")
+    _one_error(run_cli("experiment", "plan", str(spec), home=home), f"spec: '{spec}' is not valid YAML at line ")
+
+
+def test_a_file_of_another_kind_is_named_with_the_command_that_takes_it(home, tmp_path):
+    from cli_support import EXAMPLES
+
+    experiment = next((EXAMPLES / "experiments").glob("*.yaml"))
+    _one_error(run_cli("run", str(experiment), home=home), "is an experiment spec",
+               f"`mosaic experiment run {experiment}`")
+    tournament = write_config(tmp_path / "t.json", {"name": "t", "environment": {"family": "classic",
+                                                                                "env_id": "tictactoe_v3"},
+                                                    "players": {"a": {"target": "random"}, "b": {"target": "random"}}})
+    _one_error(run_cli("run", str(tournament), home=home), "is a tournament spec", f"`mosaic arena run {tournament}`")
+    _one_error(run_cli("experiment", "run", str(tournament), home=home), "is a tournament spec",
+               "`mosaic arena run")
+    config = write_config(tmp_path / "run.json", SPREAD)
+    _one_error(run_cli("experiment", "plan", str(config), home=home), "is a run config", f"`mosaic run {config}`")
+    assert not (home / "experiments").exists() and not (home / "trainer" / "runs").exists()
+
+
+def test_gui_without_a_display_is_one_line_and_exit_2(home):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env["MOSAIC_HOME"] = str(home)
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "mosaic", "gui"], capture_output=True, text=True, timeout=120,
+                          env=env)
+    _one_error(proc, "the GUI needs a display")
+
+
+def test_an_opponent_where_no_side_opposes_the_run_is_refused(home, tmp_path):
+    for env_id, said in (("simple_spread_v3", "one team with a shared reward"), ("simple_v3", "has one agent")):
+        config = write_config(tmp_path / f"{env_id}.json", {**SPREAD, "environment": {"family": "mpe",
+                                                                                      "env_id": env_id},
+                                                            "run_id": env_id})
+        assert run_cli("run", str(config), home=home).returncode == 0
+        _one_error(run_cli("eval", env_id, "--opponent", "random", "--episodes", "2", home=home),
+                   "--opponent: ", said)
+
+
+def test_a_player_added_to_a_finished_tournament_is_named_with_how_to_go_on(home, tmp_path):
+    spec = {"name": "tiny", "environment": {"family": "classic", "env_id": "tictactoe_v3"}, "games_per_pairing": 2,
+            "players": {"a": {"target": "random"}, "b": {"target": "random"}}}
+    first = run_cli("arena", "run", str(write_config(tmp_path / "t.json", spec)), home=home, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    spec["players"]["c"] = {"target": "random"}
+    _one_error(run_cli("arena", "run", str(write_config(tmp_path / "t.json", spec)), home=home, timeout=300),
+               "exists with another spec (players added: c)", "another name for the new spec",
+               "the spec as it was to resume this one")

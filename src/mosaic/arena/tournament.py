@@ -396,9 +396,19 @@ class Tournament:
             root = root / spec.game
         if (root / "spec.json").is_file():
             existing = json.loads((root / "spec.json").read_text(encoding="utf-8"))
-            if existing != json.loads(json.dumps(spec.source)):
-                raise UserError(f"name: a tournament named {spec.title!r} exists with another spec; allowed: "
-                                "another name, or the same spec to resume it")
+            given = json.loads(json.dumps(spec.source))
+            if existing != given:
+                was, now = existing.get("players") or {}, given.get("players") or {}
+                differs = [f"players added: {', '.join(sorted(set(now) - set(was)))}" if set(now) - set(was) else "",
+                           f"players removed: {', '.join(sorted(set(was) - set(now)))}" if set(was) - set(now) else "",
+                           *(f"{key} changed" for key in sorted(set(existing) | set(given))
+                             if key != "players" and existing.get(key) != given.get(key)),
+                           *(f"player {label} changed" for label in sorted(set(was) & set(now))
+                             if was[label] != now[label])]
+                raise UserError(f"name: a tournament named {spec.title!r} exists with another spec "
+                                f"({'; '.join(d for d in differs if d)}); its games are kept in {root}. allowed: "
+                                "another name for the new spec (a new tournament, its games played anew), or the "
+                                "spec as it was to resume this one")
         else:
             root.mkdir(parents=True, exist_ok=True)
             write_json_atomic(root / "spec.json", spec.source)

@@ -35,9 +35,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _unknown_options(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str],
+                     argv: list[str]) -> None:
+    """Arguments no parser took. On a command that takes ``--set``, ``--total-timesteps 4000`` is a config field
+    written as an option: say how to set it (``--set total_timesteps=4000``); ``--set KEY VALUE`` lacks its ``=``."""
+    from mosaic.clients.cli.common import check_set_items
+
+    flag = extra[0] if extra else ""
+    if hasattr(args, "set"):
+        check_set_items(args.set, None if flag.startswith("-") else flag)
+    if hasattr(args, "set") and flag.startswith("--") and len(flag) > 2:
+        name, sep, value = flag[2:].partition("=")
+        if not sep:  # the value that followed it (argparse may have taken it for the config)
+            at = argv.index(flag) if flag in argv else -1
+            following = argv[at + 1] if 0 <= at < len(argv) - 1 else ""
+            value = following if following and not following.startswith("-") else "VALUE"
+        path = name.replace("-", "_")
+        raise UserError(f"{flag}: not an option of `mosaic {args.command}`; a config field is set with "
+                        f"--set {path}={value} (`mosaic workers show WORKER` lists the fields)")
+    parser.error(f"unrecognized arguments: {' '.join(extra)}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)  # inside: an argument's own check may raise UserError
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)  # inside: an argument's own check may raise UserError
+        if extra:
+            _unknown_options(parser, args, extra, list(sys.argv[1:] if argv is None else argv))
         return args.func(args)
     except UserError as exc:
         print(f"mosaic: error: {exc}", file=sys.stderr)

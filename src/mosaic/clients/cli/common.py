@@ -163,3 +163,64 @@ def _daemon_client(required: bool = False) -> Any:
     from mosaic.host.daemon.client import DaemonClient
 
     return DaemonClient.for_endpoint(endpoint, home)
+
+
+# -- mistakes named for what they are ------------------------------------------------------------------------------
+def check_set_items(items: list[str], taken: str | None = None) -> None:
+    """``--set KEY VALUE`` (a space, not ``=``): argparse takes VALUE for the next argument (the config), and the
+    mistake would read as a missing file. ``taken``: the positional argument VALUE went to, if any."""
+    for item in items:
+        if "=" not in item:
+            value = taken if taken is not None else "VALUE"
+            raise UserError(f"--set: {item!r} has no '='; write --set {item}={value} (KEY.PATH=VALUE, no space)")
+
+
+def yaml_syntax(path: str, what: str) -> None:
+    """A YAML file's syntax error, named with its line and column (1-based), before anything reads the file."""
+    if not str(path).lower().endswith((".yaml", ".yml")):
+        return
+    try:
+        import yaml
+
+        text = open(path, encoding="utf-8").read()
+    except (ImportError, OSError, UnicodeDecodeError):
+        return  # the reader says what is wrong
+    try:
+        yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        said = " ".join(part for part in (exc.context, exc.problem) if part)
+        raise UserError(f"{what}: {path!r} is not valid YAML{where}: {said}") from None
+    except yaml.YAMLError:
+        return
+
+
+#: What each kind of file is run with.
+KIND_COMMANDS = {"run config": "mosaic run CONFIG", "experiment spec": "mosaic experiment run SPEC",
+                 "tournament spec": "mosaic arena run SPEC"}
+
+
+def file_kind(data: Any) -> str | None:
+    """Which kind of MOSAIC file ``data`` looks like, by the fields only that kind has; None when none is sure."""
+    if not isinstance(data, dict):
+        return None
+    if "players" in data or ("games" in data and isinstance(data.get("games"), dict)):
+        return "tournament spec"
+    if "base" in data or "axes" in data or "seeds" in data or "study" in data:
+        return "experiment spec"
+    if "worker" in data or "algorithm" in data or "total_timesteps" in data:
+        return "run config"
+    return None
+
+
+def refuse_other_kind(path: str, data: Any, wanted: str, field: str) -> None:
+    """``data`` (read from ``path``) is another kind of file than ``wanted``: say what it is and which command
+    takes it, exit 2."""
+    kind = file_kind(data)
+    if kind is not None and kind != wanted:
+        command = KIND_COMMANDS[kind].rsplit(" ", 1)[0]
+        hint = {"tournament spec": "its 'players'", "experiment spec": "its 'base', 'axes' or 'seeds'",
+                "run config": "its 'worker', 'algorithm' or 'total_timesteps'"}[kind]
+        raise UserError(f"{field}: {path!r} is {'an' if kind[0] in 'aeiou' else 'a'} {kind} ({hint}), not "
+                        f"{'an' if wanted[0] in 'aeiou' else 'a'} {wanted}; run it with `{command} {path}`")

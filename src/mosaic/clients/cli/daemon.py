@@ -82,7 +82,13 @@ def _exit_code_for(state: str) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    data = apply_overrides(load_config_data(args.config), args.set)
+    from mosaic.clients.cli.common import check_set_items, refuse_other_kind, yaml_syntax
+
+    check_set_items(args.set)
+    yaml_syntax(args.config, "config")
+    data = load_config_data(args.config)
+    refuse_other_kind(args.config, data, "run config", "config")
+    data = apply_overrides(data, args.set)
     client = _daemon_client(required=True)
     info = client.submit(data, worker=args.worker or "", run_id=args.run_id or "",
                          heartbeat_timeout_s=args.heartbeat_timeout or 0.0, cpus=args.cpus or 0.0)

@@ -69,10 +69,24 @@ class GridProgress:
             self.stream.write("\n")
 
 
-def _plan_of(spec_path: str, check: bool = True) -> tuple[Any, Any]:
+def _read_spec(spec_path: str) -> Any:
+    """The spec at ``spec_path``; a YAML syntax error named with its line and column, another kind of file (a run
+    config, a tournament spec) named with the command that takes it."""
+    from mosaic.clients.cli.common import refuse_other_kind, yaml_syntax
+    from mosaic.configkit import read_document
     from mosaic.experiments.spec import read_spec
 
-    spec = read_spec(spec_path)
+    yaml_syntax(spec_path, "spec")
+    try:
+        data = read_document(spec_path, "spec")
+    except UserError:
+        data = None  # read_spec says what is wrong
+    refuse_other_kind(spec_path, data, "experiment spec", "spec")
+    return read_spec(spec_path)
+
+
+def _plan_of(spec_path: str, check: bool = True) -> tuple[Any, Any]:
+    spec = _read_spec(spec_path)
     return spec, _make_plan(spec, check)
 
 
@@ -185,10 +199,9 @@ def _run(exp: Any, args: argparse.Namespace | None = None) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from mosaic.experiments.plan import spec_digest
-    from mosaic.experiments.spec import read_spec
 
     store = _store()
-    spec = read_spec(args.spec)
+    spec = _read_spec(args.spec)
     if args.name:
         from mosaic.experiments.spec import parse_spec
 

@@ -58,8 +58,13 @@ def _find_worker(name: str | None) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from mosaic.clients.cli.common import check_set_items, refuse_other_kind, yaml_syntax
+
+    check_set_items(args.set, args.config)
     if args.config:
+        yaml_syntax(args.config, "config")
         data = load_config_data(args.config)
+        refuse_other_kind(args.config, data, "run config", "config")
     else:  # the named worker's own default config, or the default worker's
         data = _default_config(None if args.worker else discover_workers(), args.worker)
     data = apply_overrides(data, args.set)
@@ -270,6 +275,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     worker_name = args.worker or worker_name
     if not worker_name:
         raise UserError(f"worker: cannot tell which worker made {args.target!r}; pass --worker")
+    if args.opponent:
+        _check_opponent_seats(path)
     if args.opponent and not _native_opponent(worker_name, args.opponent):
         return _eval_match(args, path)
     if args.seats:
@@ -292,6 +299,32 @@ def cmd_eval(args: argparse.Namespace) -> int:
         cmd.append("--fastlane")
     proc = subprocess.run(cmd)
     return proc.returncode
+
+
+def _check_opponent_seats(path: str) -> None:
+    """``--opponent`` needs a side to play against the run: refused, naming why, where the run's env has one agent
+    or one team with a shared reward (``mosaic.workerkit.envs.reward_structure``)."""
+    from pathlib import Path
+
+    from mosaic.workerkit.envs import reward_structure
+    from mosaic.workerkit.run_fields import summarize
+
+    for root in (Path(path), Path(path).parent.parent):
+        if (root / "config.json").is_file():
+            summary = summarize(_config_of(RunDir(root)))
+            break
+    else:
+        return
+    env = f"{summary.env_family}/{summary.env_id}"
+    structure = reward_structure(summary.env_family, summary.env_id)
+    if structure == "single" or summary.env_family == "gymnasium":
+        raise UserError(f"--opponent: {env} has one agent, which the run plays: there is no seat for an opponent; "
+                        "allowed: no --opponent (mosaic eval RUN plays the run alone), or a run of a game with "
+                        "opposing sides")
+    if structure == "cooperative":
+        raise UserError(f"--opponent: in {env} the agents are one team with a shared reward: there is no opposing "
+                        "side for an opponent to play; allowed: no --opponent (the run plays every agent), or a "
+                        "run of a competitive or mixed env (connect_four_v3, simple_tag_v3, ...)")
 
 
 #: Workers whose own ``--evaluate`` plays ``--opponent random`` or a run of the same worker (with their own
