@@ -210,3 +210,14 @@ def test_the_population_plots_keep_their_content_inside(tmp_path):
     plain_fig = beats_figure(plain)
     _inspect(plain_fig)
     assert plain_fig.axes[0].get_title() == "transitive: no cycle"
+
+
+def test_the_population_example_spec_reads():
+    """docs/arena.md's example: the heuristic and an exact copy of it, lowest-move and random play."""
+    from cli_support import EXAMPLES
+    from mosaic.arena.tournament import read_specs
+
+    (spec,) = read_specs(EXAMPLES / "arena" / "connect_four_population.yaml")
+    targets = {p.label: p.target for p in spec.players}
+    assert spec.name == "c4-population" and targets["heuristic"] == targets["heuristic_copy"]
+    assert len(list(spec.schedule())) == 60
