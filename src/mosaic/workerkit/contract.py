@@ -13,6 +13,8 @@ from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
 
 #: The entry-point group a worker registers its ``get_worker_metadata`` under.
 ENTRY_POINT_GROUP = "mosaic.workers"
+#: The agent id of a single-agent env, wherever a worker names one (telemetry, evaluation, players).
+SINGLE_AGENT = "agent_0"
 
 #: Values a capability field may take; discovery rejects anything else so a
 #: typo in a plugin shows up as a broken worker instead of a silent mismatch.

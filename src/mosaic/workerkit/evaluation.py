@@ -21,6 +21,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
+from mosaic.workerkit.contract import SINGLE_AGENT
 from mosaic.workerkit.episode_stats import winner
 
 RANDOM = "random"
@@ -320,7 +321,7 @@ def play_episodes(env: Any, seatings: Sequence[Controller], num_episodes: int, s
 
 
 def play_single_agent(play: Callable[[int, "FrameSink | None"], tuple[float, int]], num_episodes: int,
-                      seed: int = 0, agent: str = "agent_0", module: str = "policy", video_episodes: int = 0,
+                      seed: int = 0, agent: str = SINGLE_AGENT, module: str = "policy", video_episodes: int = 0,
                       lane: Any = None) -> tuple[list[EpisodeMetrics], list[list[np.ndarray]]]:
     """Play ``num_episodes`` of a single-agent env, episode i seeded ``seed + i``.
 

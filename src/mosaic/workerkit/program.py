@@ -17,12 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from mosaic.runs import RunDir
-from mosaic.workerkit.contract import Packages, WorkerConfig, WorkerRuntime
+from mosaic.workerkit.contract import SINGLE_AGENT, Packages, WorkerConfig, WorkerRuntime  # noqa: F401
 from mosaic.workerkit.lifecycle import ProgressTracker, RunControl
 from mosaic.workerkit.telemetry import TelemetryEmitter
 
-#: The agent id of a single-agent env, wherever a worker reports one (telemetry, evaluation, players).
-SINGLE_AGENT = "agent_0"
 #: Seconds between heartbeats of a config without ``reporting.heartbeat_interval_s``.
 DEFAULT_HEARTBEAT_S = 5.0
 

@@ -26,10 +26,11 @@ from typing import Any, Iterator
 
 from mosaic.workerkit.episode_stats import episode_statistics
 from mosaic.workerkit.script_runtime import Relay
+from mosaic.workerkit.contract import SINGLE_AGENT
 
 from cleanrl_worker.algorithms import Algorithm
 
-AGENT = "agent_0"
+AGENT = SINGLE_AGENT
 MODULE = "policy"
 
 

@@ -30,7 +30,9 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Mapping
 
-AGENT = "agent_0"
+from mosaic.workerkit.contract import SINGLE_AGENT
+
+AGENT = SINGLE_AGENT
 MODULE = "policy"
 #: A2C's names that MOSAIC also has (docs/telemetry.md).
 NAMES = {"critic_loss": "vf_loss"}

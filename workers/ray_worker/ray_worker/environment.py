@@ -73,8 +73,7 @@ class EnvInfo:
                 "action_spaces": {a: describe_space(s) for a, s in self.action_spaces.items()}}
 
 
-#: The one agent of a single-agent env (the name every MOSAIC worker gives it in telemetry and evaluation).
-SINGLE_AGENT = "agent_0"
+from mosaic.workerkit.contract import SINGLE_AGENT  # noqa: E402  (the one agent of a single-agent env)
 #: Gymnasium's env modules whose envs the worker offers (vector observations; Box2D's only where installed).
 GYMNASIUM_MODULES = ("gymnasium.envs.classic_control", "gymnasium.envs.toy_text", "gymnasium.envs.box2d")
 #: Offered ids left out: pixel observations, which only PettingZoo envs get preprocessed for.

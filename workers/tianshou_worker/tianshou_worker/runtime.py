@@ -40,7 +40,7 @@ from tianshou_worker import algorithms
 from tianshou_worker.numba_cache import cache_numba_functions
 from tianshou_worker.config import TianshouConfig, epochs
 from tianshou_worker.envs import make_vector_env, probe_env
-from tianshou_worker.telemetry import Reporter, make_logger, observe_collector, observe_learner
+from tianshou_worker.telemetry import AGENT, Reporter, make_logger, observe_collector, observe_learner
 
 PACKAGES = ("mosaic-marl", "mosaic-tianshou-worker", "tianshou", "torch", "numpy", "gymnasium")
 WEIGHTS_FILE = "tianshou_algorithm.pt"
@@ -106,7 +106,7 @@ def learner_of(config: TianshouConfig, algo: Any) -> Any:
 def seats(config: TianshouConfig, spaces: algorithms.Spaces) -> dict[str, str]:
     """agent -> who plays it, for telemetry: the policy, and a classic game's random seat."""
     if not config.classic:
-        return {"agent_0": "policy"}
+        return {AGENT: "policy"}
     from tianshou_worker import classic
 
     learner = spaces.agents[classic.seat_index(spaces.agents, config.learner_seat)]

@@ -25,8 +25,9 @@ from collections import defaultdict
 from typing import Any, Callable
 
 from mosaic.workerkit.episode_stats import episode_statistics, winner
+from mosaic.workerkit.contract import SINGLE_AGENT
 
-AGENT = "agent_0"
+AGENT = SINGLE_AGENT
 MODULE = "policy"
 #: Tianshou's learner scalars that have a MOSAIC name (docs/telemetry.md, the Ray worker's).
 NAMES = {"loss": "total_loss", "actor_loss": "policy_loss", "ent_loss": "entropy"}
