@@ -18,7 +18,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from mosaic.errors import UserError
 
@@ -31,6 +31,13 @@ NAME_RULE = "letters, digits, '.', '_', '-', 1 to 64 characters, starting with a
 LATEST = "latest"
 ARTEFACT_DIRS = ("checkpoints", "tensorboard", "logs", "videos", "eval")
 MANIFEST_VERSION = 1
+#: The run folder's files, named once: what was asked, what happened, the manifest, the worker's stderr.
+CONFIG_FILE = "config.json"
+TELEMETRY_FILE = "telemetry.jsonl"
+MANIFEST_FILE = "analytics.json"
+WORKER_LOG = "logs/worker.log"
+#: The files a run folder holds besides its artefact folders.
+RUN_FILES = (CONFIG_FILE, TELEMETRY_FILE, MANIFEST_FILE)
 
 
 def mosaic_home() -> Path:
@@ -159,19 +166,19 @@ class RunDir:
 
     @property
     def config_path(self) -> Path:
-        return self.root / "config.json"
+        return self.root / CONFIG_FILE
 
     @property
     def telemetry_path(self) -> Path:
-        return self.root / "telemetry.jsonl"
+        return self.root / TELEMETRY_FILE
 
     @property
     def manifest_path(self) -> Path:
-        return self.root / "analytics.json"
+        return self.root / MANIFEST_FILE
 
     @property
     def worker_log_path(self) -> Path:
-        return self.root / "logs" / "worker.log"
+        return self.root / WORKER_LOG
 
     def artefact(self, name: str) -> Path:
         return self.root / name
@@ -186,7 +193,8 @@ class RunDir:
             return {}
 
     def update_manifest(self, **fields: Any) -> dict[str, Any]:
-        """Merge ``fields`` into ``analytics.json`` (nested dicts merged one level)."""
+        """Merge ``fields`` into the manifest (nested dicts merged one level); the fields come from
+        :class:`ManifestFields`, which says what each writer puts there."""
         manifest = self.read_manifest()
         for key, value in fields.items():
             if isinstance(value, dict) and isinstance(manifest.get(key), dict):
@@ -235,7 +243,7 @@ def _created_at(run: RunDir) -> float:
     if isinstance(created, (int, float)) and not isinstance(created, bool):
         return float(created)
     try:
-        return (run.root / "config.json").stat().st_mtime
+        return run.config_path.stat().st_mtime
     except OSError:
         return 0.0
 
@@ -266,12 +274,11 @@ class RunStore:
         with staged_folder(final) as staging:
             for name in ARTEFACT_DIRS:
                 (staging / name).mkdir()
-            write_json_atomic(staging / "config.json", dict(config))
-            (staging / "telemetry.jsonl").touch()
-            artefacts = {"config": "config.json", "telemetry": "telemetry.jsonl",
-                         "manifest": "analytics.json",
+            write_json_atomic(staging / CONFIG_FILE, dict(config))
+            (staging / TELEMETRY_FILE).touch()
+            artefacts = {"config": CONFIG_FILE, "telemetry": TELEMETRY_FILE, "manifest": MANIFEST_FILE,
                          **{name: f"{name}/" for name in ARTEFACT_DIRS}}
-            write_json_atomic(staging / "analytics.json", {
+            write_json_atomic(staging / MANIFEST_FILE, {
                 "manifest_version": MANIFEST_VERSION, "run_id": run_id,
                 **dict(manifest), "artefacts": artefacts, "checkpoints": [],
             })
@@ -308,3 +315,75 @@ class RunStore:
         if len(matches) > 1:
             raise UserError(f"run {ref!r} is ambiguous: {', '.join(m.run_id for m in matches[:5])}")
         return self.get(ref)
+
+
+class ManifestFields:
+    """The manifest's fields, assembled here for every writer (``mosaic run``, the daemon, the cluster's
+    launcher and backend, the recorder of telemetry, evaluation, workers): each asks for the fields of what
+    happened and hands them to :meth:`RunDir.update_manifest`. ``status`` is spelled by
+    :attr:`mosaic.run_status.RunState.manifest`.
+    """
+
+    #: The ``run_started`` event's fields the manifest keeps as they are.
+    STARTED_EVENT_FIELDS = ("worker", "algorithm", "env", "policy_configuration", "seed", "total_timesteps",
+                            "agents", "config_digest", "resources")
+
+    @staticmethod
+    def created(worker: str, status: Any, run: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
+        """A new run's manifest (:meth:`RunStore.create` adds its id, version and artefacts): its worker, its
+        first ``status`` (a ``RunState`` or its manifest spelling), when it was made, and ``run``, the summary
+        of its shared fields."""
+        from mosaic.run_status import RunState
+
+        state = status if isinstance(status, RunState) else RunState.from_manifest(status)
+        if state is None:
+            raise ValueError(f"status: {status!r} is not a run state (allowed: "
+                             f"{', '.join(s.manifest for s in RunState)})")
+        return {"worker": worker, "status": state.manifest, "created_at": time.time(), "run": dict(run),
+                **fields}
+
+    @staticmethod
+    def status(state: Any, **fields: Any) -> dict[str, Any]:
+        """The run is now in ``state`` (a ``RunState``)."""
+        return {"status": state.manifest, **fields}
+
+    @staticmethod
+    def starting(pid: int, command: list[str] | None = None, **fields: Any) -> dict[str, Any]:
+        """Its worker process was started (``command``: its argv)."""
+        from mosaic.run_status import RunState
+
+        return {"status": RunState.STARTING.manifest, "pid": pid,
+                **({"command": command} if command is not None else {}), **fields}
+
+    @staticmethod
+    def exited(exit_code: int | None, exit_signal: str | None) -> dict[str, Any]:
+        """How its worker process ended (both None: unknown, it ended unwatched)."""
+        return {"exit_code": exit_code, "exit_signal": exit_signal}
+
+    @staticmethod
+    def appended(manifest: Mapping[str, Any], key: str, entry: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
+        """One more entry in a list of the manifest (``checkpoints``, ``evaluations``)."""
+        return {key: [*manifest.get(key, []), dict(entry)], **fields}
+
+    @classmethod
+    def for_event(cls, event: Mapping[str, Any], manifest: "Callable[[], Mapping[str, Any]]") -> dict[str, Any]:
+        """What a telemetry event changes in the manifest (empty for most); ``manifest`` reads it when needed."""
+        from mosaic.run_status import RunState
+
+        kind = event["type"]
+        if kind == "run_started":
+            fields = {k: event[k] for k in cls.STARTED_EVENT_FIELDS if k in event}
+            return cls.status(RunState.RUNNING, started_at=event["ts"], versions=event.get("versions", {}), **fields)
+        if kind == "checkpoint_saved":
+            entry = {k: event.get(k) for k in ("path", "iteration", "timesteps_total")}
+            return cls.appended(manifest(), "checkpoints", entry, latest_checkpoint=event.get("path"))
+        if kind in ("paused", "resumed"):
+            return cls.status(RunState.PAUSED if kind == "paused" else RunState.RUNNING)
+        if kind == "run_completed":
+            return cls.status(RunState.COMPLETED, ended_at=event["ts"], summary=event.get("summary", {}))
+        if kind == "run_failed":
+            return cls.status(RunState.FAILED, ended_at=event["ts"], failure={
+                "error_type": event.get("error_type"), "message": event.get("message")})
+        if kind == "run_cancelled":
+            return cls.status(RunState.CANCELLED, ended_at=event["ts"])
+        return {}

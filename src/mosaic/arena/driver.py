@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mosaic.errors import UserError
+from mosaic.run_status import JOB_ENDED, JobState
 from mosaic.runs import append_jsonl, read_jsonl
 
 SHARDS_FILE = "shards.jsonl"
@@ -37,7 +38,7 @@ RETRIES = 2
 POLL_S = 0.2
 #: Games per shard on a cluster without --parallel: every shard is submitted at once.
 CLUSTER_SHARD_GAMES = 4
-TERMINAL = ("completed", "failed", "cancelled")
+TERMINAL = JOB_ENDED
 
 
 @dataclass
@@ -186,7 +187,7 @@ class Driver:
                 self.flights[config["run_id"]] = _Flight(config["run_id"], config, attempt)
         for (config, _), error in zip(batch, answers):
             if error is not None:
-                self._log({"run_id": config["run_id"], "state": "failed", "cause": f"refused: {error}"})
+                self._log({"run_id": config["run_id"], "state": JobState.FAILED, "cause": f"refused: {error}"})
                 raise UserError(f"arena: the {backend.name} backend refused the shard run {config['run_id']}: "
                                 f"{error}")
 
@@ -232,7 +233,7 @@ class Driver:
                 try:
                     backend.cancel(run_id, reason)
                     self._absorb(self.flights[run_id])  # what it finished before the cancel: journaled
-                    self._log({"run_id": run_id, "state": "cancelled", "cause": reason})
+                    self._log({"run_id": run_id, "state": JobState.CANCELLED, "cause": reason})
                 except Exception:  # noqa: BLE001 - the backend unreachable: resume follows the run
                     pass
             raise
@@ -247,11 +248,11 @@ class Driver:
         self._log(entry)
         if not left.games:
             return None
-        if state == "cancelled":
+        if state == JobState.CANCELLED:
             raise UserError(f"arena: the shard run {flight.run_id} ({first} vs {second}) was cancelled"
                             f"{': ' + cause if cause else ''}; `mosaic arena run` again plays its {len(left.games)} "
                             "game(s) left")
-        cause = cause or ("it ended without its games" if state == "completed" else "no cause given")
+        cause = cause or ("it ended without its games" if state == JobState.COMPLETED else "no cause given")
         if flight.attempt >= RETRIES:
             raise UserError(f"arena: the shard {first} vs {second} failed {flight.attempt + 1} times; last: "
                             f"{cause} (run {flight.run_id}: `mosaic logs {flight.run_id}`)")

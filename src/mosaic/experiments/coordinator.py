@@ -19,6 +19,7 @@ from typing import Callable
 from mosaic.experiments.backends import Backend, BackendUnavailable
 from mosaic.experiments.store import (EXPERIMENT_CANCELLED, CellState, Experiment, newest_checkpoint,
                                       refresh_attempts, run_id_for)
+from mosaic.run_status import ATTEMPT_FAILED, CELL_STATES, JOB_LEFT, JobState
 
 EXIT_DONE, EXIT_SOME_FAILED, EXIT_CANCELLED = 0, 1, 3
 
@@ -35,7 +36,7 @@ class Progress:
 
     @property
     def done(self) -> int:
-        return self.counts.get("completed", 0)
+        return self.counts.get(JobState.COMPLETED, 0)
 
 
 def cell_states(exp: Experiment, cells: dict[str, CellState], revive_cancelled: bool = False) -> dict[str, str]:
@@ -43,8 +44,8 @@ def cell_states(exp: Experiment, cells: dict[str, CellState], revive_cancelled: 
     out = {}
     for cell_id, cell in cells.items():
         state = cell.state(exp.plan.retries)
-        if revive_cancelled and state == "cancelled" and cell.last and cell.last.by_experiment_cancel:
-            state = "pending"
+        if revive_cancelled and state == JobState.CANCELLED and cell.last and cell.last.by_experiment_cancel:
+            state = JobState.PENDING
         out[cell_id] = state
     return out
 
@@ -52,11 +53,11 @@ def cell_states(exp: Experiment, cells: dict[str, CellState], revive_cancelled: 
 def estimate_eta(cells: dict[str, CellState], states: dict[str, str]) -> float | None:
     """Seconds left: the mean time a completed cell took, times the cells left, over the cells running at once."""
     took = [a.ended_at - a.submitted_at for c in cells.values() for a in c.attempts
-            if a.state == "completed" and a.ended_at]
+            if a.state == JobState.COMPLETED and a.ended_at]
     if not took:
         return None
-    left = sum(s in ("pending", "queued", "running") for s in states.values())
-    running = max(1, sum(s == "running" for s in states.values()))
+    left = sum(s in JOB_LEFT for s in states.values())
+    running = max(1, sum(s == JobState.RUNNING for s in states.values()))
     return sum(took) / len(took) * left / running
 
 
@@ -86,7 +87,7 @@ def run(exp: Experiment, backend: Backend, *, report: Callable[[Progress], None]
                 refresh_attempts(exp, cells, statuses.get)
                 for cell_id, cell in cells.items():
                     for a in cell.attempts:
-                        if a.state != before.get(a.run_id) and a.state in ("failed", "cancelled", "missing"):
+                        if a.state != before.get(a.run_id) and a.state in ATTEMPT_FAILED:
                             events.append(f"{cell_id}: attempt {a.number} {a.state}: {a.cause or 'no cause given'}")
                 if exp.cancel_requested():
                     _cancel_in_flight(exp, backend, cells)
@@ -102,7 +103,7 @@ def run(exp: Experiment, backend: Backend, *, report: Callable[[Progress], None]
                         states = cell_states(exp, cells, revive)
                 batch: list[tuple[str, str, dict]] = []  # (cell, run id, config): submitted in one call
                 for cell in exp.plan.cells:
-                    if states[cell.cell_id] != "pending":
+                    if states[cell.cell_id] != JobState.PENDING:
                         continue
                     state = cells[cell.cell_id]
                     attempt = len(state.attempts) + 1
@@ -122,11 +123,11 @@ def run(exp: Experiment, backend: Backend, *, report: Callable[[Progress], None]
                     exp.log("submitted", cell=cell.cell_id, run_id=run_id, attempt=attempt,
                             **({"restored_from": restored} if restored else {}))
                     batch.append((cell.cell_id, run_id, config))
-                    states[cell.cell_id] = "queued"
+                    states[cell.cell_id] = JobState.QUEUED
                 refusals = backend.submit_many([(run_id, config) for _, run_id, config in batch]) if batch else []
                 for (cell_id, run_id, _), exc in zip(batch, refusals):
                     if exc is not None:
-                        exp.log("ended", cell=cell_id, run_id=run_id, state="failed",
+                        exp.log("ended", cell=cell_id, run_id=run_id, state=JobState.FAILED,
                                 cause=f"refused by the backend: {exc}")
                         events.append(f"{cell_id}: refused by the backend: {exc}")
                 unreachable_since = None
@@ -146,20 +147,20 @@ def run(exp: Experiment, backend: Backend, *, report: Callable[[Progress], None]
                     pass
                 continue
             revive = False
-            counts = {s: 0 for s in ("pending", "queued", "running", "completed", "failed", "cancelled")}
+            counts = {s.value: 0 for s in CELL_STATES}
             for s in states.values():
                 counts[s] += 1
-            retrying = sum(1 for c in cells.values() if c.attempts and states[c.cell_id] in ("pending", "queued")
+            retrying = sum(1 for c in cells.values() if c.attempts and states[c.cell_id] in (JobState.PENDING, JobState.QUEUED)
                            and c.failures)
             if report:
                 report(Progress(len(states), counts, retrying, estimate_eta(cells, states), events))
-            if counts["pending"] + counts["queued"] + counts["running"] == 0 and (driver is None or driver.done):
+            if sum(counts[s] for s in JOB_LEFT) == 0 and (driver is None or driver.done):
                 exp.log("coordinator_finished", counts=counts)
                 if driver is not None:  # a study has done its work when every test cell completed
                     tests = [c.cell_id for c in exp.plan.cells if c.trial is None]
-                    ok = bool(tests) and all(states.get(c) == "completed" for c in tests)
+                    ok = bool(tests) and all(states.get(c) == JobState.COMPLETED for c in tests)
                     return EXIT_DONE if ok else EXIT_SOME_FAILED
-                return EXIT_DONE if counts["completed"] == len(states) else EXIT_SOME_FAILED
+                return EXIT_DONE if counts[JobState.COMPLETED] == len(states) else EXIT_SOME_FAILED
             time.sleep(poll_s)
     finally:
         if driver is not None:

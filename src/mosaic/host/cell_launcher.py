@@ -15,11 +15,13 @@ group, adopts every orphan of the worker's tree (``PR_SET_CHILD_SUBREAPER``; a s
 a session of its own is still below it) and kills the whole tree when the worker ends or when the
 launcher's thread that started it dies (``PR_SET_PDEATHSIG``); the worker itself dies with the guard
 (``PR_SET_PDEATHSIG`` again). A cancel is SIGTERM to the group, SIGKILL after a grace period.
+
+A layer on :mod:`mosaic.host.hosting`, which starts the guard and the worker below it and follows the
+worker's output; the guard, the in-memory copy of the telemetry and the artefacts are this module's own.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -31,11 +33,11 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-#: The launcher's states (the backend's vocabulary).
-QUEUED, RUNNING, COMPLETED, FAILED, CANCELLED = "queued", "running", "completed", "failed", "cancelled"
-TERMINAL = (COMPLETED, FAILED, CANCELLED)
+from mosaic.run_status import JobState
+from mosaic.runs import RUN_FILES, TELEMETRY_FILE
+
 #: Files of a run folder that travel as telemetry (or are the driver's own), not as artefacts.
-NOT_ARTEFACTS = ("telemetry.jsonl", "analytics.json", "config.json")
+NOT_ARTEFACTS = RUN_FILES
 #: Variables that tie a process to the Ray worker hosting the launcher; a worker must not inherit them
 #: (a Ray worker's own private Ray would take them for its own).
 HOST_ONLY_ENV = ("RAY_JOB_ID", "RAY_RAYLET_PID", "RAY_ADDRESS", "RAY_CLIENT_MODE", "RAY_LD_PRELOAD_ON_WORKERS",
@@ -144,7 +146,7 @@ class CellLauncher:
         self._cond = threading.Condition()
         self._lines: list[str] = []  # stored telemetry lines from seq self._base on
         self._base = 0
-        self._state, self._cause = QUEUED, ""
+        self._state, self._cause = JobState.QUEUED, ""
         self._ended = False
         self._run_root: Path | None = None
         self._guard: subprocess.Popen[bytes] | None = None
@@ -292,14 +294,15 @@ class CellLauncher:
             self._start(worker)
             self._follow(worker)
         except _Cancelled:
-            self._end_without_run(CANCELLED, "run_cancelled", {"reason": self._cancel_reason})
+            self._end_without_run(JobState.CANCELLED, "run_cancelled", {"reason": self._cancel_reason})
         except UserError as exc:
             if self._cancel_reason is not None:
-                self._end_without_run(CANCELLED, "run_cancelled", {"reason": self._cancel_reason})
+                self._end_without_run(JobState.CANCELLED, "run_cancelled", {"reason": self._cancel_reason})
             else:
-                self._end_without_run(FAILED, "run_failed", {"error_type": "LaunchRefused", "message": str(exc)})
+                self._end_without_run(JobState.FAILED, "run_failed",
+                                      {"error_type": "LaunchRefused", "message": str(exc)})
         except BaseException as exc:  # the driver must hear of anything
-            self._end_without_run(FAILED, "run_failed", {"error_type": "LaunchFailed",
+            self._end_without_run(JobState.FAILED, "run_failed", {"error_type": "LaunchFailed",
                                                          "message": f"{type(exc).__name__}: {exc}"})
 
     def _discover(self) -> Any:
@@ -325,8 +328,9 @@ class CellLauncher:
     def _start(self, worker: Any) -> None:
         """The worker checks the config and starts in one process (``--handshake``), as ``mosaic run``
         does; the run folder is created only once it accepted the config."""
-        from mosaic.errors import UserError
-        from mosaic.host.launcher import _read_line, _stderr_tail, create_run, worker_command
+        from mosaic.host.hosting import (handshake_config, handshake_run_dir, hash_seed, run_command, run_hash_seed,
+                                         start)
+        from mosaic.host.launcher import create_run, worker_command
         from mosaic.run_status import RunState
         from mosaic.runs import RunStore
 
@@ -337,17 +341,16 @@ class CellLauncher:
         log_path = store.runs_dir / f".starting-{self.run_id}.log"
         if handshake:
             cmd = [*worker_command(worker), "--handshake"]
-            env = clean_environ({"PYTHONHASHSEED": str(seed % 4294967296)} if "PYTHONHASHSEED" not in os.environ
-                                else {})
+            env = clean_environ(hash_seed(seed))
         else:  # the worker's default seed decides the hash seed: check first, then start
-            from mosaic.host.launcher import _hash_seed, validate_config
+            from mosaic.host.launcher import validate_config
 
             config = validate_config(worker, self.config)
             run = create_run(store, worker, config, status=RunState.CREATED.manifest, submitted_via="cluster",
                              node=self.node)
             self._run_root = run.root
-            cmd = [*worker_command(worker), "--config", str(run.config_path), "--run-dir", str(run.root)]
-            env = clean_environ({"MOSAIC_RUN_DIR": str(run.root), **_hash_seed(run)})
+            cmd = run_command(worker, run)[0]
+            env = clean_environ({"MOSAIC_RUN_DIR": str(run.root), **run_hash_seed(run)})
             log_path = run.worker_log_path
             log_path.parent.mkdir(parents=True, exist_ok=True)
         guard_cmd = [sys.executable, "-m", "mosaic.host.cell_launcher", "guard", str(os.getpid()),
@@ -357,31 +360,19 @@ class CellLauncher:
             if self._cancel_reason is not None:
                 stderr.close()
                 raise _Cancelled()
-            self._guard = proc = subprocess.Popen(
-                guard_cmd, stdin=subprocess.PIPE if handshake else subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=stderr, start_new_session=True, env=env, preexec_fn=_guard_preexec(self.niceness))
+            self._guard = proc = start(guard_cmd, env=env, stdin=subprocess.PIPE if handshake else subprocess.DEVNULL,
+                                       stderr=stderr, preexec_fn=_guard_preexec(self.niceness))
         self._stderr = stderr
         self._pending = b""
         if handshake:
             try:
-                proc.stdin.write(json.dumps(self.config).encode() + b"\n")
-                proc.stdin.flush()
-                line, self._pending = _read_line(proc, 120.0)
-                if line is None:
-                    code = proc.wait()
-                    tail = _stderr_tail(log_path).strip().splitlines()
-                    text = tail[-1] if tail else f"exit code {code}"
-                    for prefix in ("mosaic: error: ", f"{worker.name}: error: "):
-                        text = text[len(prefix):] if text.startswith(prefix) else text
-                    raise UserError(text if code == 2 else f"worker {worker.name!r} could not check the config: {text}")
-                answer = json.loads(line)
+                answer, self._pending = handshake_config(proc, self.config, worker.name, log_path, 120.0)
                 run = create_run(store, worker, answer["config"], status=RunState.CREATED.manifest,
                                  submitted_via="cluster", node=self.node)
                 run.worker_log_path.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(log_path, run.worker_log_path)
                 self._run_root = run.root
-                proc.stdin.write(json.dumps({"run_dir": str(run.root)}).encode() + b"\n")
-                proc.stdin.close()
+                handshake_run_dir(proc, run)
             except BaseException:
                 if proc.poll() is None:
                     kill_tree(proc.pid)
@@ -390,12 +381,12 @@ class CellLauncher:
                 log_path.unlink(missing_ok=True)
                 raise
         self._worker_pid = self._find_worker_pid(proc.pid)
-        from mosaic.runs import RunDir
+        from mosaic.runs import ManifestFields, RunDir
 
-        RunDir(self._run_root).update_manifest(status=RunState.STARTING.manifest, pid=self._worker_pid,
-                                               guard_pid=proc.pid, command=cmd, node=self.node)
+        RunDir(self._run_root).update_manifest(**ManifestFields.starting(self._worker_pid, cmd, guard_pid=proc.pid,
+                                                                         node=self.node))
         with self._cond:
-            self._state = RUNNING
+            self._state = JobState.RUNNING
             self._times["started_at"] = time.time()
             self._cond.notify_all()
         with self._cond:  # a cancel asked before the guard existed is carried out now
@@ -417,24 +408,16 @@ class CellLauncher:
     def _follow(self, worker: Any) -> None:
         """Store the worker's telemetry (node folder and memory) until it exits; then how it ended."""
         from mosaic.host.daemon.fastjson import parse_event_line
-        from mosaic.host.launcher import _stderr_tail, release_fastlane
-        from mosaic.host.recorder import LineSplitter, RunRecorder
+        from mosaic.host.hosting import follow_output, release_fastlane, stderr_tail
+        from mosaic.host.recorder import RunRecorder
         from mosaic.run_status import RunState
         from mosaic.runs import RunDir
 
         proc = self._guard
         assert proc is not None and proc.stdout is not None and self._run_root is not None
         run = RunDir(self._run_root)
-        splitter = LineSplitter()
-        fd = proc.stdout.fileno()
         with RunRecorder(run, parse=parse_event_line) as recorder:
-            self._absorb(recorder, splitter.feed(self._pending))
-            while True:
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    break
-                self._absorb(recorder, splitter.feed(chunk))
-            self._absorb(recorder, splitter.flush())
+            follow_output(proc.stdout.fileno(), self._pending, lambda lines: self._absorb(recorder, lines))
             returncode = proc.wait()
             if self._kill_timer is not None:
                 self._kill_timer.cancel()
@@ -444,7 +427,7 @@ class CellLauncher:
             before = recorder.seq
             if self._cancel_reason is not None and recorder.terminal is None:
                 recorder.record({"type": "run_cancelled", "reason": self._cancel_reason, "origin": "launcher"})
-            terminal = recorder.finish(returncode, _stderr_tail(run.worker_log_path))
+            terminal = recorder.finish(returncode, stderr_tail(run.worker_log_path))
             if recorder.seq > before:
                 self._append([recorder.last_line])
         state = RunState.from_terminal_event(terminal.get("type")) or RunState.FAILED
@@ -456,7 +439,7 @@ class CellLauncher:
             self._manifest = {k: manifest.get(k) for k in ("worker_version", "host", "versions", "python",
                                                            "command", "exit_code", "exit_signal", "pid")}
             self._times["ended_at"] = time.time()
-            self._state, self._cause, self._ended = state.manifest, cause, True
+            self._state, self._cause, self._ended = JobState.from_run(state), cause, True
             self._cond.notify_all()
 
     def _absorb(self, recorder: Any, lines: Any) -> None:
@@ -472,7 +455,7 @@ class CellLauncher:
                 self._base += len(texts)
             self._cond.notify_all()
 
-    def _end_without_run(self, state: str, kind: str, fields: dict[str, Any]) -> None:
+    def _end_without_run(self, state: JobState, kind: str, fields: dict[str, Any]) -> None:
         """The run ended before (or while) its worker started: one terminal line says how."""
         from mosaic.workerkit.telemetry import SCHEMA_VERSION, encode_event
 
@@ -494,7 +477,7 @@ class CellLauncher:
         if self._run_root is None:
             return []
         out = []
-        with (self._run_root / "telemetry.jsonl").open("r", encoding="utf-8") as fh:
+        with (self._run_root / TELEMETRY_FILE).open("r", encoding="utf-8") as fh:
             for i, line in enumerate(fh):
                 if i >= from_seq + max_lines or i >= self._base:
                     break
@@ -551,7 +534,11 @@ def guard_main(argv: list[str]) -> int:
         signal.signal(sig, lambda *_a: None)
     for sig in (signal.SIGUSR1, signal.SIGUSR2):  # pause and resume, sent to the recorded pid
         signal.signal(sig, lambda s, _f: worker and os.kill(worker["pid"], s))
-    proc = subprocess.Popen(cmd, preexec_fn=_die_with_parent(signal.SIGKILL))
+    from mosaic.host.hosting import start
+
+    # the worker stays in the guard's group and session (a cancel reaches both); stdio are the guard's
+    proc = start(cmd, env=os.environ, stdin=None, stdout=None, new_session=False,
+                 preexec_fn=_die_with_parent(signal.SIGKILL))
     worker["pid"] = proc.pid
     while True:
         try:

@@ -96,7 +96,9 @@ def evaluate(target: Path, opponent: str, episodes: int, seed: int = 0, seats: S
 def _as_checkpoint(target: Path) -> Path:
     """``target`` where the evaluation helpers expect a checkpoint: a run folder's results and FastLane
     stream belong to the run (``RUN/checkpoints/...`` is how they find it), a checkpoint's to its run."""
+    from mosaic.runs import MANIFEST_FILE
+
     target = Path(target)
-    if (target / "analytics.json").is_file():
+    if (target / MANIFEST_FILE).is_file():
         return target / "checkpoints" / "latest"
     return target

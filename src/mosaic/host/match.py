@@ -35,14 +35,14 @@ def player_command(target: str, options: Mapping[str, Any] | None = None,
         return [sys.executable, "-m", "mosaic.workerkit.player", "scripted", target[len("scripted:"):]], target
     import json
 
-    from mosaic.runs import RunStore
+    from mosaic.runs import MANIFEST_FILE, RunStore
 
     path = Path(target)
     if not path.exists():
         path = RunStore(home).resolve(target).root
-    folder = next((p for p in (path, *path.parents) if (p / "analytics.json").is_file()), None)
+    folder = next((p for p in (path, *path.parents) if (p / MANIFEST_FILE).is_file()), None)
     if folder is not None:
-        worker_name = json.loads((folder / "analytics.json").read_text(encoding="utf-8")).get("worker")
+        worker_name = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8")).get("worker")
         what, label = f"{target!r} was trained by the {worker_name} worker, which", folder.name
     elif path.is_file():
         from mosaic.configkit import read_document

@@ -13,9 +13,8 @@ import signal
 import time
 from typing import Any, Callable, Iterable, Iterator
 
-from mosaic.run_status import RunState
-from mosaic.runs import RunDir
-from mosaic.workerkit.telemetry import MAX_LINE_BYTES, SCHEMA_VERSION, encode_event, parse_line
+from mosaic.runs import ManifestFields, RunDir
+from mosaic.workerkit.telemetry import MAX_LINE_BYTES, SCHEMA_VERSION, TERMINAL_TYPES, encode_event, parse_line
 
 EventCallback = Callable[[dict[str, Any]], None]
 
@@ -191,31 +190,11 @@ class RunRecorder:
         return event
 
     def _update_manifest(self, event: dict[str, Any]) -> None:
-        kind = event["type"]
-        if kind == "run_started":
-            fields = {k: event[k] for k in ("worker", "algorithm", "env", "policy_configuration",
-                                            "seed", "total_timesteps", "agents", "config_digest",
-                                            "resources") if k in event}
-            self.run.update_manifest(status=RunState.RUNNING.manifest, started_at=event["ts"],
-                                     versions=event.get("versions", {}), **fields)
-        elif kind == "checkpoint_saved":
-            manifest = self.run.read_manifest()
-            entry = {k: event.get(k) for k in ("path", "iteration", "timesteps_total")}
-            self.run.update_manifest(checkpoints=[*manifest.get("checkpoints", []), entry],
-                                     latest_checkpoint=event.get("path"))
-        elif kind in ("paused", "resumed"):
-            self.run.update_manifest(status=(RunState.PAUSED if kind == "paused" else RunState.RUNNING).manifest)
-        elif kind == "run_completed":
+        if event["type"] in TERMINAL_TYPES:
             self.terminal = event
-            self.run.update_manifest(status=RunState.COMPLETED.manifest, ended_at=event["ts"],
-                                     summary=event.get("summary", {}))
-        elif kind == "run_failed":
-            self.terminal = event
-            self.run.update_manifest(status=RunState.FAILED.manifest, ended_at=event["ts"], failure={
-                "error_type": event.get("error_type"), "message": event.get("message")})
-        elif kind == "run_cancelled":
-            self.terminal = event
-            self.run.update_manifest(status=RunState.CANCELLED.manifest, ended_at=event["ts"])
+        fields = ManifestFields.for_event(event, self.run.read_manifest)
+        if fields:
+            self.run.update_manifest(**fields)
 
     def finish(self, returncode: int, stderr_tail: str = "") -> dict[str, Any]:
         """Record how the process ended; synthesise ``run_failed`` if it died silently."""
@@ -228,5 +207,5 @@ class RunRecorder:
                 reason += f"; last stderr: {stderr_tail.strip()[-500:]}"
             self.record({"type": "run_failed", "error_type": "WorkerExited", "message": reason,
                          "exit_code": returncode, "signal": sig})
-        self.run.update_manifest(exit_code=returncode, exit_signal=sig)
+        self.run.update_manifest(**ManifestFields.exited(returncode, sig))
         return self.terminal or {}

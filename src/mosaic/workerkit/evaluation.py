@@ -272,14 +272,13 @@ def write_gif(frames: list[np.ndarray], path: Path, fps: int = 15) -> Path:
 
 
 def record_in_manifest(run: Path, folder: Path, results: EvaluationResults) -> None:
-    from mosaic.runs import RunDir
+    from mosaic.runs import ManifestFields, RunDir
 
     run_dir = RunDir(run)
-    manifest = run_dir.read_manifest()
     entry = {"path": str(folder.relative_to(run)), "checkpoint": results.checkpoint,
              "num_episodes": len(results.episodes), "outcomes": results.outcomes,
              "videos": [str(Path(v).relative_to(run)) for v in results.videos]}
-    run_dir.update_manifest(evaluations=[*manifest.get("evaluations", []), entry])
+    run_dir.update_manifest(**ManifestFields.appended(run_dir.read_manifest(), "evaluations", entry))
 
 
 def play_episodes(env: Any, seatings: Sequence[Controller], num_episodes: int, seed: int = 0,

@@ -15,10 +15,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mosaic.errors import UserError
-from mosaic.experiments.backends import Backend, BackendUnavailable, RunStatus, status_from_run_store
-
-_STATES = {"QUEUED": "queued", "STARTING": "queued", "RUNNING": "running", "PAUSED": "running",
-           "COMPLETED": "completed", "FAILED": "failed", "CANCELLED": "cancelled"}
+from mosaic.experiments.backends.base import Backend, BackendUnavailable, RunStatus, status_from_run_store
+from mosaic.run_status import JobState
 
 
 class LocalDaemon(Backend):
@@ -142,8 +140,9 @@ class LocalDaemon(Backend):
             if info is None:
                 out[run_id] = status_from_run_store(self.home, run_id)
                 continue
-            state = _STATES.get(state_name(info.state), "queued")
-            cause = info.failure_reason if state == "failed" else info.state_reason if state == "cancelled" else ""
+            state = JobState.from_run(state_name(info.state))  # STARTING counts as queued, PAUSED as running
+            cause = (info.failure_reason if state == JobState.FAILED else
+                     info.state_reason if state == JobState.CANCELLED else "")
             out[run_id] = (state, cause)
         return out
 

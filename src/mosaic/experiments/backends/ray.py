@@ -33,9 +33,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from mosaic.errors import UserError
-from mosaic.experiments.backends import Backend, BackendUnavailable, RunStatus
-from mosaic.host.cell_launcher import NOT_ARTEFACTS, TERMINAL, CellLauncher, host_niceness
-from mosaic.runs import ARTEFACT_DIRS, RunDir, RunStore
+from mosaic.experiments.backends.base import Backend, BackendUnavailable, RunStatus
+from mosaic.host.cell_launcher import NOT_ARTEFACTS, CellLauncher, host_niceness
+from mosaic.run_status import JOB_ENDED as TERMINAL
+from mosaic.run_status import JobState, RunState
+from mosaic.runs import ARTEFACT_DIRS, ManifestFields, RunDir, RunStore
 
 NAMESPACE = "mosaic-experiments"
 #: The least time between two telemetry calls to one launcher that brought lines: batches, not a call a line.
@@ -79,7 +81,7 @@ class _Live:
     actor: Any = None
     recorder: Any = None
     next_seq: int = 0
-    state: str = "queued"
+    state: str = JobState.QUEUED
     cause: str = ""
     node: dict[str, Any] = field(default_factory=dict)
     node_root: str | None = None
@@ -181,11 +183,10 @@ class RayBackend(Backend):
         if worker == "ray":  # its own Ray is sized by resources.cpus: inside the reservation, not on top of it
             resources = config.get("resources") if isinstance(config.get("resources"), dict) else {}
             config = {**config, "resources": {**resources, "cpus": cpus}}
-        run = self.store.create(run_id, config, {
-            "worker": worker, "status": "queued", "created_at": time.time(), "submitted_via": "ray",
-            "run": summarize(config, worker=worker).to_dict(),
-            "cluster": {"backend": "ray", "address": self.address, "cpus": cpus, "gpus": gpus,
-                        "storage": self.storage or "node-local", "node_home": self.node_home, "finalized": False}})
+        run = self.store.create(run_id, config, ManifestFields.created(
+            worker, RunState.QUEUED, summarize(config, worker=worker).to_dict(), submitted_via="ray",
+            cluster={"backend": "ray", "address": self.address, "cpus": cpus, "gpus": gpus,
+                     "storage": self.storage or "node-local", "node_home": self.node_home, "finalized": False}))
         live = _Live(run_id, run, self._lock(run))
         if live.lock is None:
             raise UserError(f"run_id: the run folder of {run_id!r} is being written by another process")
@@ -423,8 +424,8 @@ class RayBackend(Backend):
                 live.recorder = self._recorder(live.run)
             live.recorder.feed_lines(data)
             live.next_seq = answer["next"]
-        if live.state == "queued" and state["state"] != "queued":
-            live.state = "running"
+        if live.state == JobState.QUEUED and state["state"] != JobState.QUEUED:
+            live.state = JobState.RUNNING
         if state["state"] in TERMINAL and live.next_seq >= answer["total"] and not live.finishing:
             live.finishing = True
             if finish_inline:
@@ -476,7 +477,7 @@ class RayBackend(Backend):
         manifest = {k: v for k, v in (state.get("manifest") or {}).items() if v is not None and k != "pid"}
         live.run.update_manifest(node=node, **manifest)
         cause = state.get("cause") or ""
-        if state["state"] == "cancelled" and (live.cancel_reason or state.get("cancel_reason")):
+        if state["state"] == JobState.CANCELLED and (live.cancel_reason or state.get("cancel_reason")):
             cause = state.get("cancel_reason") or live.cancel_reason or cause
         try:
             ray.get(live.actor.release.remote(), timeout=30)
@@ -511,7 +512,7 @@ class RayBackend(Backend):
         reason = live.cancel_reason or live.run.read_manifest().get("cancel_reason")
         if reason:
             event = {"type": "run_cancelled", "reason": reason, "origin": "ray-backend"}
-            state, cause = "cancelled", reason
+            state, cause = JobState.CANCELLED, reason
         else:
             if not cause:
                 node = live.node.get("id")
@@ -522,7 +523,7 @@ class RayBackend(Backend):
                     cause = f"launcher lost on {where}: {_first_line(exc) if exc else 'gone'}"
             kind = "NodeLost" if cause.startswith("node lost") else "LauncherLost"
             event = {"type": "run_failed", "error_type": kind, "message": cause, "origin": "ray-backend"}
-            state = "failed"
+            state = JobState.FAILED
         if _manifest_terminal(live.run.read_manifest()) is None:
             if live.recorder is None:
                 live.recorder = self._recorder(live.run)
@@ -540,7 +541,7 @@ class RayBackend(Backend):
         cluster = {**(live.run.read_manifest().get("cluster") or {}), "finalized": True, "finalized_at": time.time()}
         if note:
             cluster["note"] = note
-        live.run.update_manifest(cluster=cluster, **({"cancel_reason": cause} if state == "cancelled" else {}))
+        live.run.update_manifest(cluster=cluster, **({"cancel_reason": cause} if state == JobState.CANCELLED else {}))
         if live.recorder is not None:
             live.recorder.close()
         self._unlock(live)
@@ -650,11 +651,9 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
-def _manifest_terminal(manifest: dict[str, Any]) -> str | None:
-    from mosaic.run_status import RunState
-
+def _manifest_terminal(manifest: dict[str, Any]) -> JobState | None:
     state = RunState.from_manifest(manifest.get("status"))
-    return state.manifest if state is not None and state.terminal else None
+    return JobState.from_run(state) if state is not None and state.terminal else None
 
 
 def _local_status(run: RunDir, final_only: bool = True) -> RunStatus | None:
@@ -665,11 +664,10 @@ def _local_status(run: RunDir, final_only: bool = True) -> RunStatus | None:
         return None
     state = _manifest_terminal(manifest)
     if state is None:
-        status = str(manifest.get("status", ""))
-        return ("running", "") if status in ("running", "paused") else ("queued", "")
+        return JobState.from_run(manifest.get("status")), ""  # running or paused: running; else queued
     if final_only and not (manifest.get("cluster") or {}).get("finalized", True):
-        return ("running", "")
-    if state == "cancelled" and manifest.get("cancel_reason"):
+        return JobState.RUNNING, ""
+    if state == JobState.CANCELLED and manifest.get("cancel_reason"):
         return state, str(manifest["cancel_reason"])
     terminal = run.last_event(f"run_{state}") or {}
     return state, str(terminal.get("message") or terminal.get("reason") or "")

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from mosaic.experiments.spec import ExperimentSpec, parse_spec
 from mosaic.experiments.store import TRIAL_PRUNED, CellState, Experiment
 from mosaic.experiments.study.space import JOURNAL, JOURNAL_FILE, Dimension, Study
+from mosaic.run_status import JOB_ENDED, JobState
 
 if TYPE_CHECKING:
     import optuna
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from mosaic.experiments.backends import Backend
 
 #: the terminal states of a cell (coordinator.cell_states)
-ENDED = ("completed", "failed", "cancelled")
+ENDED = JOB_ENDED
 #: how often a running trial's curves are read for its pruner, at most
 PRUNE_CHECK_S = 2.0
 
@@ -345,7 +346,7 @@ class StudyDriver:
             study.tell(trial.number, state=optuna.trial.TrialState.PRUNED)
             self.exp.log("trial_ended", contender=contender, trial=trial.number, state="PRUNED")
             return f"{label}: trial {trial.number} pruned"
-        failed = [cid for cid in ids if states[cid] != "completed"]
+        failed = [cid for cid in ids if states[cid] != JobState.COMPLETED]
         if failed:
             cause = self._cause(failed[0])
             self.storage.set_trial_user_attr(trial._trial_id, "cause", cause)

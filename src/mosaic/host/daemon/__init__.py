@@ -14,7 +14,8 @@ Modules, one job each:
 * :mod:`~mosaic.host.daemon.service` — the grpc.aio servicer;
 * :mod:`~mosaic.host.daemon.auth` — token rules and the checking interceptor;
 * :mod:`~mosaic.host.daemon.server` — startup, lock file, signals;
-* :mod:`~mosaic.host.daemon.client` — the blocking client the CLI uses.
+* :mod:`~mosaic.host.daemon.wire` — gRPC options and metadata keys the server and its clients share;
+* :mod:`~mosaic.host.daemon.client` — the blocking client the CLI uses (it loads neither server nor servicer).
 """
 
 DEFAULT_HOST = "127.0.0.1"

@@ -20,11 +20,11 @@ from typing import Any, AsyncIterator
 import grpc
 
 from mosaic.host.daemon.auth import call_metadata, client_token
-from mosaic.host.daemon.client import DaemonError, _translate
+from mosaic.host.daemon.client import DaemonError, translate_error
 from mosaic.host.daemon.endpoint import Endpoint, find_daemon
 from mosaic.host.daemon.proto import mosaic_daemon_pb2 as pb
 from mosaic.host.daemon.proto import mosaic_daemon_pb2_grpc as pb_grpc
-from mosaic.host.daemon.server import GRPC_OPTIONS
+from mosaic.host.daemon.wire import GRPC_OPTIONS
 from mosaic.host.daemon.settings import state_dir_for
 
 START_TIMEOUT_S = 120.0
@@ -51,7 +51,7 @@ class AsyncDaemonClient:
             return await getattr(self.stub, name)(request, timeout=timeout or self.timeout_s,
                                                   metadata=self._metadata)
         except grpc.RpcError as exc:
-            raise _translate(exc, self.address) from None
+            raise translate_error(exc, self.address) from None
 
     # -- calls ----------------------------------------------------------------------
     async def health(self) -> pb.Health:
@@ -105,7 +105,7 @@ class AsyncDaemonClient:
                 yield message
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
-                raise _translate(exc, self.address) from None
+                raise translate_error(exc, self.address) from None
         finally:
             call.cancel()
 

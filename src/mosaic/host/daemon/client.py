@@ -17,8 +17,7 @@ from mosaic.host.daemon.auth import call_metadata, client_token
 from mosaic.host.daemon.endpoint import Endpoint, find_daemon
 from mosaic.host.daemon.proto import mosaic_daemon_pb2 as pb
 from mosaic.host.daemon.proto import mosaic_daemon_pb2_grpc as pb_grpc
-from mosaic.host.daemon.server import GRPC_OPTIONS
-from mosaic.host.daemon.service import FIELD_ERRORS_KEY
+from mosaic.host.daemon.wire import FIELD_ERRORS_KEY, GRPC_OPTIONS
 from mosaic.host.daemon.settings import state_dir_for
 from mosaic.errors import UserError
 
@@ -33,7 +32,7 @@ class DaemonError(UserError):
         super().__init__(message)
 
 
-def _translate(exc: grpc.RpcError, address: str) -> DaemonError:
+def translate_error(exc: grpc.RpcError, address: str) -> DaemonError:
     code = exc.code() if hasattr(exc, "code") else None
     details = exc.details() if hasattr(exc, "details") else str(exc)
     fields: list[dict[str, str]] = []
@@ -85,7 +84,7 @@ class DaemonClient:
             return getattr(self.stub, name)(request, timeout=timeout or self.timeout_s,
                                             metadata=self._metadata)
         except grpc.RpcError as exc:
-            raise _translate(exc, self.address) from None
+            raise translate_error(exc, self.address) from None
 
     # -- calls ------------------------------------------------------------------
     def submit(self, config: dict[str, Any], worker: str = "", run_id: str = "",
@@ -152,7 +151,7 @@ class DaemonClient:
             yield from stream
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
-                raise _translate(exc, self.address) from None
+                raise translate_error(exc, self.address) from None
         finally:
             stream.cancel()
 
@@ -166,7 +165,7 @@ class DaemonClient:
                 yield from batch.events
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
-                raise _translate(exc, self.address) from None
+                raise translate_error(exc, self.address) from None
         finally:
             stream.cancel()
 

@@ -5,6 +5,9 @@ pipe, and the daemon tails that file. A pipe would die with the daemon (the
 worker's next print gets EPIPE and its telemetry is lost); a file survives a
 daemon restart, so a new daemon can re-attach to a still-running worker and
 carry on exactly where the old one stopped reading.
+
+A layer on :mod:`mosaic.host.hosting`, which starts the worker command; the spool, the re-attach and the
+event loop are the daemon's own.
 """
 
 from __future__ import annotations
@@ -15,9 +18,9 @@ import signal
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from mosaic.pids import is_running
+from mosaic.host.hosting import start_async
 from mosaic.host.recorder import LineSplitter
-from mosaic.pids import signal_group
+from mosaic.pids import is_running, signal_group
 from mosaic.runs import RunDir
 
 READ_CHUNK = 1 << 18
@@ -27,7 +30,7 @@ READ_BUDGET = 256 << 10
 
 
 def spool_path(run: RunDir) -> Path:
-    return run.root / "logs" / "worker.stdout"
+    return run.worker_log_path.with_name("worker.stdout")
 
 
 def signal_pid(pid: int, sig: int) -> bool:
@@ -89,9 +92,7 @@ async def spawn_worker(cmd: Sequence[str], run: RunDir, env: Mapping[str, str]) 
     spool = spool_path(run)
     spool.parent.mkdir(parents=True, exist_ok=True)
     with spool.open("ab") as out, run.worker_log_path.open("ab") as err:
-        proc = await asyncio.create_subprocess_exec(
-            *cmd, stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=err,
-            start_new_session=True, env=dict(env))
+        proc = await start_async(cmd, env=env, stdout=out, stderr=err)
     return SpawnedWorker(proc)
 
 

@@ -27,15 +27,10 @@ from mosaic.host.daemon.registry import Registry
 from mosaic.host.daemon.service import DaemonService
 from mosaic.host.daemon.settings import DaemonSettings
 from mosaic.host.daemon.supervisor import Supervisor
+from mosaic.host.daemon.wire import GRPC_OPTIONS
 from mosaic.errors import UserError
 
 log = logging.getLogger("mosaic.host.daemon")
-
-#: Telemetry lines may be up to 1 MiB (more once JSON-escaped); batches hold many.
-MAX_MESSAGE_BYTES = 64 << 20
-GRPC_OPTIONS = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.so_reuseport", 0)]
 
 
 def _check_bindable(host: str, port: int) -> None:

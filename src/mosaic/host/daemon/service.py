@@ -21,10 +21,10 @@ from mosaic.host.daemon.registry import RunRecord
 from mosaic.host.daemon.states import RunState
 from mosaic.host.daemon.streaming import stream_run
 from mosaic.host.daemon.supervisor import SubmitRequest, Supervisor
+from mosaic.host.daemon.wire import FIELD_ERRORS_KEY
 from mosaic.errors import UserError
 from mosaic.runs import RunDir, RunStore
 
-FIELD_ERRORS_KEY = "mosaic-field-errors"
 T = TypeVar("T")
 
 

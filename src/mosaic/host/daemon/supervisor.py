@@ -42,10 +42,11 @@ from mosaic.host.daemon.stalls import STALLED_GRACE_S, stall_in
 from mosaic.host.daemon.states import TERMINAL_EVENT_STATE, RunState
 from mosaic.errors import UserError
 from mosaic.pids import is_running, start_ticks
-from mosaic.host.launcher import _stderr_tail, create_run, run_launch, validate_config, validate_configs
+from mosaic.host.hosting import stderr_tail
+from mosaic.host.launcher import create_run, run_launch, validate_config, validate_configs
 from mosaic.provenance import config_digest
 from mosaic.host.recorder import RunRecorder, signal_name
-from mosaic.runs import RunDir, RunStore, new_run_id, validate_run_id
+from mosaic.runs import ManifestFields, RunDir, RunStore, new_run_id, validate_run_id
 
 log = logging.getLogger("mosaic.host.daemon")
 
@@ -402,8 +403,8 @@ class Supervisor:
                                   "message": f"could not start the worker: {exc}"})
             await self._finish(active, None, known=False)
             return
-        run.update_manifest(status=RunState.STARTING.manifest, pid=handle.pid, command=cmd,
-                            daemon={"version": __version__, "pid": os.getpid()})
+        run.update_manifest(**ManifestFields.starting(handle.pid, cmd, daemon={"version": __version__,
+                                                                               "pid": os.getpid()}))
         self.registry.update(active.run_id, pid=handle.pid, proc_start=str(start_ticks(handle.pid)))
         log.info("run %s: worker pid %d", active.run_id, handle.pid)
         self._attach(active, handle, SpoolReader(spool_path(run)))
@@ -539,7 +540,7 @@ class Supervisor:
                 self._record(active, {"type": "run_failed", "error_type": "DaemonRestarted",
                                       "message": "daemon restarted: the worker exited while no daemon "
                                                  "was following it (exit code unknown)"})
-            run.update_manifest(exit_code=None, exit_signal=None)
+            run.update_manifest(**ManifestFields.exited(None, None))
         else:
             code = returncode if returncode is not None else -int(signal.SIGKILL)
             if recorder.terminal is None and active.cancel_requested:
@@ -547,7 +548,7 @@ class Supervisor:
                                       "reason": f"{active.cancel_reason} (worker stopped by "
                                                 f"{signal_name(code) or f'exit code {code}'})"})
             before = recorder.seq
-            recorder.finish(code, _stderr_tail(run.worker_log_path))
+            recorder.finish(code, stderr_tail(run.worker_log_path))
             if recorder.seq > before:  # finish() synthesised a run_failed: publish it too
                 active.hub.publish(recorder.seq - 1, "run_failed", recorder.last_line)
             returncode = code
@@ -579,7 +580,7 @@ class Supervisor:
         self.registry.transition(active.run_id, state, reason, **fields)
         active.state = state
         if state in (RunState.STARTING,):
-            active.run.update_manifest(status=RunState.STARTING.manifest)
+            active.run.update_manifest(**ManifestFields.status(RunState.STARTING))
 
     # ------------------------------------------------------------------ watchdog
     async def _watchdog_loop(self) -> None:
