@@ -264,3 +264,42 @@ def test_a_player_added_to_a_finished_tournament_is_named_with_how_to_go_on(home
     _one_error(run_cli("arena", "run", str(write_config(tmp_path / "t.json", spec)), home=home, timeout=300),
                "exists with another spec (players added: c)", "another name for the new spec",
                "the spec as it was to resume this one")
+
+
+# -- help and width ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("command", ["run", "show", "eval", "logs", "watch"])
+def test_each_command_describes_itself_with_an_example(home, command):
+    proc = run_cli(command, "--help", home=home, env={"COLUMNS": "100"})
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    usage_end = text.index("\n\n")
+    description = text[usage_end:].strip().split("\n\n")[0]
+    assert not description.startswith(("positional arguments", "options")), text  # a paragraph before them
+    assert len(description.split()) >= 15, description
+    assert "examples:" in text and f"\n  mosaic {command} " in text.split("examples:")[1], text
+    assert max(len(line) for line in text.splitlines() if not line.startswith("  mosaic")) <= 100, text
+
+
+def test_mosaic_help_points_to_getting_started_and_run_help_says_json_or_yaml(home):
+    assert "docs/getting-started.md" in run_cli("--help", home=home).stdout
+    assert "JSON or YAML" in run_cli("run", "--help", home=home).stdout
+
+
+@pytest.mark.parametrize("columns", [100, 120])
+def test_workers_fits_the_terminal_width(home, columns):
+    proc = run_cli("workers", home=home, env={"COLUMNS": str(columns)})
+    assert proc.returncode == 0, proc.stderr
+    table = [line for line in proc.stdout.splitlines() if not line.startswith(("broken:", "("))]
+    assert max(len(line) for line in table) <= columns, "\n".join(table)
+    assert table[0].split()[:3] == ["WORKER", "VERSION", "UPSTREAM"]
+    listed = [line.split()[0] for line in table[2:] if not line.startswith(" ")]
+    assert "random" in listed and "ray" in listed
+    # every algorithm of a worker is still there, over however many lines its cell takes
+    from mosaic.host.discovery import discover_workers
+
+    ray = discover_workers(only="ray").get("ray")
+    start = next(i for i, line in enumerate(table) if line.startswith("ray "))
+    block = [table[start]] + [line for line in table[start + 1:]][:next(
+        (k for k, line in enumerate(table[start + 1:]) if not line.startswith(" ")), len(table))]
+    text = " ".join(block)
+    assert all(algorithm in text for algorithm in ray.capabilities.algorithms), text

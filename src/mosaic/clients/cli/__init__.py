@@ -27,7 +27,10 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="mosaic", description="MOSAIC multi-agent RL platform")
+    parser = OneLineParser(prog="mosaic", description="MOSAIC multi-agent RL platform: train, compare and "
+                           "evaluate runs of several RL libraries (workers) through one command line.",
+                           epilog="New here? docs/getting-started.md walks through a first run, its results, an "
+                                  "experiment and the GUI. `mosaic COMMAND --help` describes each command.")
     parser.add_argument("--version", action="version", version=f"mosaic {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for group in (workers, runs, experiment, arena, players, fastlane, daemon, envs, gui):

@@ -224,3 +224,53 @@ def refuse_other_kind(path: str, data: Any, wanted: str, field: str) -> None:
                 "run config": "its 'worker', 'algorithm' or 'total_timesteps'"}[kind]
         raise UserError(f"{field}: {path!r} is {'an' if kind[0] in 'aeiou' else 'a'} {kind} ({hint}), not "
                         f"{'an' if wanted[0] in 'aeiou' else 'a'} {wanted}; run it with `{command} {path}`")
+
+
+class HelpFormatter(__import__("argparse").HelpFormatter):
+    """argparse's help, whose description and epilog keep their line breaks: a paragraph is wrapped to the
+    terminal, a line starting with spaces (an example command) is printed as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        out = []
+        for line in text.splitlines():
+            out.append(indent + line if line.startswith(" ") or not line.strip()
+                       else textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent))
+        return "\n".join(out)
+
+
+def fitted_table(rows: list[list[str]], header: list[str], wrap: set[int], width: int | None = None) -> str:
+    """:func:`_table` within ``width`` characters (default: the terminal's, ``COLUMNS`` when set): the columns in
+    ``wrap`` (comma-separated lists) are narrowed, widest first, and their cells wrapped after a comma onto more
+    lines; the other columns keep their width."""
+    import shutil
+    import textwrap
+
+    width = width or shutil.get_terminal_size((100, 24)).columns
+    rows = [[", ".join(v.strip() for v in str(c).split(",")) if i in wrap else str(c) for i, c in enumerate(r)]
+            for r in rows]
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+    # narrowed down to their longest item first (no word broken); only if that is not enough, further
+    items = {i: max([len(header[i])] + [len(v.strip()) + 1 for r in rows for v in r[i].split(",")]) for i in wrap}
+    for floor in (items, {i: max(len(header[i]), 8) for i in wrap}):
+        while sum(widths) + 2 * (len(widths) - 1) > width:
+            shrinkable = [i for i in wrap if widths[i] > floor[i]]
+            if not shrinkable:
+                break
+            widths[max(shrinkable, key=lambda i: widths[i])] -= 1
+    if all(widths[i] >= max(len(str(r[i])) for r in rows) for i in wrap if rows):
+        return _table(rows, header)
+
+    def cell_lines(text: str, i: int) -> list[str]:
+        if i not in wrap or len(text) <= widths[i]:
+            return [text]
+        return textwrap.wrap(text, widths[i], break_on_hyphens=False) or [""]
+
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
+    for row in rows:
+        cells = [cell_lines(str(c), i) for i, c in enumerate(row)]
+        for k in range(max(len(c) for c in cells)):
+            lines.append(fmt.format(*(c[k] if k < len(c) else "" for c in cells)))
+    return "\n".join(line.rstrip() for line in lines)

@@ -64,7 +64,17 @@ def cmd_fastlane_ls(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub: Any) -> None:
-    p = sub.add_parser("watch", help="live frames of a run (FastLane): a window, a PNG snapshot, or stats")
+    from mosaic.clients.cli.common import HelpFormatter
+
+    p = sub.add_parser("watch", help="live frames of a run (FastLane): a window, a PNG snapshot, or stats",
+                       description="Show the frames a run publishes while it trains or evaluates (the run needs "
+                                   "fastlane.enabled=true, or `mosaic eval --fastlane`): a window with the newest "
+                                   "frame (needs a display), the newest frame as a PNG (--snapshot), or each "
+                                   "stream's frame rate and latency (--stats).",
+                       epilog="examples:\n  mosaic run --set fastlane.enabled=true        # in one terminal\n"
+                              "  mosaic watch latest --snapshot frame.png     # in another\n"
+                              "  mosaic watch latest --stats --duration 3",
+                       formatter_class=HelpFormatter)
     p.add_argument("run", help="run id, unique prefix, or 'latest'")
     p.add_argument("--stream", help="one stream (e.g. runner-1); default: the first / all")
     p.add_argument("--snapshot", metavar="OUT.png", help="write the newest frame as a PNG and exit")

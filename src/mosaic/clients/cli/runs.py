@@ -360,9 +360,20 @@ def _eval_match(args: argparse.Namespace, path: str) -> int:
 
 
 def add_parsers(sub: Any) -> None:
-    p = sub.add_parser("run", help="run a config in the foreground (no daemon needed)")
-    p.add_argument("config", nargs="?", help="config JSON; omitted: the default config of --worker, or else of the "
-                                             "default worker (ray)")
+    from mosaic.clients.cli.common import HelpFormatter
+
+    p = sub.add_parser("run", help="run a config in the foreground (no daemon needed)",
+                       description="Train one run in the foreground: the worker checks the config, the run folder "
+                                   "is made under MOSAIC_HOME/trainer/runs, and progress is drawn until it ends "
+                                   "(Ctrl-C cancels it cleanly and keeps a checkpoint). CONFIG is a JSON or YAML "
+                                   "file (.yaml/.yml); without one, the worker's own default config. --set changes "
+                                   "one field, by the same path for every worker.",
+                       epilog="examples:\n  mosaic run --set total_timesteps=4000\n"
+                              "  mosaic run examples/random_connect_four.json --run-id first\n"
+                              "  mosaic run --worker cleanrl --set algorithm=ppo --dry-run",
+                       formatter_class=HelpFormatter)
+    p.add_argument("config", nargs="?", help="config file, JSON or YAML (.yaml/.yml); omitted: the default config "
+                                             "of --worker, or else of the default worker (ray)")
     p.add_argument("--worker", help="worker name (overrides the config's \"worker\")")
     p.add_argument("--run-id", help="run id (default: time-sortable and random)")
     p.add_argument("--dry-run", action="store_true",
@@ -378,7 +389,7 @@ def add_parsers(sub: Any) -> None:
                        "shard runs are runs too and are listed; --experiment NAME or --tournament NAME shows only "
                        "those of one, --standalone leaves them all out.",
                        epilog="example: mosaic runs --standalone --limit 5   (your own five newest runs)",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       formatter_class=HelpFormatter)
     p.add_argument("--limit", type=int, default=0, help="show only the newest N (default 0: every run)")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--experiment", metavar="NAME", help="only the cells (every attempt) of experiment NAME")
@@ -393,12 +404,20 @@ def add_parsers(sub: Any) -> None:
                                    "cause and where its log is. --json prints everything: config, manifest and the "
                                    "last metrics.",
                        epilog="examples:\n  mosaic show latest\n  mosaic show 2026 --json | jq .manifest.status",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       formatter_class=HelpFormatter)
     p.add_argument("run", help="run id, unique prefix, or 'latest'")
     p.add_argument("--json", action="store_true", help="the whole record as JSON: config, manifest, last metrics")
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("eval", help="play a trained run's policies and report returns and win rates")
+    p = sub.add_parser("eval", help="play a trained run's policies and report returns and win rates",
+                       description="Play a trained run's final checkpoint (or a checkpoint folder) for a number of "
+                                   "episodes and report each agent's returns with 95% intervals, saved under the "
+                                   "run's eval/ folder. In a game with opposing sides, --opponent plays the other "
+                                   "seats (random play, another run, a scripted or language-model player) and win "
+                                   "rates are reported.",
+                       epilog="examples:\n  mosaic eval latest --episodes 20 --video\n"
+                              "  mosaic eval my-c4-run --opponent random --episodes 50",
+                       formatter_class=HelpFormatter)
     p.add_argument("target", metavar="RUN|CHECKPOINT", help="run id, prefix, 'latest', or a checkpoint folder")
     p.add_argument("--episodes", type=int, default=20, help="episodes to play (default 20)")
     p.add_argument("--opponent", metavar="RUN2|random|scripted:M:F|PLAYER.yaml",
@@ -415,7 +434,14 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--fastlane", action="store_true", help="stream frames (`mosaic watch RUN --stream eval`)")
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("logs", help="print a run's telemetry")
+    p = sub.add_parser("logs", help="print a run's telemetry",
+                       description="Print a run's telemetry events (telemetry.jsonl in its folder), one line each: "
+                                   "time, sequence number, type and fields. --follow keeps printing until the run "
+                                   "ends; --raw prints the JSON lines as stored. The worker's own output is in the "
+                                   "run folder's logs/worker.log.",
+                       epilog="examples:\n  mosaic logs latest\n  mosaic logs -f RUN_ID\n"
+                              "  mosaic logs latest --raw | jq 'select(.type == \"metrics\")'",
+                       formatter_class=HelpFormatter)
     p.add_argument("run", help="run id, unique prefix, or 'latest'")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing until the run ends")
     p.add_argument("--raw", action="store_true", help="print the JSONL lines as stored")

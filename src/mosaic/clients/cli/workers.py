@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from mosaic.clients.cli.common import _table
+from mosaic.clients.cli.common import _table, fitted_table
 from mosaic.host.discovery import discover_workers
 
 
@@ -145,10 +145,14 @@ def cmd_workers(args: argparse.Namespace) -> int:
              ",".join(w.capabilities.algorithms), ",".join(w.capabilities.env_families),
              ",".join(w.capabilities.policy_configurations),
              "own" if w.python else "mosaic's"] for w in workers]
-    print(_table(rows, ["WORKER", "VERSION", "UPSTREAM", "ALGORITHMS", "ENV FAMILIES", "POLICIES", "PYTHON ENV"])
-          if rows else "no workers match")
+    header = ["WORKER", "VERSION", "UPSTREAM", "ALGORITHMS", "ENV FAMILIES", "POLICIES", "PYTHON ENV"]
+    print(fitted_table(rows, header, wrap={3, 4, 5}) if rows else "no workers match")
     for b in found.broken:
         print(f"broken: {b.name} ({b.entry_point}): {b.reason}")
+    if found.broken:
+        from mosaic.runs import RunStore
+
+        print(f"(worker environments looked for in MOSAIC_HOME={RunStore().home}, under envs/)")
     return 0
 
 
