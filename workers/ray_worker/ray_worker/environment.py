@@ -261,7 +261,7 @@ class EnvironmentFactory:
                 from ray_worker.fastlane import wrap_single
 
                 return wrap_single(self.make_gymnasium(render_mode="rgb_array"), self.fastlane, env_context,
-                                   self.config.env_id, agent=SINGLE_AGENT)
+                                   self.config.env_id)
             return self.make_gymnasium()
         if self.fastlane is not None:
             from ray_worker.fastlane import wrap

@@ -28,6 +28,7 @@ from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv, Petting
 
 from mosaic.fastlane.config import FastLaneTarget
 from mosaic.fastlane.publisher import Publisher
+from mosaic.workerkit.contract import SINGLE_AGENT  # the one agent of a single-agent env (as environment.py)
 
 _claims: dict[str, int] = {}  # stream -> id() of the env publishing it, in this process
 _claims_lock = threading.Lock()
@@ -148,10 +149,8 @@ def wrap(pz_env: Any, api_type: str, target: FastLaneTarget, env_context: Any = 
 class FastLaneGymEnv(_TapOwner, gym.Wrapper):
     """A single-agent env that offers a frame after each ``reset``/``step`` (RLlib's single-agent path)."""
 
-    def __init__(self, env: gym.Env, target: FastLaneTarget, env_context: Any = None, env_id: str = "",
-                 agent: str = "agent_0") -> None:
+    def __init__(self, env: gym.Env, target: FastLaneTarget, env_context: Any = None, env_id: str = "") -> None:
         super().__init__(env)
-        self._agent = agent  # the one agent's name in telemetry (ray_worker.environment.SINGLE_AGENT)
         self._attach_tap(env, target, env_context, env_id)
 
     def reset(self, **kwargs: Any) -> Any:
@@ -163,18 +162,16 @@ class FastLaneGymEnv(_TapOwner, gym.Wrapper):
     def step(self, action: Any) -> Any:
         result = self.env.step(action)
         if self._tap is not None:
-            self._tap.on_step({self._agent: float(result[1])})
+            self._tap.on_step({SINGLE_AGENT: float(result[1])})
         return result
 
 
-def wrap_single(env: gym.Env, target: FastLaneTarget, env_context: Any = None, env_id: str = "",
-                agent: str = "agent_0") -> gym.Env:
-    """The single-agent env for RLlib, publishing frames if it can render them; ``agent``: its one agent's
-    name (the caller's, so this module imports nothing of the environment's)."""
+def wrap_single(env: gym.Env, target: FastLaneTarget, env_context: Any = None, env_id: str = "") -> gym.Env:
+    """The single-agent env for RLlib, publishing frames if it can render them."""
     if getattr(env, "render_mode", None) != "rgb_array":
         import warnings
 
         warnings.warn(f"FastLane: {env_id or env} was not built with render_mode='rgb_array'; "
                       "no frames will be published", stacklevel=2)
         return env
-    return FastLaneGymEnv(env, target, env_context, env_id, agent)
+    return FastLaneGymEnv(env, target, env_context, env_id)
