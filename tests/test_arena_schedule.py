@@ -17,6 +17,8 @@ from mosaic.arena import schedule
 from mosaic.arena.tournament import parse_spec
 from mosaic.errors import UserError
 
+pytestmark = pytest.mark.xdist_group("arena")
+
 #: one clear pairing (the last player far ahead) and several close ones (the others 40 Elo apart)
 CLOSE_AND_CLEAR = (0.0, 40.0, 80.0, 120.0, 600.0)
 WIDTH = 250.0
@@ -197,3 +199,27 @@ def test_bad_adaptive_settings_exit_2_with_one_line_before_anything_is_written(t
     (line,) = refused.stderr.strip().splitlines()
     assert line.startswith("mosaic: error: adaptive.width: 0; allowed: a number > 0 (Elo)"), line
     assert not (tmp_path / "home" / "arena").exists()
+
+
+def test_with_parallel_shards_each_decision_gives_games_to_as_many_pairings(tmp_path):
+    """--parallel 2: each step's games are shard runs on the daemon (started for the home), two pairings a
+    decision; it stops at the width as in-process play does, every game journaled from a shard run."""
+    from mosaic.testing.daemon import stop_home_daemon
+
+    spec = tmp_path / "adaptive.json"
+    spec.write_text(json.dumps({"name": "par", "environment": {"family": "classic", "env_id": "connect_four_v3"},
+                                "players": GRADED, "games_per_pairing": 4, "opening_moves": 2, "seed": 1,
+                                "adaptive": {"width": 350, "budget": 200}}))
+    home = tmp_path / "home"
+    try:
+        played = run_cli("arena", "run", str(spec), "--parallel", "2", home=home, timeout=600)
+    finally:
+        stop_home_daemon(home)
+    assert played.returncode == 0, played.stderr[-2000:]
+    folder = home / "arena" / "par"
+    games = [json.loads(x) for x in (folder / "games.jsonl").read_text().splitlines()]
+    decisions = [json.loads(x) for x in (folder / "adaptive.jsonl").read_text().splitlines()]
+    assert decisions and all(len(d["pairings"]) == 2 and d["games"] == 2 for d in decisions)
+    assert len(games) == 24 + 4 * len(decisions) and all(g.get("run_id") for g in games)
+    assert f"adaptive schedule: stopped after {len(games)} games (every interval narrower than the width" in \
+        played.stderr
