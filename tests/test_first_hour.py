@@ -303,3 +303,19 @@ def test_workers_fits_the_terminal_width(home, columns):
         (k for k, line in enumerate(table[start + 1:]) if not line.startswith(" ")), len(table))]
     text = " ".join(block)
     assert all(algorithm in text for algorithm in ray.capabilities.algorithms), text
+
+
+# -- Ray's evaluation without RLlib's words about its own internals ------------------------------------------------
+def test_a_ray_evaluation_prints_no_deprecation_of_rllibs_own_module_config(home):
+    """RLlib's RLModule.__init__ makes the deprecated RLModuleConfig itself and warns of it for every module; the
+    evaluation builds its modules the current way, so that warning said nothing to the user. Other warnings stay
+    (the filter matches that one message only)."""
+    env = {"RAY_AUTH_MODE": "disabled"}
+    ran = run_cli("run", "--set", "total_timesteps=400", "--set", "algo_params.train_batch_size_per_learner=200",
+                  "--set", "algo_params.minibatch_size=100", "--set", "algo_params.num_epochs=1", "--run-id", "tiny",
+                  home=home, env=env, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    evaluated = run_cli("eval", "tiny", "--episodes", "2", home=home, env=env, timeout=600)
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    assert "2 episodes of mpe/simple_spread_v3" in evaluated.stdout
+    assert "RLModuleConfig" not in evaluated.stderr and "DeprecationWarning" not in evaluated.stderr, evaluated.stderr

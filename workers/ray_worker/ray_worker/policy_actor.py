@@ -195,8 +195,30 @@ def create_ray_actor(config: RayPolicyConfig) -> RayPolicyActor:
         module_id = "main" if "main" in playable else playable[0] if playable else None
     if module_id not in playable:
         raise UserError(f"module_id: {module_id!r} is not in {info.path}; available: {', '.join(playable)}")
+    _quiet_rllibs_own_module_config()
     module = RLModule.from_checkpoint(str((info.path / MODULES_DIR / module_id).resolve()))
     return RayPolicyActor(module, module_id, info, config.deterministic, config.device)
+
+
+#: What RLlib's own ``RLModule.__init__`` logs, for every module, however it is built: it makes the deprecated
+#: ``RLModuleConfig`` itself (RLlib 2.60, rl_module.py). MOSAIC builds modules the current way (observation_space=,
+#: action_space=, model_config=, here through ``RLModule.from_checkpoint``): the message is about RLlib's internals.
+RLLIB_OWN_DEPRECATION = "`RLModule(config=[RLModuleConfig object])` has been deprecated"
+
+
+def _quiet_rllibs_own_module_config() -> None:
+    """Drop that one message from RLlib's deprecation logger; every other warning it logs stays."""
+    import logging
+
+    logger = logging.getLogger("ray._common.deprecation")
+    if not any(getattr(f, "mosaic_rllib_own", False) for f in logger.filters):
+        class _Own(logging.Filter):
+            mosaic_rllib_own = True
+
+            def filter(self, record: logging.LogRecord) -> bool:
+                return RLLIB_OWN_DEPRECATION not in record.getMessage()
+
+        logger.addFilter(_Own())
 
 
 @dataclass
