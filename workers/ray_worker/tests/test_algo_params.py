@@ -387,6 +387,21 @@ def test_register_adds_an_algorithm_everywhere(registry):
         registry.schema("A3C")
 
 
+def test_an_algorithm_registers_with_the_kits_upstream_options_too(registry):
+    """The table is the worker kit's UpstreamOption: one given as an option, not a schema property, is the same."""
+    from mosaic.workerkit.options import UpstreamOption
+
+    entropy = UpstreamOption("entropy_coeff", 0.01, "RLlib", "Weight of the entropy bonus.", minimum=0,
+                             annotations={"x-category": "loss",
+                                          "x-rllib": {"section": "training", "name": "entropy_coeff"}})
+    registry.register("VPG", {**registry.common_properties(lr=1e-3), "entropy_coeff": entropy})
+    assert registry.schema("VPG")["properties"]["entropy_coeff"] == {**_entropy(), "default": 0.01}
+    assert registry.validate("VPG", {"entropy_coeff": 1})["entropy_coeff"] == 1.0
+    with pytest.raises(ConfigError, match=r"^algo_params\.entropy_coeff: -1 is not allowed for RLlib's entropy_coeff "
+                                          r"\(default 0\.01\); allowed: a number >= 0$"):
+        registry.validate("VPG", {"entropy_coeff": -1})
+
+
 @pytest.mark.parametrize("name, properties, complaint", [
     ("ppo", {"entropy_coeff": _entropy()}, "already registered"),
     ("", {"entropy_coeff": _entropy()}, "empty"),
