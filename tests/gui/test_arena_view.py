@@ -199,6 +199,7 @@ def test_the_population_measures_are_shown_and_what_the_data_cannot_tell(qtbot, 
     assert float(rows[first]["Nash rating"].split()[0]) == best  # best first
     told = view.population_label.text()
     assert ("transitive" in told or "cycles:" in told) and f"of {LIVE_REPS} resamples" in told
+    assert "the alpha-Rank ranking settles from alpha" in told or "has not settled" in told
     assert "The data cannot tell 3 pairing(s) with too few games" in told  # two games each
     # a pairing not played yet (as in a live tournament): the meta-game is incomplete, and the view says why
     path = home / "arena" / "c4" / "games.jsonl"

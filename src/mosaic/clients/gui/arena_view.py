@@ -722,8 +722,12 @@ class ArenaView(QWidget):
                                                               right=col != 0))
         cyc = boot.cycles
         shares = [f"{' > '.join([*c, c[0]])} ({s:.0%})" for c, s in boot.cycle_share.items() if c in cyc.cycles]
+        sweep = population.sweep
+        settles = "" if sweep is None else (
+            f"; the alpha-Rank ranking settles from alpha {sweep.settled:.3g}" if sweep.settled is not None
+            else "; the alpha-Rank ranking has not settled by alpha 1000")
         told = ("transitive: no cycle" if cyc.transitive else "cycles: " + "; ".join(shares[:5])) \
-            + f"; a cycle in {boot.p_cyclic:.0%} of {boot.reps} resamples"
+            + f"; a cycle in {boot.p_cyclic:.0%} of {boot.reps} resamples" + settles
         thin = population.thin
         if thin:
             told += (f". The data cannot tell {len(thin)} pairing(s) with too few games: "
