@@ -221,3 +221,31 @@ def test_the_population_example_spec_reads():
     targets = {p.label: p.target for p in spec.players}
     assert spec.name == "c4-population" and targets["heuristic"] == targets["heuristic_copy"]
     assert len(list(spec.schedule())) == 60
+
+
+def test_a_cycle_the_resamples_do_not_confirm_is_said_to_be_undecided():
+    """A planted cycle at 0.6 with 12 games a pairing shows in the point estimate but not in every resample:
+    the report's "What the data cannot tell" says so, with its share; a firm one (0.9, 40 games) is not
+    listed there."""
+    from mosaic.arena.report import _population_markdown
+
+    def games(p, n, seed):
+        rng = np.random.default_rng(seed)
+        cycle = (("a", "b"), ("b", "c"), ("c", "a"))
+        return [Game(x, y, float(rng.random() < p), k % 2) for x, y in cycle for k in range(n)]
+
+    for seed in range(20):  # the first seed whose point estimate has the cycle
+        weak = compute_population(games(0.6, 12, seed), reps=300)
+        if weak.boot.cycles.cycles:
+            break
+    (cycle,) = weak.boot.cycles.cycles
+    share = weak.boot.cycle_share[cycle]
+    assert share < 0.95
+    text = "\n".join(_population_markdown(weak, 0.95))
+    told = text[text.index("What the data cannot tell"):]
+    assert f"A cycle of the point estimate in fewer than 95% of resamples: {' > '.join([*cycle, cycle[0]])} " \
+        f"({share:.0%})" in told
+    firm = compute_population(games(0.9, 40, 0), reps=300)
+    assert firm.boot.cycle_share[firm.boot.cycles.cycles[0]] >= 0.95
+    firm_text = "\n".join(_population_markdown(firm, 0.95))
+    assert "fewer than 95% of resamples" not in firm_text[firm_text.index("What the data cannot tell"):]

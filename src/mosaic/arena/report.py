@@ -341,6 +341,18 @@ def _population_markdown(population: Population, confidence: float, heading: str
             continue  # the thin pairings: said above
         told = True
         lines.append(f"- {note}")
+    unsure = [(c, share) for c, share in boot.cycle_share.items() if c in cyc.cycles and share < 0.95]
+    if unsure:
+        told = True
+        lines.append("- A cycle of the point estimate in fewer than 95% of resamples: "
+                     + "; ".join(f"{_cycle_text(c)} ({share:.0%})" for c, share in unsure[:5])
+                     + ": the data cannot tell it from close pairings.")
+    maybe = [(c, share) for c, share in boot.cycle_share.items() if c not in cyc.cycles and share >= 0.05]
+    if maybe:
+        told = True
+        lines.append("- A cycle not in the point estimate but in at least 5% of resamples: "
+                     + "; ".join(f"{_cycle_text(c)} ({share:.0%})" for c, share in maybe[:5])
+                     + ": it may be there.")
     wide = [r.player for r in population.rows() if r.mass.high - r.mass.low > 0.5]
     if wide:
         told = True
