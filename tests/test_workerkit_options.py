@@ -90,6 +90,9 @@ def test_an_array_option_bounds_its_items_and_names_the_one_refused():
         "at least 1 item")
     assert refusal(sizes, [], "f").startswith("f: [] is not allowed")
     assert sizes.schema()["items"] == {"type": "integer", "minimum": 1} and sizes.schema()["minItems"] == 1
+    # items of the default's type: numbers where its integers and floats mix, anything where its types differ
+    assert UpstreamOption("pair", [0, 0.5], "Lib").check([1, 2], "f") == [1.0, 2.0]
+    assert UpstreamOption("mixed", ["a", 1], "Lib").check([2, "b"], "f") == [2, "b"]
 
 
 def test_a_schema_property_becomes_the_same_option():

@@ -107,8 +107,11 @@ class UpstreamOption:
                                                        ("integer", "number"))
 
     def _item_kind(self) -> str:
-        first = self.default[0] if isinstance(self.default, (list, tuple)) and self.default else None
-        return _json_type_of(first) if first is not None else "any"
+        """The JSON type of an array's items: its default's (numbers where integers and floats mix)."""
+        kinds = {_json_type_of(item) for item in self.default} if isinstance(self.default, (list, tuple)) else set()
+        if kinds and kinds <= {"integer", "number"}:
+            return "integer" if kinds == {"integer"} else "number"
+        return kinds.pop() if len(kinds) == 1 else "any"
 
     def bounded(self, minimum: float | None = None, maximum: float | None = None,
                 choices: Sequence[Any] = ()) -> "UpstreamOption":
