@@ -263,3 +263,76 @@ def test_the_name_pattern_has_one_home():
     from mosaic.experiments import spec
 
     assert spec.NAME_PATTERN is tournament.NAME_PATTERN is NAME_PATTERN
+
+
+# -- the default MOSAIC_HOME: one home, whatever the current directory ------------------------------------------
+def _package_copy(parent: Path) -> Path:
+    """A copy of the mosaic package under ``parent`` (so its location decides its default home)."""
+    import shutil
+
+    shutil.copytree(SRC / "mosaic", parent / "mosaic", ignore=shutil.ignore_patterns("__pycache__"))
+    return parent
+
+
+def _runs_from(cwd: Path, path: Path, **env: str):
+    import subprocess
+    import sys
+
+    full = {k: v for k, v in os.environ.items() if k != "MOSAIC_HOME"}
+    full.update(PYTHONPATH=str(path), **env)
+    return subprocess.run([sys.executable, "-m", "mosaic", "runs"], capture_output=True, text=True, timeout=120,
+                          cwd=cwd, env=full)
+
+
+def test_a_checkouts_default_home_is_its_own_var_from_any_directory(tmp_path):
+    """Without MOSAIC_HOME, a checkout (the package under src/ beside pyproject.toml) keeps everything in its own
+    var/, wherever the command is started; `mosaic runs` names the home it looked in."""
+    checkout = tmp_path / "clone"
+    (checkout / "src").mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text("[project]\nname = 'mosaic-marl'\n")
+    _package_copy(checkout / "src")
+    elsewhere = tmp_path / "somewhere" / "else"
+    elsewhere.mkdir(parents=True)
+    for cwd in (checkout, elsewhere, tmp_path):
+        proc = _runs_from(cwd, checkout / "src")
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.splitlines()[0] == f"no runs yet in MOSAIC_HOME={checkout / 'var'}", (cwd, proc.stdout)
+
+
+def test_an_installed_packages_default_home_is_the_users_data_folder(tmp_path):
+    site = _package_copy(tmp_path / "site-packages")
+    data = tmp_path / "data"
+    for cwd in (tmp_path, site):
+        proc = _runs_from(cwd, site, XDG_DATA_HOME=str(data))
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.splitlines()[0] == f"no runs yet in MOSAIC_HOME={data / 'mosaic'}", proc.stdout
+
+
+def test_mosaic_home_overrides_and_a_var_folder_here_is_pointed_to(tmp_path):
+    """MOSAIC_HOME wins; a ./var holding runs that is not the home is named, with how to list its runs."""
+    from cli_support import run_cli
+
+    here = tmp_path / "project"
+    (here / "var" / "trainer" / "runs" / "old-run").mkdir(parents=True)
+    proc = run_cli("runs", home=tmp_path / "home", cwd=here)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        f"no runs yet in MOSAIC_HOME={tmp_path / 'home'}",
+        f"({here / 'var'} holds runs of another home: `MOSAIC_HOME={here / 'var'} mosaic runs` lists them)"]
+
+
+def test_the_cli_hands_its_home_to_what_it_starts(tmp_path):
+    """A command run without MOSAIC_HOME gives the home it chose to every process it starts (the workers, a
+    daemon), so that none of them picks another."""
+    import subprocess
+    import sys
+
+    code = ("import os, sys\nfrom mosaic.clients.cli import main\nmain(['runs', '--limit', '1'])\n"
+            "print(os.environ['MOSAIC_HOME'])")
+    env = {k: v for k, v in os.environ.items() if k != "MOSAIC_HOME"}
+    site = _package_copy(tmp_path / "site")
+    env.update(PYTHONPATH=str(site), XDG_DATA_HOME=str(tmp_path / "data"))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == str(tmp_path / "data" / "mosaic")

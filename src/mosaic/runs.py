@@ -41,9 +41,41 @@ RUN_FILES = (CONFIG_FILE, TELEMETRY_FILE, MANIFEST_FILE)
 
 
 def mosaic_home() -> Path:
-    """``$MOSAIC_HOME`` or ``./var``, made absolute: a run folder's path is handed to libraries (RLlib's
-    checkpoints take only absolute paths) and to processes started in other folders."""
-    return Path(os.environ.get("MOSAIC_HOME") or "var").absolute()
+    """``$MOSAIC_HOME``, else :func:`default_home`, made absolute: a run folder's path is handed to libraries
+    (RLlib's checkpoints take only absolute paths) and to processes started in other folders."""
+    given = os.environ.get("MOSAIC_HOME")
+    return Path(given).expanduser().absolute() if given else default_home()
+
+
+def checkout_root() -> Path | None:
+    """The source checkout this package is imported from (an editable install, or ``src`` on the path):
+    the folder holding ``pyproject.toml`` above ``src/mosaic``; None for an installed package."""
+    package = Path(__file__).resolve().parent
+    root = package.parent.parent
+    if package.parent.name == "src" and (root / "pyproject.toml").is_file():
+        return root
+    return None
+
+
+def user_data_home() -> Path:
+    """The per-user data folder of an installed MOSAIC: ``$XDG_DATA_HOME/mosaic`` (``~/.local/share/mosaic``) on
+    Linux and the BSDs, ``~/Library/Application Support/mosaic`` on macOS, ``%LOCALAPPDATA%\\mosaic`` on
+    Windows."""
+    import sys
+
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "mosaic"
+    if sys.platform.startswith("win"):
+        return Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local") / "mosaic"
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "mosaic"
+
+
+def default_home() -> Path:
+    """Where MOSAIC keeps runs, experiments, tournaments and worker environments when ``MOSAIC_HOME`` is not set,
+    the same from any current directory: a checkout's own ``var/`` (each clone has its own, and builds its own
+    worker environments there), else the per-user data folder (:func:`user_data_home`)."""
+    root = checkout_root()
+    return (root / "var") if root is not None else user_data_home()
 
 
 def new_run_id(prefix: str = "") -> str:

@@ -60,6 +60,12 @@ def _unknown_options(parser: argparse.ArgumentParser, args: argparse.Namespace, 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import os
+
+    if not os.environ.get("MOSAIC_HOME"):  # the default home, the same for every process this command starts
+        from mosaic.runs import default_home
+
+        os.environ["MOSAIC_HOME"] = str(default_home())
     try:
         parser = build_parser()
         args, extra = parser.parse_known_args(argv)  # inside: an argument's own check may raise UserError

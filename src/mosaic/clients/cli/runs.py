@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from mosaic.clients.cli.common import RUN_COLUMNS, _config_of, _daemon_client, _format_event, _summary_row, _table, apply_overrides
@@ -165,6 +166,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not ids:
         print(f"no runs yet in MOSAIC_HOME={store.home}" if not runs and not daemon_rows
               else "no runs match")
+        here = Path("var").absolute()
+        if not runs and here != store.home and (here / "trainer" / "runs").is_dir():
+            print(f"({here} holds runs of another home: `MOSAIC_HOME={here} mosaic runs` lists them)")
         return 0
     print(_table([daemon_rows.get(i) or _summary_row(by_id[i]) for i in ids], RUN_COLUMNS))
     return 0

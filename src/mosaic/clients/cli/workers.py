@@ -149,10 +149,9 @@ def cmd_workers(args: argparse.Namespace) -> int:
     print(fitted_table(rows, header, wrap={3, 4, 5}) if rows else "no workers match")
     for b in found.broken:
         print(f"broken: {b.name} ({b.entry_point}): {b.reason}")
-    if found.broken:
-        from mosaic.runs import RunStore
+    from mosaic.runs import mosaic_home
 
-        print(f"(worker environments looked for in MOSAIC_HOME={RunStore().home}, under envs/)")
+    print(f"(worker environments looked for in MOSAIC_HOME={mosaic_home()}, under envs/)")
     return 0
 
 
