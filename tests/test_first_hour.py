@@ -175,6 +175,9 @@ def test_a_rounded_budget_is_the_target_runs_and_show_name(tmp_path_factory):
     shown = run_cli("show", "rounded", home=home).stdout
     assert "progress: 512/512 env steps (total_timesteps 600: its library takes the budget in whole units" in shown
     assert json.loads(run_cli("show", "rounded", "--json", home=home).stdout)["run"]["progress"] == "512/512 env steps"
+    # a single-agent run has no seat for an opponent: said in the words of --opponent, one error line
+    _one_error(run_cli("eval", "rounded", "--opponent", "random", "--episodes", "2", home=home, timeout=300),
+               "--opponent: gymnasium/CartPole-v1 has one agent")
 
 
 # -- mistakes named for what they are --------------------------------------------------------------------------

@@ -72,8 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if extra:
             _unknown_options(parser, args, extra, list(sys.argv[1:] if argv is None else argv))
         return args.func(args)
-    except UserError as exc:
-        print(f"mosaic: error: {exc}", file=sys.stderr)
+    except UserError as exc:  # one prefix, also where the message carries a child command's own refusal
+        print(f"mosaic: error: {str(exc).replace('mosaic: error: ', '')}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

@@ -305,6 +305,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return proc.returncode
 
 
+#: Env families whose every env has one agent (Gymnasium's API and those built on it).
+SINGLE_AGENT_FAMILIES = ("gymnasium", "atari", "mujoco", "envpool")
+
+
 def _check_opponent_seats(path: str) -> None:
     """``--opponent`` needs a side to play against the run: refused, naming why, where the run's env has one agent
     or one team with a shared reward (``mosaic.workerkit.envs.reward_structure``)."""
@@ -321,7 +325,7 @@ def _check_opponent_seats(path: str) -> None:
         return
     env = f"{summary.env_family}/{summary.env_id}"
     structure = reward_structure(summary.env_family, summary.env_id)
-    if structure == "single" or summary.env_family == "gymnasium":
+    if structure == "single" or summary.env_family in SINGLE_AGENT_FAMILIES:
         raise UserError(f"--opponent: {env} has one agent, which the run plays: there is no seat for an opponent; "
                         "allowed: no --opponent (mosaic eval RUN plays the run alone), or a run of a game with "
                         "opposing sides")
