@@ -148,7 +148,7 @@ class AdaptiveSchedule:
 @dataclass
 class TournamentReport:
     reps: int = option(1000, min=100, max=100_000, allowed="an integer from 100 to 100000",
-                       help="bootstrap resamples of the ratings' intervals")
+                       help="bootstrap resamples of the ratings' and the population measures' intervals")
     confidence: float = option(0.95, min=0.5, max=0.999, finite=True, allowed="a number from 0.5 to 0.999",
                                help="the intervals' confidence level")
     seed: int = option(0, min=0, allowed="an integer >= 0", help="the bootstrap's seed")
