@@ -6,8 +6,9 @@ building on ``mosaic.workerkit`` fails here. The same check at four lines (:data
 smaller copies too. And a worker's ``cli.py`` is its name, its config class and its runtime: at most
 :data:`CLI_LINES` lines.
 
-Counts before and after the change that gathered the skeleton into the kit (pylint 4.1.1, defaults:
-imports, comments, docstrings and signatures ignored): six lines 0 -> 0, four lines 4 -> see CEILING_4.
+Counts before and after the change that gathered the skeleton into the kit (issue 57; pylint 4.1.1, its
+defaults: imports, comments, docstrings and signatures ignored): at six lines 0 -> 0 (the workers' copies were
+shorter than six lines as pylint counts them), at four lines 4 -> 3, at three lines 14 -> 10.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ PACKAGES = sorted(p for p in (ROOT / "workers").glob("*/*_worker") if (p / "__in
 #: R0801 messages at six similar lines: the count after the change (the ceiling the issue sets).
 CEILING = 0
 #: R0801 messages at four similar lines: the count after the change.
-CEILING_4 = 4
+CEILING_4 = 3
 CLI_LINES = 40
 
 pytestmark = pytest.mark.xdist_group("pylint")

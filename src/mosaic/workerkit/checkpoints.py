@@ -124,3 +124,50 @@ class CheckpointState:
         except (OSError, ValueError) as exc:
             raise ConfigError(field, f"cannot read {folder / STATE_FILE}: {exc}") from None
         return cls.from_dict(data, field)
+
+
+class CheckpointCadence:
+    """When a run saves, and the save itself, the same for every worker.
+
+    Periodic: at the first safe point past each multiple of ``checkpoint.every_timesteps`` env steps
+    (:meth:`due`), pruned to ``checkpoint.keep``; final: at the end (``checkpoint.at_end``) unless the run's
+    last steps were just saved (:meth:`final_due`). :meth:`save` writes one: the folder, the library's files
+    (the worker's ``write_files``), the state file last, and the ``checkpoint_saved`` event.
+    """
+
+    def __init__(self, every: int | None, at_end: bool = True, keep: int | None = None) -> None:
+        self.every, self.at_end = every, at_end
+        self.periodic = PeriodicCheckpoints(keep)
+        #: env steps of the last checkpoint saved or restored; -1: none yet
+        self.last_saved = -1
+
+    @classmethod
+    def of(cls, checkpoint: Any) -> "CheckpointCadence":
+        """From a run config's ``checkpoint`` section (``every_timesteps``, ``at_end``, ``keep``)."""
+        return cls(checkpoint.every_timesteps, checkpoint.at_end, getattr(checkpoint, "keep", None))
+
+    def due(self, timesteps: int) -> bool:
+        return bool(self.every) and timesteps // self.every > max(self.last_saved, 0) // self.every
+
+    def final_due(self, timesteps: int) -> bool:
+        return self.at_end and self.last_saved != timesteps
+
+    def save(self, emitter: Any, run_root: str | Path, state: CheckpointState,
+             write_files: Any = None, periodic: bool = False) -> Path:
+        folder = save_checkpoint(emitter, run_root, state, write_files)
+        self.last_saved = state.timesteps_total
+        if periodic:
+            self.periodic.add(folder)
+        return folder
+
+
+def save_checkpoint(emitter: Any, run_root: str | Path, state: CheckpointState, write_files: Any = None) -> Path:
+    """One checkpoint: its folder, the library's files (``write_files(folder)``), the state file last, and the
+    ``checkpoint_saved`` event."""
+    folder = checkpoint_folder(run_root, state.iteration)
+    folder.mkdir(parents=True, exist_ok=True)
+    if write_files is not None:
+        write_files(folder)
+    state.write(folder)
+    emitter.checkpoint_saved(path=str(folder), iteration=state.iteration, timesteps_total=state.timesteps_total)
+    return folder

@@ -56,14 +56,17 @@ def hook(value: Any) -> Any:
     return Lazy(value) if isinstance(value, str) else value
 
 
-def run_started(context: "WorkerContext", config: Any, *, worker: str, packages: "Packages | Iterable[str]",
-                resources: Mapping[str, Any], **fields: Any) -> dict | None:
+def run_started(emitter: TelemetryEmitter, config: Any, *, worker: str, packages: "Packages | Iterable[str]",
+                resources: Mapping[str, Any], versions: Mapping[str, str] | None = None,
+                **fields: Any) -> dict | None:
     """A run's first event with the fields every worker gives it the same way: the worker, the config's digest
-    and the versions of its packages (the list ``--describe`` reports); ``fields`` are the worker's own."""
+    and the versions of its packages (the list ``--describe`` reports; ``versions`` adds to or overrides
+    them); ``fields`` are the worker's own."""
     from mosaic.provenance import config_digest
 
-    return context.emitter.run_started(worker=worker, config_digest=config_digest(config.to_dict()),
-                                       versions=Packages.of(packages).versions(), resources=resources, **fields)
+    return emitter.run_started(worker=worker, config_digest=config_digest(config.to_dict()),
+                               versions={**Packages.of(packages).versions(), **(versions or {})},
+                               resources=resources, **fields)
 
 
 @dataclass

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
-from mosaic.workerkit.checkpoints import CheckpointState, checkpoint_folder
+from mosaic.workerkit.checkpoints import save_checkpoint
 from mosaic.workerkit.envs import reward_structure
 from mosaic.workerkit.episode_stats import episode_statistics, winner
 from mosaic.fastlane.config import FastLaneTarget
-from mosaic.provenance import config_digest, package_versions
+from mosaic.workerkit.program import run_started
 from mosaic.workerkit.cli import WorkerContext
+from random_worker import PACKAGES
+from random_worker.checkpoint import RandomCheckpointState
 from random_worker.config import RandomWorkerConfig
 
-PACKAGES = ("mosaic-marl", "mosaic-random-worker", "pettingzoo", "gymnasium", "numpy", "mpe2")
 
 
 def legal_mask(observation: Any, info: Any) -> np.ndarray | None:
@@ -55,15 +55,6 @@ class RandomPolicy:
             if legal.size:
                 return int(self.rng.choice(legal))
         return self.spaces[agent].sample()
-
-
-@dataclass
-class RandomCheckpointState(CheckpointState):
-    """Counters plus the policy's RNG state: enough to continue a run exactly."""
-
-    FORMAT: ClassVar[str] = "mosaic-random-worker/2"
-
-    policy: dict[str, Any] = field(default_factory=dict)
 
 
 def deep_validate(config: RandomWorkerConfig) -> None:
@@ -146,12 +137,9 @@ class RandomWorkerRuntime:
 
     # -- checkpoints: counters and RNG state, enough to continue a run -------
     def _save_checkpoint(self, policy: RandomPolicy, iteration: int) -> None:
-        folder = checkpoint_folder(self.ctx.run_dir.root, iteration)
-        folder.mkdir(parents=True, exist_ok=True)
-        RandomCheckpointState(iteration=iteration, timesteps_total=self.steps, episodes=self.episodes,
-                              run_id=self.config.run_id, policy=policy.get_state()).write(folder)
-        self.ctx.emitter.checkpoint_saved(path=str(folder), iteration=iteration,
-                                          timesteps_total=self.steps)
+        state = RandomCheckpointState(iteration=iteration, timesteps_total=self.steps, episodes=self.episodes,
+                                      run_id=self.config.run_id, policy=policy.get_state())
+        save_checkpoint(self.ctx.emitter, self.ctx.run_dir.root, state)
 
     def _restore(self, policy: RandomPolicy, path: str) -> int:
         state = RandomCheckpointState.read(path, "checkpoint.restore_from", "the random worker")
@@ -177,9 +165,8 @@ class RandomWorkerRuntime:
                                   log=lambda message: emit.log(f"fastlane: {message}", level="warning"))
         is_aec = cfg.environment.api_type == "AEC"
         policy = RandomPolicy(env, cfg.seed)
-        emit.run_started(
-            worker="random", config_digest=config_digest(cfg.to_dict()),
-            versions=package_versions(PACKAGES), resources={"cpus": 1, "gpus": 0},
+        run_started(emit, cfg,
+            worker="random", packages=PACKAGES, resources={"cpus": 1, "gpus": 0},
             algorithm="random", env=cfg.environment.describe(), policy_configuration="RANDOM",
             seed=cfg.seed, total_timesteps=cfg.total_timesteps, agents=list(env.possible_agents),
             restored_from=cfg.checkpoint.restore_from,
