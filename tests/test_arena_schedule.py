@@ -223,3 +223,12 @@ def test_with_parallel_shards_each_decision_gives_games_to_as_many_pairings(tmp_
     assert len(games) == 24 + 4 * len(decisions) and all(g.get("run_id") for g in games)
     assert f"adaptive schedule: stopped after {len(games)} games (every interval narrower than the width" in \
         played.stderr
+
+
+def test_the_adaptive_example_spec_reads():
+    from cli_support import EXAMPLES
+    from mosaic.arena.tournament import read_specs
+
+    (spec,) = read_specs(EXAMPLES / "arena" / "connect_four_adaptive.yaml")
+    assert spec.adaptive == {"width": 350.0, "budget": 200, "step": 2}
+    assert len(list(spec.schedule())) == 6 * 4  # the first round; the rest is decided as it goes
