@@ -193,7 +193,8 @@ def _one_error(proc, *parts: str) -> str:
 
 def test_set_without_its_equals_sign_says_so(home, tmp_path):
     _one_error(run_cli("run", "--worker", "random", "--set", "total_timesteps", "4000", home=home),
-               "--set: 'total_timesteps' has no '='", "--set total_timesteps=4000")
+               "--set: expected KEY.PATH=VALUE, got 'total_timesteps': the '=' is missing",
+               "write --set total_timesteps=4000")
     config = write_config(tmp_path / "c.json", SPREAD)
     _one_error(run_cli("run", str(config), "--set", "total_timesteps", "4000", home=home),
                "--set total_timesteps=4000")
@@ -203,6 +204,8 @@ def test_set_without_its_equals_sign_says_so(home, tmp_path):
 def test_a_config_field_given_as_an_option_points_to_set(home):
     _one_error(run_cli("run", "--total-timesteps", "4000", home=home),
                "--total-timesteps: not an option of `mosaic run`", "--set total_timesteps=4000")
+    # a misspelt option of the command is named as one
+    _one_error(run_cli("run", "--dryrun", home=home), "unrecognized arguments: --dryrun (did you mean --dry-run?)")
     _one_error(run_cli("run", "--worker", "random", "--total-timesteps=300", home=home), "--set total_timesteps=300")
     # an unknown option of a command without --set is argparse's own one line
     _one_error(run_cli("runs", "--newest", home=home), "unrecognized arguments: --newest")

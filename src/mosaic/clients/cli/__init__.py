@@ -46,7 +46,14 @@ def _unknown_options(parser: argparse.ArgumentParser, args: argparse.Namespace, 
 
     flag = extra[0] if extra else ""
     if hasattr(args, "set"):
-        check_set_items(args.set, None if flag.startswith("-") else flag)
+        check_set_items(args.set, argv)
+    options = _options_of(parser, getattr(args, "command", None))
+    if flag.startswith("--") and options:
+        import difflib
+
+        close = difflib.get_close_matches(flag.split("=")[0], options, n=1, cutoff=0.75)
+        if close:  # a misspelt option of the command, not a config field
+            parser.error(f"unrecognized arguments: {' '.join(extra)} (did you mean {close[0]}?)")
     if hasattr(args, "set") and flag.startswith("--") and len(flag) > 2:
         name, sep, value = flag[2:].partition("=")
         if not sep:  # the value that followed it (argparse may have taken it for the config)
@@ -57,6 +64,15 @@ def _unknown_options(parser: argparse.ArgumentParser, args: argparse.Namespace, 
         raise UserError(f"{flag}: not an option of `mosaic {args.command}`; a config field is set with "
                         f"--set {path}={value} (`mosaic workers show WORKER` lists the fields)")
     parser.error(f"unrecognized arguments: {' '.join(extra)}")
+
+
+def _options_of(parser: argparse.ArgumentParser, command: str | None) -> list[str]:
+    """The long options of subcommand ``command`` (empty when it has none, or is not found)."""
+    for action in parser._subparsers._group_actions if parser._subparsers else ():  # noqa: SLF001 (argparse's own)
+        sub = getattr(action, "choices", {}).get(command) if command else None
+        if sub is not None:
+            return [o for o in sub._option_string_actions if o.startswith("--")]  # noqa: SLF001
+    return []
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -71,6 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args, extra = parser.parse_known_args(argv)  # inside: an argument's own check may raise UserError
         if extra:
             _unknown_options(parser, args, extra, list(sys.argv[1:] if argv is None else argv))
+        args.argv = list(sys.argv[1:] if argv is None else argv)
         return args.func(args)
     except UserError as exc:  # one prefix, also where the message carries a child command's own refusal
         print(f"mosaic: error: {str(exc).replace('mosaic: error: ', '')}", file=sys.stderr)

@@ -166,13 +166,19 @@ def _daemon_client(required: bool = False) -> Any:
 
 
 # -- mistakes named for what they are ------------------------------------------------------------------------------
-def check_set_items(items: list[str], taken: str | None = None) -> None:
+def check_set_items(items: list[str], argv: list[str] | None = None) -> None:
     """``--set KEY VALUE`` (a space, not ``=``): argparse takes VALUE for the next argument (the config), and the
-    mistake would read as a missing file. ``taken``: the positional argument VALUE went to, if any."""
+    mistake would read as a missing file. ``argv``: the command line, where the VALUE that followed is found."""
+    argv = list(argv or [])
     for item in items:
-        if "=" not in item:
-            value = taken if taken is not None else "VALUE"
-            raise UserError(f"--set: {item!r} has no '='; write --set {item}={value} (KEY.PATH=VALUE, no space)")
+        if "=" in item:
+            continue
+        following = ""
+        for at in range(len(argv) - 2):
+            if argv[at] == "--set" and argv[at + 1] == item and not argv[at + 2].startswith("-"):
+                following = argv[at + 2]
+        hint = f"; write --set {item}={following} (no space)" if following else ""
+        raise UserError(f"--set: expected KEY.PATH=VALUE, got {item!r}: the '=' is missing{hint}")
 
 
 def yaml_syntax(path: str, what: str) -> None:

@@ -84,7 +84,7 @@ def _exit_code_for(state: str) -> int:
 def cmd_submit(args: argparse.Namespace) -> int:
     from mosaic.clients.cli.common import check_set_items, refuse_other_kind, yaml_syntax
 
-    check_set_items(args.set)
+    check_set_items(args.set, getattr(args, "argv", None))
     yaml_syntax(args.config, "config")
     data = load_config_data(args.config)
     refuse_other_kind(args.config, data, "run config", "config")

@@ -61,7 +61,7 @@ def _find_worker(name: str | None) -> Any:
 def cmd_run(args: argparse.Namespace) -> int:
     from mosaic.clients.cli.common import check_set_items, refuse_other_kind, yaml_syntax
 
-    check_set_items(args.set, args.config)
+    check_set_items(args.set, getattr(args, "argv", None))
     if args.config:
         yaml_syntax(args.config, "config")
         data = load_config_data(args.config)
