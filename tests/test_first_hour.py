@@ -264,8 +264,20 @@ def test_an_opponent_where_no_side_opposes_the_run_is_refused(home, tmp_path):
 def test_a_player_added_to_a_finished_tournament_is_named_with_how_to_go_on(home, tmp_path):
     spec = {"name": "tiny", "environment": {"family": "classic", "env_id": "tictactoe_v3"}, "games_per_pairing": 2,
             "players": {"a": {"target": "random"}, "b": {"target": "random"}}}
-    first = run_cli("arena", "run", str(write_config(tmp_path / "t.json", spec)), home=home, timeout=300)
+    from mosaic.testing.daemon import stop_home_daemon
+
+    try:  # shards played as runs of the daemon it starts: arena shard runs, listed by tournament
+        first = run_cli("arena", "run", str(write_config(tmp_path / "t.json", spec)), "--parallel", "2", home=home,
+                        timeout=300)
+    finally:
+        stop_home_daemon(home)
     assert first.returncode == 0, first.stderr[-2000:]
+    assert run_cli("run", "--worker", "random", "--set", "total_timesteps=20", "--run-id", "mine",
+                   home=home).returncode == 0
+    shards = _listed(run_cli("runs", "--tournament", "tiny", home=home))
+    assert len(shards) == 2 and all(r.startswith("arena-tiny-") for r in shards), shards
+    assert _listed(run_cli("runs", "--standalone", home=home)) == ["mine"]
+    assert sorted(_listed(run_cli("runs", home=home))) == sorted(shards + ["mine"])
     spec["players"]["c"] = {"target": "random"}
     _one_error(run_cli("arena", "run", str(write_config(tmp_path / "t.json", spec)), home=home, timeout=300),
                "exists with another spec (players added: c)", "another name for the new spec",
