@@ -13,6 +13,7 @@ shorter than six lines as pylint counts them), at four lines 4 -> 3, at three li
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -79,3 +80,27 @@ def test_a_workers_cli_is_its_name_config_and_runtime(cli):
     lines = cli.read_text(encoding="utf-8").splitlines()
     assert len(lines) <= CLI_LINES, f"{cli.relative_to(ROOT)} has {len(lines)} lines (at most {CLI_LINES}): " \
                                     "its hooks belong in the worker's modules, named as 'module:function'"
+
+
+def _installed_workers():
+    from mosaic.host.discovery import discover_workers
+
+    workers = discover_workers()
+    return [(name, workers.get(name)) for name in workers.names()]
+
+
+@pytest.mark.parametrize("name,worker", _installed_workers(), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_hook_a_cli_names_by_string_is_there(name, worker):
+    """A hook named ``"module:attribute"`` is imported when first called: each one resolves where the worker runs
+    (a misspelt name would otherwise show only when that flag is used)."""
+    check = ("import json, sys; from mosaic.workerkit.program import Lazy; "
+             f"from {worker.cli_module} import PROGRAM; "
+             "names = [n for n, v in vars(PROGRAM).items() if isinstance(v, Lazy)]; "
+             "[getattr(PROGRAM, n).resolve() for n in names]; "
+             "print(json.dumps({'lazy': names, 'packages': list(PROGRAM.packages.names)}))")
+    proc = subprocess.run([worker.python or sys.executable, "-c", check], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    answer = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "make_runtime" in answer["lazy"]  # the runtime is imported for a run only
+    assert answer["packages"][0] == "mosaic-marl" and f"mosaic-{name.removeprefix('mosaic_')}-worker" in answer["packages"]

@@ -33,39 +33,25 @@ import signal
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from mosaic.workerkit.checkpoints import PeriodicCheckpoints, STATE_FILE as CHECKPOINT_STATE
-from mosaic.workerkit.checkpoints import CheckpointState, checkpoint_folder, is_checkpoint, resolve
+from mosaic.workerkit.checkpoints import STATE_FILE as CHECKPOINT_STATE
+from mosaic.workerkit.checkpoints import CheckpointCadence, is_checkpoint, resolve
 from mosaic.errors import ConfigError
 from mosaic.workerkit.deferred import defer
 from mosaic.workerkit.devices import devices_used
 from mosaic.workerkit.lifecycle import RunCancelled, RunControl
-from mosaic.provenance import config_digest, package_versions
+from mosaic.workerkit.program import run_started
 from mosaic.workerkit.cli import WorkerContext
+from jumanji_worker import PACKAGES
 
 from jumanji_worker.config import JumanjiConfig, compose
 from jumanji_worker.frames import EpochFrames, headless
+from jumanji_worker.checkpoint import STATE_FILE, JumanjiCheckpointState  # noqa: F401  (re-exported)
 from jumanji_worker.telemetry import AGENT, Reporter, make_logger
 
-PACKAGES = ("mosaic-marl", "mosaic-jumanji-worker", "jumanji", "jax", "jaxlib", "dm-haiku", "optax", "chex",
-            "hydra-core", "numpy")
-STATE_FILE = "training_state.pkl"
 _RELAY_SOCKETS: list[tuple[socket.socket, socket.socket]] = []
-
-
-@dataclass
-class JumanjiCheckpointState(CheckpointState):
-    """MOSAIC's counters next to Jumanji's pickled ``TrainingState``."""
-
-    FORMAT: ClassVar[str] = "mosaic-jumanji-worker/1"
-
-    algorithm: str = ""
-    environment: str = ""
-    state_file: str = STATE_FILE
-    config: dict[str, Any] = field(default_factory=dict)  # the MOSAIC config of the run that saved it
 
 
 def xla_environment(threads: int | None, gpus: float = 0.0) -> dict[str, str]:
@@ -275,8 +261,7 @@ class JumanjiRuntime:
         self.reporter: Reporter | None = None
         self.frames: EpochFrames | None = None
         self.state: Any = None  # the TrainingState after the last epoch
-        self.last_saved = -1
-        self.periodic = PeriodicCheckpoints(config.checkpoint.keep)
+        self.cadence = CheckpointCadence.of(config.checkpoint)
 
     # -- checkpoints -------------------------------------------------------------
     def save_checkpoint(self, periodic: bool = False) -> Path:
@@ -284,29 +269,24 @@ class JumanjiRuntime:
 
         rep = self.reporter
         assert rep is not None and self.state is not None
-        folder = checkpoint_folder(self.ctx.run_dir.root, rep.epoch)
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / STATE_FILE, "wb") as fh:
-            pickle.dump(jax.device_get(self.state), fh)
-        JumanjiCheckpointState(iteration=rep.epoch, timesteps_total=rep.timesteps, episodes=rep.episodes,
-                               run_id=self.config.run_id, algorithm=self.config.algorithm,
-                               environment=self.config.env_name, config=self.config.to_dict()).write(folder)
-        self.ctx.emitter.checkpoint_saved(path=str(folder), iteration=rep.epoch, timesteps_total=rep.timesteps)
-        self.last_saved = rep.timesteps
-        if periodic:
-            self.periodic.add(folder)
-        return folder
+        def write_files(folder: Path) -> None:
+            with open(folder / STATE_FILE, "wb") as fh:
+                pickle.dump(jax.device_get(self.state), fh)
+
+        state = JumanjiCheckpointState(iteration=rep.epoch, timesteps_total=rep.timesteps, episodes=rep.episodes,
+                                       run_id=self.config.run_id, algorithm=self.config.algorithm,
+                                       environment=self.config.env_name, config=self.config.to_dict())
+        return self.cadence.save(self.ctx.emitter, self.ctx.run_dir.root, state, write_files, periodic)
 
     # -- the safe point: after every epoch ------------------------------------------
     def after_epoch(self, training_state: Any) -> None:
-        cfg, rep = self.config, self.reporter
+        rep = self.reporter
         assert rep is not None
         self.state = training_state
         self.ctx.progress.tick(rep.epoch)
         if self.frames is not None:
             self.frames.offer(training_state, rep.epoch, {"iteration": rep.epoch, "timesteps_total": rep.timesteps})
-        every = cfg.checkpoint.every_timesteps
-        if every and rep.timesteps // every > max(self.last_saved, 0) // every and rep.epoch < rep.total_epochs:
+        if self.cadence.due(rep.timesteps) and rep.epoch < rep.total_epochs:
             self.save_checkpoint(periodic=True)
         self.ctx.control.checkpoint()
 
@@ -330,12 +310,12 @@ class JumanjiRuntime:
                                        total_epochs=cfg.num_epochs, first_epoch=first_epoch)
         if restored is not None:
             rep.episodes = restored.episodes
-            self.last_saved = restored.timesteps_total
+            self.cadence.last_saved = restored.timesteps_total
         if cfg.fastlane.enabled:
             self.frames = EpochFrames(cfg.run_id, str(self.ctx.run_dir.root), cfg.fastlane,
                                       hydra_cfg.env.registered_version)
-        emit.run_started(
-            worker="jumanji", config_digest=config_digest(cfg.to_dict()), versions=package_versions(PACKAGES),
+        run_started(
+            emit, cfg, worker="jumanji", packages=PACKAGES,
             resources={"cpus": cfg.resources.cpus or 1.0, "gpus": cfg.resources.gpus, "devices": [str(d) for d in jax.local_devices()],
                        "num_envs": hydra_cfg.env.training.total_batch_size,
                        "xla_flags": os.environ.get("XLA_FLAGS", ""), "xla_cache": xla_cache_dir()},
@@ -363,14 +343,14 @@ class JumanjiRuntime:
         try:
             jumanji_train.train(hydra_cfg)
         except RunCancelled:
-            if cfg.checkpoint.at_end and self.state is not None and self.last_saved != rep.timesteps:
+            if self.state is not None and self.cadence.final_due(rep.timesteps):
                 self.save_checkpoint()
             raise
         finally:
             jumanji_train.setup_logger, jumanji_train.setup_training_state, jumanji_train.setup_agent = saved_helpers
             if self.frames is not None:
                 self.frames.close()
-        if cfg.checkpoint.at_end and self.state is not None and self.last_saved != rep.timesteps:
+        if self.state is not None and self.cadence.final_due(rep.timesteps):
             self.save_checkpoint()
         return {"timesteps_total": rep.timesteps, "epochs": rep.epoch, "training_episodes": rep.episodes,
                 "train_seconds": round(time.perf_counter() - t0, 3)}

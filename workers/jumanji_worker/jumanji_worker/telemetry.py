@@ -31,6 +31,7 @@ import math
 from typing import Any, Callable, Mapping
 
 from mosaic.workerkit.contract import SINGLE_AGENT
+from mosaic.workerkit.reporting import IterationReporter
 
 AGENT = SINGLE_AGENT
 MODULE = "policy"
@@ -64,21 +65,25 @@ def scalars(data: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-class Reporter:
-    """Gathers one epoch's writes; emits its ``metrics`` event after the ``train`` write."""
+class Reporter(IterationReporter):
+    """Gathers one epoch's writes; emits its ``metrics`` event after the ``train`` write.
+
+    One epoch is one iteration (``epoch`` is the kit's ``iteration``: epochs completed, a restored run starting
+    where its checkpoint was); ``episodes`` is Jumanji's own count of training episodes; env steps/s come from
+    Jumanji's timer, and the episode statistics from its evaluation, not from the kit's window and clock.
+    """
 
     def __init__(self, emitter: Any, *, environment: str, steps_per_epoch: int, total_epochs: int,
                  first_epoch: int = 0) -> None:
-        self.emitter = emitter
+        super().__init__(emitter, total_timesteps=total_epochs * steps_per_epoch, report_every=steps_per_epoch,
+                         iteration=first_epoch, timesteps=first_epoch * steps_per_epoch)
         self.environment = environment
         self.steps_per_epoch, self.total_epochs = steps_per_epoch, total_epochs
-        self.epoch = first_epoch  # epochs completed (a restored run starts where its checkpoint was)
-        self.episodes = 0  # training episodes finished, Jumanji's own count
         self.logged: dict[str, dict[str, float]] = {}
 
     @property
-    def timesteps(self) -> int:
-        return self.epoch * self.steps_per_epoch
+    def epoch(self) -> int:
+        return self.iteration
 
     def write(self, data: Mapping[str, Any], label: str | None) -> dict[str, Any] | None:
         """One ``logger.write``; the ``metrics`` event when it closed an epoch."""
@@ -86,10 +91,11 @@ class Reporter:
         return self.report() if label == "train" else None
 
     def report(self) -> dict[str, Any] | None:
-        self.epoch += 1
+        self.iteration += 1
+        self.timesteps = self.iteration * self.steps_per_epoch
         logged, self.logged = self.logged, {}
         train = logged.get("train", {})
-        values: dict[str, Any] = {"total_timesteps": self.total_epochs * self.steps_per_epoch,
+        values: dict[str, Any] = {"total_timesteps": self.total,
                                   "num_episodes_lifetime": self.episodes, "jumanji": logged}
         if "steps_per_second" in train:
             values["env_steps_per_s"] = train["steps_per_second"]
@@ -113,7 +119,7 @@ class Reporter:
             measures.update({f"{k}_greedy": v for k, v in env_measures(self.environment, greedy).items()})
         if measures:
             values["measures"] = measures
-        return self.emitter.metrics(iteration=self.epoch, timesteps_total=self.timesteps, **values)
+        return self.emitter.metrics(iteration=self.iteration, timesteps_total=self.timesteps, **values)
 
 
 def make_logger(reporter: Reporter, after_epoch: Callable[[Any], None]) -> Any:

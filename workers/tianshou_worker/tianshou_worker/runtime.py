@@ -25,37 +25,24 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from mosaic.workerkit.checkpoints import CheckpointState, checkpoint_folder, resolve
+from mosaic.workerkit.checkpoints import CheckpointCadence, resolve
 from mosaic.errors import ConfigError
 from mosaic.workerkit.lifecycle import RunCancelled
-from mosaic.provenance import config_digest, package_versions
+from mosaic.workerkit.program import run_started
 from mosaic.workerkit.threads import limit_torch_threads
 from mosaic.workerkit.cli import WorkerContext
+from tianshou_worker import PACKAGES
 
 from tianshou_worker import algorithms
 from tianshou_worker.numba_cache import cache_numba_functions
 from tianshou_worker.config import TianshouConfig, epochs
 from tianshou_worker.envs import make_vector_env, probe_env
+from tianshou_worker.checkpoint import WEIGHTS_FILE, TianshouCheckpointState  # noqa: F401  (re-exported)
 from tianshou_worker.telemetry import AGENT, Reporter, make_logger, observe_collector, observe_learner
 
-PACKAGES = ("mosaic-marl", "mosaic-tianshou-worker", "tianshou", "torch", "numpy", "gymnasium")
-WEIGHTS_FILE = "tianshou_algorithm.pt"
-
-
-@dataclass
-class TianshouCheckpointState(CheckpointState):
-    """MOSAIC's counters next to the algorithm's weights, and what is needed to rebuild it."""
-
-    FORMAT: ClassVar[str] = "mosaic-tianshou-worker/1"
-
-    algorithm: str = ""
-    env_id: str = ""
-    weights_file: str = WEIGHTS_FILE
-    config: dict[str, Any] = field(default_factory=dict)  # the MOSAIC config of the run that saved it
 
 
 def quiet() -> None:
@@ -162,7 +149,7 @@ class TianshouRuntime:
         self.algo: Any = None
         self.reporter: Reporter | None = None
         self.logger: Any = None
-        self.last_saved = -1
+        self.cadence = CheckpointCadence.of(config.checkpoint)
         self.stop_reason = "budget"  # or why training ended before total_timesteps
         self.test_envs: Any = None
 
@@ -172,15 +159,11 @@ class TianshouRuntime:
 
         rep = self.reporter
         assert rep is not None and self.algo is not None
-        folder = checkpoint_folder(self.ctx.run_dir.root, rep.iteration)
-        folder.mkdir(parents=True, exist_ok=True)
-        torch.save(learner_of(self.config, self.algo).state_dict(), folder / WEIGHTS_FILE)
-        TianshouCheckpointState(iteration=rep.iteration, timesteps_total=rep.timesteps, episodes=rep.episodes,
-                                run_id=self.config.run_id, algorithm=self.config.algorithm,
-                                env_id=self.config.resolved_env_id, config=self.config.to_dict()).write(folder)
-        self.ctx.emitter.checkpoint_saved(path=str(folder), iteration=rep.iteration, timesteps_total=rep.timesteps)
-        self.last_saved = rep.timesteps
-        return folder
+        state = TianshouCheckpointState(iteration=rep.iteration, timesteps_total=rep.timesteps, episodes=rep.episodes,
+                                        run_id=self.config.run_id, algorithm=self.config.algorithm,
+                                        env_id=self.config.resolved_env_id, config=self.config.to_dict())
+        return self.cadence.save(self.ctx.emitter, self.ctx.run_dir.root, state, lambda folder: torch.save(
+            learner_of(self.config, self.algo).state_dict(), folder / WEIGHTS_FILE))
 
     def restore(self, path: str) -> TianshouCheckpointState:
         import torch
@@ -199,8 +182,7 @@ class TianshouRuntime:
         if rep.due():
             rep.report()
             self.ctx.progress.tick(rep.iteration)
-            every = self.config.checkpoint.every_timesteps
-            if every and rep.timesteps // every > max(self.last_saved, 0) // every:
+            if self.cadence.due(rep.timesteps):
                 self.save_checkpoint()
         self.ctx.control.checkpoint()
 
@@ -234,11 +216,11 @@ class TianshouRuntime:
             if cfg.restore_from:
                 restored = self.restore(cfg.restore_from)
                 rep.resume_at(restored.iteration, restored.episodes, restored.timesteps_total)
-                self.last_saved = restored.timesteps_total
+                self.cadence.last_saved = restored.timesteps_total
             self.logger = logger = make_logger(str(root / "tensorboard"), rep,
                                  self.offline_update if not cfg.algo.online else lambda: None)
-            emit.run_started(
-                worker="tianshou", config_digest=config_digest(cfg.to_dict()), versions=package_versions(PACKAGES),
+            run_started(
+                emit, cfg, worker="tianshou", packages=PACKAGES,
                 resources={"cpus": 1, "gpus": cfg.resources.gpus, "device": cfg.device, "num_envs": cfg.num_envs,
                            "torch_threads": torch.get_num_threads()},
                 algorithm=cfg.algorithm, tianshou_algorithm=type(self.algo).__name__,
@@ -267,11 +249,11 @@ class TianshouRuntime:
                 train_seconds = time.perf_counter() - (rep.training_started or t0)
                 self.note_stop(info)
             except RunCancelled:
-                if cfg.checkpoint.at_end and self.last_saved != rep.timesteps:
+                if self.cadence.final_due(rep.timesteps):
                     self.save_checkpoint()
                 raise
             rep.flush()
-            if cfg.checkpoint.at_end and self.last_saved != rep.timesteps:
+            if self.cadence.final_due(rep.timesteps):
                 self.save_checkpoint()
             logger.finalize()
         finally:

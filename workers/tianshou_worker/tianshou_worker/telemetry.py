@@ -20,11 +20,11 @@ steps): one ``metrics`` event with the episodes that ended in it
 from __future__ import annotations
 
 import math
-import time
 from collections import defaultdict
 from typing import Any, Callable
 
-from mosaic.workerkit.episode_stats import episode_statistics, winner
+from mosaic.workerkit.episode_stats import winner
+from mosaic.workerkit.reporting import IterationReporter
 from mosaic.workerkit.contract import SINGLE_AGENT
 
 AGENT = SINGLE_AGENT
@@ -33,33 +33,24 @@ MODULE = "policy"
 NAMES = {"loss": "total_loss", "actor_loss": "policy_loss", "ent_loss": "entropy"}
 
 
-class Reporter:
+class Reporter(IterationReporter):
     """Collects episodes and learner scalars; emits a ``metrics`` event per iteration."""
 
     def __init__(self, emitter: Any, *, total_timesteps: int, report_every: int,
                  modules: dict[str, str] | None = None) -> None:
-        self.emitter = emitter
+        super().__init__(emitter, total_timesteps=total_timesteps, report_every=report_every)
         #: agent -> who plays it; a classic game's episode returns hold one number per agent, in this order
         self.modules = modules or {AGENT: MODULE}
-        self.total, self.every = total_timesteps, report_every
-        self.iteration = self.episodes = self.timesteps = self.updates = 0
-        self.window: list[dict[str, Any]] = []
+        self.updates = 0
         self.learner: dict[str, list[float]] = defaultdict(list)
-        self.next_report = report_every
-        self._t, self._steps_at = time.perf_counter(), 0
         #: when training (warm-up included) started: after the envs, networks and replay buffer were made
         self.training_started: float | None = None
         self.tests: list[dict[str, Any]] = []  # every test step's result, in order
         self._test_in_window: dict[str, Any] | None = None
 
-    def resume_at(self, iteration: int, episodes: int, timesteps: int) -> None:
-        self.iteration, self.episodes, self.timesteps = iteration, episodes, timesteps
-        self.next_report = timesteps + self.every
-        self._steps_at = timesteps
-
     def start_clock(self) -> None:
         """Training starts now: the first iteration's env steps/s counts from here."""
-        self._t, self._steps_at = time.perf_counter(), self.timesteps
+        super().start_clock()
         self.training_started = self._t
 
     # -- from Tianshou -------------------------------------------------------
@@ -72,12 +63,9 @@ class Reporter:
             row = [float(r) for r in ret] if hasattr(ret, "__len__") else [float(ret)]
             self.episode(dict(zip(agents, row)), int(length))
 
-    def episode(self, returns: dict[str, float], length: int) -> None:
+    def episode(self, returns: dict[str, float], length: int) -> None:  # type: ignore[override]
         extra = {"winner": winner(returns)} if len(returns) == 2 else {}
-        self.emitter.episode(episode=self.episodes, length=length, returns=returns,
-                             timesteps_total=self.timesteps, **extra)
-        self.window.append({"returns": returns, "length": length, "modules": self.modules})
-        self.episodes += 1
+        super().episode(returns, length, self.modules, timesteps_total=self.timesteps, **extra)
 
     def learner_values(self, data: dict[str, Any]) -> None:
         """A ``TrainingStats`` as a dict (``asdict``): its numbers under Tianshou's names, and MOSAIC's.
@@ -119,27 +107,17 @@ class Reporter:
         Tianshou's epochs collect whole collection steps, so the last steps may run past it)."""
         return self.timesteps >= self.next_report or self._steps_at < self.total <= self.timesteps
 
-    def flush(self) -> None:
-        """Report what the last, partial iteration saw, if anything."""
-        if self.window or self.timesteps > self._steps_at or self._test_in_window:
-            self.report()
+    def pending(self) -> bool:
+        return super().pending() or bool(self._test_in_window)
 
-    def report(self) -> dict[str, Any] | None:
-        self.iteration += 1
-        elapsed = time.perf_counter() - self._t
+    def iteration_values(self) -> dict[str, Any]:
         learner = {k: sum(v) / len(v) for k, v in self.learner.items()}
         test = {"test_return_mean": self._test_in_window["return_mean"]} if self._test_in_window else {}
-        event = self.emitter.metrics(
-            iteration=self.iteration, timesteps_total=self.timesteps, total_timesteps=self.total,
-            env_steps_per_s=(self.timesteps - self._steps_at) / max(elapsed, 1e-9),
-            num_episodes_lifetime=self.episodes, learner={MODULE: learner} if learner else {},
-            **episode_statistics(self.window), **test)
-        self.window.clear()
+        return {"learner": {MODULE: learner} if learner else {}, **test}
+
+    def iteration_done(self) -> None:
         self._test_in_window = None
         self.learner.clear()
-        self._t, self._steps_at = time.perf_counter(), self.timesteps
-        self.next_report = self.timesteps + self.every
-        return event
 
 
 def _flatten(data: Any, prefix: str = "") -> list[tuple[str, Any]]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
 from mosaic import configkit
-from mosaic.workerkit.checkpoints import STATE_FILE, CheckpointState, is_checkpoint
+from mosaic.workerkit.checkpoints import STATE_FILE, is_checkpoint
 from mosaic.configkit import option
 from mosaic.workerkit.envs import EnvironmentConfig
 from mosaic.errors import ConfigError, UserError
@@ -33,6 +33,7 @@ from mosaic.workerkit.options import UpstreamOption, bounds_by_meaning, unknown_
 from mosaic.workerkit.run_fields import FieldMap, Reporting, Resources, RoundedBudget, RunConfig
 
 from xuance_worker import algorithms
+from xuance_worker.checkpoint import MODEL_FILE, XuanCeCheckpointState  # noqa: F401  (its checkpoint state)
 from xuance_worker.algorithms import Algorithm
 
 BASE_ENV = "simple_spread_v3"  # whose yaml an env without its own file takes
@@ -170,20 +171,6 @@ def default_environment() -> EnvironmentConfig:
 DEFAULT_TOTAL_TIMESTEPS = 50_000
 DEFAULT_REPORT_EVERY = 1000  # env steps between metrics events when reporting.every_timesteps is null
 MAX_ENVS = 256
-MODEL_FILE = "xuance_model.pth"
-
-
-@dataclass
-class XuanCeCheckpointState(CheckpointState):
-    """MOSAIC's counters next to XuanCe's model file, and what is needed to rebuild the agent."""
-
-    FORMAT: ClassVar[str] = "mosaic-xuance-worker/1"
-
-    algorithm: str = ""
-    model_file: str = MODEL_FILE
-    environment: dict[str, Any] = field(default_factory=dict)
-    agents: list[str] = field(default_factory=list)
-    config: dict[str, Any] = field(default_factory=dict)  # the MOSAIC config of the run that saved it
 
 
 @dataclass

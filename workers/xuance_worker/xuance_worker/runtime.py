@@ -25,20 +25,21 @@ from argparse import Namespace
 from pathlib import Path
 from typing import Any
 
-from mosaic.workerkit.checkpoints import PeriodicCheckpoints, checkpoint_folder
+from mosaic.workerkit.checkpoints import CheckpointCadence
 from mosaic.workerkit.deferred import defer
 from mosaic.errors import ConfigError
 from mosaic.workerkit.lifecycle import RunCancelled
-from mosaic.provenance import config_digest, package_versions
+from mosaic.workerkit.program import run_started
 from mosaic.workerkit.threads import limit_torch_threads
 from mosaic.workerkit.cli import WorkerContext
+from xuance_worker import PACKAGES
 
 from xuance_worker import envs as env_adapter
 from xuance_worker import learner_shims
-from xuance_worker.config import MODEL_FILE, XuanCeCheckpointState, XuanCeConfig  # noqa: F401 (re-exported)
+from xuance_worker.checkpoint import MODEL_FILE, XuanCeCheckpointState  # noqa: F401 (re-exported)
+from xuance_worker.config import XuanCeConfig
 from xuance_worker.telemetry import Reporter, make_callback
 
-PACKAGES = ("mosaic-marl", "mosaic-xuance-worker", "xuance", "torch", "numpy", "pettingzoo", "gymnasium")
 
 
 #: Imported at the top of XuanCe's agent base classes for its W&B logger, which a MOSAIC run never uses (the
@@ -263,26 +264,18 @@ class XuanCeRuntime:
         self.ctx = context
         self.agent: Any = None
         self.reporter: Reporter | None = None
-        self.last_saved = -1
-        self.periodic = PeriodicCheckpoints(config.checkpoint.keep)
+        self.cadence = CheckpointCadence.of(config.checkpoint)
 
     # -- checkpoints -----------------------------------------------------------
     def save_checkpoint(self, periodic: bool = False) -> Path:
         rep = self.reporter
         assert rep is not None and self.agent is not None
-        folder = checkpoint_folder(self.ctx.run_dir.root, rep.iteration)
-        folder.mkdir(parents=True, exist_ok=True)
-        self.agent.save_model(MODEL_FILE, model_path=str(folder))
-        XuanCeCheckpointState(iteration=rep.iteration, timesteps_total=rep.timesteps, episodes=rep.episodes,
-                              run_id=self.config.run_id, algorithm=self.config.algorithm,
-                              environment=self.config.environment.describe(), agents=list(rep.agents),
-                              config=self.config.to_dict()).write(folder)
-        self.ctx.emitter.checkpoint_saved(path=str(folder), iteration=rep.iteration,
-                                          timesteps_total=rep.timesteps)
-        self.last_saved = rep.timesteps
-        if periodic:
-            self.periodic.add(folder)
-        return folder
+        state = XuanCeCheckpointState(iteration=rep.iteration, timesteps_total=rep.timesteps, episodes=rep.episodes,
+                                      run_id=self.config.run_id, algorithm=self.config.algorithm,
+                                      environment=self.config.environment.describe(), agents=list(rep.agents),
+                                      config=self.config.to_dict())
+        return self.cadence.save(self.ctx.emitter, self.ctx.run_dir.root, state,
+                                 lambda folder: self.agent.save_model(MODEL_FILE, model_path=str(folder)), periodic)
 
     def restore(self, path: str) -> XuanCeCheckpointState:
         """Load a checkpoint that validation checked (same algorithm and env id: config.check_restore_from)."""
@@ -297,8 +290,7 @@ class XuanCeRuntime:
         assert rep is not None
         if rep.step_end(timesteps):
             self.ctx.progress.tick(rep.iteration)
-            every = self.config.checkpoint.every_timesteps
-            if every and timesteps // every > max(self.last_saved, 0) // every:
+            if self.cadence.due(timesteps):
                 self.save_checkpoint(periodic=True)
         self.ctx.control.checkpoint()
 
@@ -335,10 +327,10 @@ class XuanCeRuntime:
             if restore_from:
                 restored = self.restore(restore_from)
                 self.reporter.iteration, self.reporter.episodes = restored.iteration, restored.episodes
-                self.reporter.timesteps = self.last_saved = restored.timesteps_total
+                self.reporter.timesteps = self.cadence.last_saved = restored.timesteps_total
                 self.reporter.next_report = restored.timesteps_total + cfg.report_every
-            emit.run_started(
-                worker="xuance", config_digest=config_digest(cfg.to_dict()), versions=package_versions(PACKAGES),
+            run_started(
+                emit, cfg, worker="xuance", packages=PACKAGES,
                 resources={"cpus": cfg.resources.cpus or 1.0, "gpus": cfg.resources.gpus, "device": cfg.device,
                            "num_envs": agent.n_envs,
                            "torch_threads": torch.get_num_threads()},
@@ -358,11 +350,11 @@ class XuanCeRuntime:
                 if remaining > 0:
                     agent.train(max(1, -(-remaining // agent.n_envs)))
             except RunCancelled:
-                if cfg.checkpoint.at_end and self.last_saved != self.reporter.timesteps:
+                if self.cadence.final_due(self.reporter.timesteps):
                     self.save_checkpoint()
                 raise
             self.reporter.flush()
-            if cfg.checkpoint.at_end and self.last_saved != self.reporter.timesteps:
+            if self.cadence.final_due(self.reporter.timesteps):
                 self.save_checkpoint()
             agent.finish()
         finally:

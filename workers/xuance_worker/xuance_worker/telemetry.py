@@ -18,12 +18,12 @@ of a shared optimiser) go under ``joint``.
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from typing import Any, Callable
 
 from mosaic.workerkit.envs import reward_structure
-from mosaic.workerkit.episode_stats import episode_statistics, winner
+from mosaic.workerkit.episode_stats import winner
+from mosaic.workerkit.reporting import IterationReporter
 
 EPISODE_KEYS = "Train-Results/"  # XuanCe's per-episode scalars: reported as episodes, not learner values
 JOINT = "joint"
@@ -34,27 +34,18 @@ def module_of(agent: str, shared: bool) -> str:
     return SHARED if shared else agent
 
 
-class Reporter:
+class Reporter(IterationReporter):
     """Collects episodes and learner scalars; emits a ``metrics`` event per iteration."""
 
     def __init__(self, emitter: Any, *, agents: list[str], shared: bool, total_timesteps: int,
                  report_every: int, family: str, env_id: str, iteration: int = 0, episodes: int = 0,
                  timesteps: int = 0) -> None:
-        self.emitter = emitter
+        super().__init__(emitter, total_timesteps=total_timesteps, report_every=report_every, iteration=iteration,
+                         episodes=episodes, timesteps=timesteps)
         self.agents = agents
         self.shared = shared
-        self.total = total_timesteps
-        self.every = report_every
         self.structure = reward_structure(family, env_id)
-        self.iteration, self.episodes, self.timesteps = iteration, episodes, timesteps
-        self.window: list[dict[str, Any]] = []
         self.learner: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-        self.next_report = timesteps + report_every
-        self._t, self._steps_at = time.perf_counter(), timesteps
-
-    def start_clock(self) -> None:
-        """Training starts now: the first iteration's env steps/s counts from here."""
-        self._t, self._steps_at = time.perf_counter(), self.timesteps
 
     # -- from XuanCe ---------------------------------------------------------
     def learner_values(self, info: dict[str, Any]) -> None:
@@ -73,13 +64,10 @@ class Reporter:
             else:
                 self.learner[SHARED if self.shared else JOINT][key].append(number)
 
-    def episode(self, returns: dict[str, float], length: int, timesteps: int) -> None:
+    def episode(self, returns: dict[str, float], length: int, timesteps: int) -> None:  # type: ignore[override]
         returns = {a: float(returns[a]) for a in self.agents}
-        self.emitter.episode(episode=self.episodes, length=int(length), returns=returns,
-                             winner=winner(returns, self.structure), timesteps_total=timesteps)
-        self.window.append({"returns": returns, "length": int(length),
-                            "modules": {a: module_of(a, self.shared) for a in self.agents}})
-        self.episodes += 1
+        super().episode(returns, int(length), {a: module_of(a, self.shared) for a in self.agents},
+                        winner=winner(returns, self.structure), timesteps_total=timesteps)
 
     def step_end(self, timesteps: int) -> bool:
         """A vector step ended at ``timesteps``; True when it completed an iteration."""
@@ -90,24 +78,11 @@ class Reporter:
         return True
 
     # -- to MOSAIC -----------------------------------------------------------
-    def flush(self) -> None:
-        """Report what the last, partial iteration saw, if anything."""
-        if self.window or self.timesteps > self._steps_at:
-            self.report()
+    def iteration_values(self) -> dict[str, Any]:
+        return {"learner": {m: {k: sum(v) / len(v) for k, v in values.items()} for m, values in self.learner.items()}}
 
-    def report(self) -> dict[str, Any] | None:
-        self.iteration += 1
-        elapsed = time.perf_counter() - self._t
-        learner = {m: {k: sum(v) / len(v) for k, v in values.items()} for m, values in self.learner.items()}
-        event = self.emitter.metrics(
-            iteration=self.iteration, timesteps_total=self.timesteps, total_timesteps=self.total,
-            env_steps_per_s=(self.timesteps - self._steps_at) / max(elapsed, 1e-9),
-            num_episodes_lifetime=self.episodes, learner=learner, **episode_statistics(self.window))
-        self.window.clear()
+    def iteration_done(self) -> None:
         self.learner.clear()
-        self._t, self._steps_at = time.perf_counter(), self.timesteps
-        self.next_report = self.timesteps + self.every
-        return event
 
 
 def make_callback(reporter: Reporter, on_step_end: Callable[[int], None]) -> Any:

@@ -1,0 +1,22 @@
+"""What a Tianshou checkpoint holds beside the algorithm's weights (mosaic.workerkit.checkpoints)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from mosaic.workerkit.checkpoints import CheckpointState
+
+WEIGHTS_FILE = "tianshou_algorithm.pt"
+
+
+@dataclass
+class TianshouCheckpointState(CheckpointState):
+    """MOSAIC's counters next to the algorithm's weights, and what is needed to rebuild it."""
+
+    FORMAT: ClassVar[str] = "mosaic-tianshou-worker/1"
+
+    algorithm: str = ""
+    env_id: str = ""
+    weights_file: str = WEIGHTS_FILE
+    config: dict[str, Any] = field(default_factory=dict)  # the MOSAIC config of the run that saved it
