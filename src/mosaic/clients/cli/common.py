@@ -269,14 +269,28 @@ def fitted_table(rows: list[list[str]], header: list[str], wrap: set[int], width
         return _table(rows, header)
 
     def cell_lines(text: str, i: int) -> list[str]:
+        """The cell on lines of at most the column's width, broken after a comma (inside an item only where one
+        item is wider than the column)."""
         if i not in wrap or len(text) <= widths[i]:
             return [text]
-        return textwrap.wrap(text, widths[i], break_on_hyphens=False) or [""]
+        items = [v.strip() for v in text.split(",")]
+        lines: list[str] = []
+        for k, item in enumerate(items):
+            piece = item + ("," if k < len(items) - 1 else "")
+            if lines and len(lines[-1]) + 1 + len(piece) <= widths[i]:
+                lines[-1] += " " + piece
+            elif len(piece) <= widths[i] + 1:  # its comma may stand in the gap before the next column
+                lines.append(piece)
+            else:
+                lines += textwrap.wrap(piece, widths[i], break_on_hyphens=False) or [""]
+        return lines
 
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
+    def joined(cells: list[str]) -> str:  # a cell one wider than its column (its comma) takes one space of the gap
+        return "".join(c.ljust(w) + " " * (2 - max(0, len(c) - w)) for c, w in zip(cells, widths))
+
+    lines = [joined(header), joined(["-" * w for w in widths])]
     for row in rows:
         cells = [cell_lines(str(c), i) for i, c in enumerate(row)]
         for k in range(max(len(c) for c in cells)):
-            lines.append(fmt.format(*(c[k] if k < len(c) else "" for c in cells)))
+            lines.append(joined([c[k] if k < len(c) else "" for c in cells]))
     return "\n".join(line.rstrip() for line in lines)
