@@ -336,3 +336,12 @@ def test_the_cli_hands_its_home_to_what_it_starts(tmp_path):
                           env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == str(tmp_path / "data" / "mosaic")
+
+
+def test_mosaic_workers_names_the_home_it_looked_in(tmp_path):
+    from cli_support import run_cli
+
+    proc = run_cli("workers", home=tmp_path / "fresh")
+    assert proc.returncode == 0, proc.stderr
+    assert f"(worker environments looked for in MOSAIC_HOME={tmp_path / 'fresh'}, under envs/)" in proc.stderr
+    assert any(line.startswith("broken: ") for line in proc.stdout.splitlines())  # nothing built in a fresh home

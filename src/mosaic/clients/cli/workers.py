@@ -151,7 +151,8 @@ def cmd_workers(args: argparse.Namespace) -> int:
         print(f"broken: {b.name} ({b.entry_point}): {b.reason}")
     from mosaic.runs import mosaic_home
 
-    print(f"(worker environments looked for in MOSAIC_HOME={mosaic_home()}, under envs/)")
+    # on stderr: stdout stays the table (or "no workers match") for scripts
+    print(f"(worker environments looked for in MOSAIC_HOME={mosaic_home()}, under envs/)", file=sys.stderr)
     return 0
 
 
