@@ -37,14 +37,13 @@ from mosaic.fastlane.config import FastLaneTarget
 from mosaic.llm import scores
 from mosaic.llm.actions import choose_action
 from mosaic.llm.backends import make_client
-from mosaic.provenance import config_digest, package_versions
+from mosaic.workerkit.program import run_started
 from mosaic.workerkit.cli import WorkerContext
+from balrog_worker import PACKAGES
 
 from balrog_worker.config import BalrogConfig
 from balrog_worker.text import ACTION_INDEX, ACTION_NAMES, build_messages, describe, observation_prompt
 
-PACKAGES = ("mosaic-marl", "mosaic-balrog-worker", "minigrid", "gymnasium", "numpy", "openai", "transformers",
-            "torch")
 AGENT = "agent"
 
 
@@ -62,14 +61,13 @@ class BalrogRuntime:
         client = make_client(cfg.model)
         rng = random.Random(cfg.seed)
         total_episodes = cfg.episodes * len(cfg.tasks)
-        emit.run_started(worker="balrog", config_digest=config_digest(cfg.to_dict()),
-                         versions=package_versions(PACKAGES), resources={"cpus": 1, "gpus": 0},
-                         algorithm="llm", env={"family": cfg.environment.family, "env_id": cfg.tasks[0],
-                                               "tasks": list(cfg.tasks)},
-                         policy_configuration="LANGUAGE_MODEL", seed=cfg.seed, agents=[AGENT],
-                         model={"backend": cfg.model.backend, "model": cfg.model.model,
-                                "base_url": cfg.model.base_url},
-                         total_episodes=total_episodes)
+        run_started(emit, cfg, worker="balrog", packages=PACKAGES, resources={"cpus": 1, "gpus": 0},
+                    algorithm="llm", env={"family": cfg.environment.family, "env_id": cfg.tasks[0],
+                                          "tasks": list(cfg.tasks)},
+                    policy_configuration="LANGUAGE_MODEL", seed=cfg.seed, agents=[AGENT],
+                    model={"backend": cfg.model.backend, "model": cfg.model.model,
+                           "base_url": cfg.model.base_url},
+                    total_episodes=total_episodes)
         if cfg.fastlane.enabled:
             from mosaic.fastlane.publisher import Publisher
 

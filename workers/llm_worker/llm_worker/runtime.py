@@ -45,17 +45,16 @@ from mosaic.fastlane.config import FastLaneTarget
 from mosaic.llm import scores
 from mosaic.llm.actions import Choice, choose_action
 from mosaic.llm.backends import make_client
-from mosaic.provenance import config_digest, package_versions
+from mosaic.workerkit.program import run_started
 from mosaic.runs import write_json_atomic
 from mosaic.workerkit.cli import WorkerContext
+from llm_worker import PACKAGES
 
 from llm_worker import coordination as co
 from llm_worker.config import LLMWorkerConfig, PlayerConfig
 from llm_worker.players import build_env, close_policies, load_policies
 from llm_worker.text import View
 
-PACKAGES = ("mosaic-marl", "mosaic-llm-worker", "pettingzoo", "mpe2", "gymnasium", "numpy", "openai", "transformers",
-            "ray", "torch")
 
 
 class LLMWorkerRuntime:
@@ -89,15 +88,14 @@ class LLMWorkerRuntime:
             self.client = make_client(cfg.model)
         self.rng = random.Random(cfg.seed)
         self.np_rng = np.random.default_rng(cfg.seed)
-        emit.run_started(worker="mosaic_llm", config_digest=config_digest(cfg.to_dict()),
-                         versions=package_versions(PACKAGES), resources={"cpus": 1, "gpus": 0},
-                         algorithm="llm", env=env_cfg.describe(), policy_configuration="LANGUAGE_MODEL",
-                         seed=cfg.seed, agents=self.agents, coordination=cfg.coordination,
-                         theory_of_mind=cfg.theory_of_mind,
-                         players={a: cfg.player(a).label() for a in self.agents},
-                         model={"backend": cfg.model.backend, "model": cfg.model.model,
-                                "base_url": cfg.model.base_url} if llm_seats else None,
-                         total_episodes=cfg.episodes)
+        run_started(emit, cfg, worker="mosaic_llm", packages=PACKAGES, resources={"cpus": 1, "gpus": 0},
+                    algorithm="llm", env=env_cfg.describe(), policy_configuration="LANGUAGE_MODEL",
+                    seed=cfg.seed, agents=self.agents, coordination=cfg.coordination,
+                    theory_of_mind=cfg.theory_of_mind,
+                    players={a: cfg.player(a).label() for a in self.agents},
+                    model={"backend": cfg.model.backend, "model": cfg.model.model,
+                           "base_url": cfg.model.base_url} if llm_seats else None,
+                    total_episodes=cfg.episodes)
         if rendering:
             from mosaic.fastlane.publisher import Publisher
 

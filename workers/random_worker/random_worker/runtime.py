@@ -165,8 +165,8 @@ class RandomWorkerRuntime:
                                   log=lambda message: emit.log(f"fastlane: {message}", level="warning"))
         is_aec = cfg.environment.api_type == "AEC"
         policy = RandomPolicy(env, cfg.seed)
-        run_started(emit, cfg,
-            worker="random", packages=PACKAGES, resources={"cpus": 1, "gpus": 0},
+        run_started(
+            emit, cfg, worker="random", packages=PACKAGES, resources={"cpus": 1, "gpus": 0},
             algorithm="random", env=cfg.environment.describe(), policy_configuration="RANDOM",
             seed=cfg.seed, total_timesteps=cfg.total_timesteps, agents=list(env.possible_agents),
             restored_from=cfg.checkpoint.restore_from,
