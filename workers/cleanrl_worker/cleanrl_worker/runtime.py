@@ -27,18 +27,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mosaic.provenance import config_digest, package_versions
+from mosaic.provenance import package_versions
+from mosaic.workerkit.program import run_started
 from mosaic.workerkit.script_runtime import ScriptRuntime
 from mosaic.workerkit.threads import thread_env
 
 import cleanrl_worker
-from cleanrl_worker import algorithms, analytics
+from cleanrl_worker import PACKAGES, algorithms, analytics
 from cleanrl_worker.config import CleanRLConfig
 from cleanrl_worker.telemetry import AGENT, Translator
 
 SITE_DIR = Path(cleanrl_worker.__file__).parent / "site"
-PACKAGES = ("mosaic-marl", "mosaic-cleanrl-worker", "cleanrl", "torch", "gym", "gymnasium", "numpy",
-            "stable-baselines3", "tensorboard", "moviepy", "pygame", "ale-py", "mujoco", "opencv-python-headless", "envpool", "wandb")
 #: Seconds between SIGTERM and SIGKILL when a run is cancelled.
 CANCEL_GRACE_S = 5.0
 
@@ -74,9 +73,9 @@ def child_env(config: CleanRLConfig, run_root: Path) -> dict[str, str]:
     return env
 
 
-def versions(config: CleanRLConfig) -> dict[str, str]:
-    """The versions the script runs with: its overlay's packages in place of the environment's."""
-    found = package_versions(PACKAGES)
+def overlay_versions(config: CleanRLConfig) -> dict[str, str]:
+    """The versions of the script's overlay: its packages in place of the environment's."""
+    found: dict[str, str] = {}
     overlay = algorithms.overlay_path(config.algo)
     if overlay:
         from importlib import metadata
@@ -99,8 +98,8 @@ class CleanRLRuntime:
         translator = Translator(cfg.algo, steps)
         argv = command(cfg)
         env = child_env(cfg, root)
-        self.ctx.emitter.run_started(
-            worker="cleanrl", config_digest=config_digest(cfg.to_dict()), versions=versions(cfg),
+        run_started(
+            self.ctx.emitter, cfg, worker="cleanrl", packages=PACKAGES, versions=overlay_versions(cfg),
             resources={"cpus": 1, "gpus": cfg.resources.gpus}, algorithm=cfg.algorithm,
             env={"family": cfg.environment.family, "env_id": cfg.resolved_env_id, "api_type": cfg.algo.env_api},
             policy_configuration="INDEPENDENT", seed=cfg.seed, total_timesteps=steps,

@@ -20,9 +20,10 @@ from mosaic.workerkit.checkpoints import PeriodicCheckpoints, checkpoint_folder
 from mosaic.workerkit.episode_stats import episode_statistics
 from mosaic.errors import ConfigError
 from mosaic.workerkit.lifecycle import RunCancelled
-from mosaic.provenance import config_digest, package_versions
+from mosaic.workerkit.program import run_started
 from mosaic.workerkit.threads import limit_torch_threads
 from mosaic.workerkit.cli import WorkerContext
+from ray_worker import PACKAGES
 from ray_worker.callbacks import EPISODES_KEY
 from ray_worker.config import PolicyConfiguration, RayWorkerConfig
 from ray_worker.environment import EnvironmentFactory
@@ -33,8 +34,6 @@ if TYPE_CHECKING:  # imported where it is used, at run time
 
 __all__ = ["EnvironmentFactory", "RayWorkerRuntime", "metrics_from_result", "start_ray"]
 
-PACKAGES = ("mosaic-marl", "mosaic-ray-worker", "ray", "torch", "pettingzoo", "gymnasium", "numpy",
-            "mpe2", "tensorboardX", "wandb")
 LOSS_KEYS_SKIPPED = ("num_", "weights_seq_no", "module_train_batch_size", "gradients_", "last_target")
 
 
@@ -252,9 +251,8 @@ class RayWorkerRuntime:
             if cfg.checkpoint.restore_from:
                 state = self._restore(algo, cfg.checkpoint.restore_from)
                 iteration, timesteps, episodes = state.iteration, state.timesteps_total, state.episodes
-            emit.run_started(
-                worker="ray", config_digest=config_digest(cfg.to_dict()),
-                versions=package_versions(PACKAGES),
+            run_started(
+                emit, cfg, worker="ray", packages=PACKAGES,
                 resources={**cfg.to_dict()["resources"], "env_runners": cfg.rllib.num_env_runners,
                            "ray": ray.cluster_resources(),
                            "torch_threads": torch.get_num_threads(),
