@@ -235,6 +235,10 @@ def test_a_file_of_another_kind_is_named_with_the_command_that_takes_it(home, tm
                "`mosaic arena run")
     config = write_config(tmp_path / "run.json", SPREAD)
     _one_error(run_cli("experiment", "plan", str(config), home=home), "is a run config", f"`mosaic run {config}`")
+    # an LLM evaluation's run config has players too: its worker says it is a run config
+    evaluation = EXAMPLES / "llm_tictactoe_vs_random.json"
+    _one_error(run_cli("experiment", "plan", str(evaluation), home=home), "is a run config",
+               f"`mosaic run {evaluation}`")
     assert not (home / "experiments").exists() and not (home / "trainer" / "runs").exists()
 
 

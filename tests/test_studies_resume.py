@@ -124,6 +124,11 @@ def test_a_killed_driver_is_resumed_with_exactly_the_budgeted_trials(study_home,
     (contender,) = status["contenders"]
     assert contender["best"]["trial"] == best.number and contender["best"]["params"] == best.params
     assert [t["value"] for t in contender["trials_list"]] == [t.value for t in sorted(trials, key=lambda t: t.number)]
+    # the plan's wall-time estimate reads the rate of the completed runs in the run store
+    proc = run_cli("experiment", "plan", str(_write(tmp_path / "again.json", _spec("again", 6, delay=0.004, steps=300))),
+                   home=study_home)
+    assert proc.returncode == 0, proc.stderr
+    assert "earlier random run(s) on simple_spread_v3 here)" in proc.stdout, proc.stdout
 
 
 def test_a_trial_asked_before_the_driver_died_gets_its_cells_on_resume(study_home, tmp_path):

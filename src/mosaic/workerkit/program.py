@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -38,10 +39,7 @@ class Lazy:
     def resolve(self) -> Callable[..., Any]:
         if self._resolved is None:
             module, _, attribute = self.target.partition(":")
-            found: Any = importlib.import_module(module)
-            for part in attribute.split("."):
-                found = getattr(found, part)
-            self._resolved = found
+            self._resolved = operator.attrgetter(attribute)(importlib.import_module(module))
         return self._resolved
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -211,11 +211,13 @@ def file_kind(data: Any) -> str | None:
     """Which kind of MOSAIC file ``data`` looks like, by the fields only that kind has; None when none is sure."""
     if not isinstance(data, dict):
         return None
+    if "worker" in data:  # only a run config names its worker at the top (an LLM evaluation's has players too)
+        return "run config"
     if "players" in data or ("games" in data and isinstance(data.get("games"), dict)):
         return "tournament spec"
     if "base" in data or "axes" in data or "seeds" in data or "study" in data:
         return "experiment spec"
-    if "worker" in data or "algorithm" in data or "total_timesteps" in data:
+    if "algorithm" in data or "total_timesteps" in data:
         return "run config"
     return None
 

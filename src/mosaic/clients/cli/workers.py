@@ -17,9 +17,10 @@ def _type_text(schema: dict[str, Any]) -> str:
     if "enum" in schema:
         return "one of " + ", ".join(str(v) for v in schema["enum"])
     options = schema.get("anyOf") or ()
-    if any("enum" in o for o in options):  # the words first, then the types ("one of auto or number")
-        words = [_type_text(o) for o in options if "enum" in o]
-        return " or ".join([*words, *sorted({t for o in options if "enum" not in o for t in json_types(o)})])
+    words = [str(w) for o in options for w in ([o["const"]] if "const" in o else o.get("enum", ()))]
+    if words:  # the words first, then the types ("one of auto or number")
+        types = sorted({t for o in options if "enum" not in o and "const" not in o for t in json_types(o)})
+        return "one of " + " or ".join([", ".join(words), *types])
     return " or ".join(sorted(json_types(schema))) or "any"
 
 

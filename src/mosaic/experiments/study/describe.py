@@ -52,7 +52,8 @@ def resolved_values(plan: Plan, spec: Any) -> list[tuple[str, list[tuple[str, An
 def steps_per_second(home: Path, worker: str, env: str, newest: int = 200) -> tuple[float, int] | None:
     """Env steps per second of this worker's completed runs on ``env`` in the run store (the newest ``newest`` run
     folders looked at): (the median rate, how many runs), or None if there is none."""
-    from mosaic.runs import RunStore
+    from mosaic.run_status import RunState
+    from mosaic.runs import RunDir, RunStore
 
     store = RunStore(home)
     if not store.runs_dir.is_dir():
@@ -60,16 +61,15 @@ def steps_per_second(home: Path, worker: str, env: str, newest: int = 200) -> tu
     folders = sorted(store.runs_dir.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)[:newest]
     rates = []
     for folder in folders:
-        try:
-            manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
+        run = RunDir(folder)
+        manifest = run.read_manifest()
         env_id = (manifest.get("env") or {}).get("env_id") if isinstance(manifest.get("env"), dict) else None
-        if manifest.get("worker") != worker or manifest.get("status") != "completed" or env_id != env:
+        if manifest.get("worker") != worker or manifest.get("status") != RunState.COMPLETED.manifest \
+                or env_id != env:
             continue
         first = last = steps = None
         try:
-            with open(folder / "telemetry.jsonl", encoding="utf-8") as fh:
+            with open(run.telemetry_path, encoding="utf-8") as fh:
                 for line in fh:
                     try:
                         event = json.loads(line)
