@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from mosaic.errors import UserError
 from mosaic.run_status import JOB_ENDED, JobState
-from mosaic.runs import append_jsonl, read_jsonl
+from mosaic.runs import RunDir, append_jsonl, read_jsonl
 
 SHARDS_FILE = "shards.jsonl"
 #: A failed shard is submitted again (its unplayed games) this many times before the tournament stops.
@@ -121,7 +121,7 @@ class Driver:
 
     # -- games from a shard run's telemetry ----------------------------------------------------------------
     def _absorb(self, flight: _Flight) -> None:
-        path = self.store.runs_dir / flight.run_id / "telemetry.jsonl"
+        path = RunDir(self.store.runs_dir / flight.run_id).telemetry_path
         try:
             with path.open("rb") as handle:
                 handle.seek(flight.offset)

@@ -21,7 +21,7 @@ from mosaic.host.discovery import DiscoveredWorker, discover_workers
 from mosaic.errors import UserError
 from mosaic.host.launcher import RunOutcome, WorkerProcess, validate_config, worker_command
 from mosaic.run_status import RunState
-from mosaic.runs import ARTEFACT_DIRS, RunDir, RunStore, new_run_id
+from mosaic.runs import ARTEFACT_DIRS, RUN_FILES, RunDir, RunStore, new_run_id
 from mosaic.workerkit.telemetry import ENVELOPE_FIELDS, EVENT_TYPES, TERMINAL_TYPES
 
 
@@ -152,7 +152,7 @@ def check_worker(name: str, config: Mapping[str, Any], home: str | Path | None =
     if not any(e.get("type") == "metrics" for e in events):
         problems.append("no metrics event")
 
-    for item in ("config.json", "telemetry.jsonl", "analytics.json", *ARTEFACT_DIRS):
+    for item in (*RUN_FILES, *ARTEFACT_DIRS):
         if not (run.root / item).exists():
             problems.append(f"run folder lacks {item}")
     manifest = run.read_manifest()

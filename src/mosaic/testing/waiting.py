@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import time
 from pathlib import Path
 from typing import Any, Callable
 
+from mosaic.runs import RunDir
 from mosaic.testing.worker_homes import WorkerHome, run_events
 
 #: Events that show a run is training (or playing): none may come while it is paused.
@@ -29,7 +29,7 @@ def check_pause_resume(run: Path, proc: "subprocess.Popen | None" = None, heartb
     """
     import signal
 
-    pid = json.loads((Path(run) / "analytics.json").read_text())["pid"]
+    pid = RunDir(Path(run)).read_manifest()["pid"]
     wait_until(lambda: any(e["type"] in PROGRESS_TYPES for e in run_events(run)), timeout,
                "the run to make progress before it is paused", proc=proc)
     os.kill(pid, signal.SIGUSR1)

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from mosaic.runs import RunDir
+
 
 def worker_env_for_tests(name: str, checkout: Path, scratch: "Callable[[], Path]") -> Path:
     """An up-to-date environment of worker ``name``, for its tests.
@@ -121,7 +123,7 @@ def run_events(run: Path, kind: str | None = None) -> list[dict[str, Any]]:
 
     A run still writing may have a last line without its newline yet: that one is left out.
     """
-    path = Path(run) / "telemetry.jsonl"
+    path = RunDir(Path(run)).telemetry_path
     text = path.read_text() if path.exists() else ""
     lines = text.split("\n")[:-1]  # complete lines only
     out = [json.loads(line) for line in lines if line.strip()]

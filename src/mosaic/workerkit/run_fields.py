@@ -317,11 +317,13 @@ def check_restore_from(value: str, field: str = "checkpoint.restore_from") -> st
     """
     from pathlib import Path
 
+    from mosaic.runs import RunDir
+
     path = Path(value).expanduser()
     if not path.exists():
         raise ConfigError(field, f"{value!r} does not exist; allowed: a checkpoint folder of an earlier run "
                                  "(<run folder>/checkpoints/<name>, listed by `mosaic show RUN`)")
-    if (path / "telemetry.jsonl").is_file() and (path / "analytics.json").is_file():
+    if RunDir(path).telemetry_path.is_file() and RunDir(path).manifest_path.is_file():
         folder = path / "checkpoints"
         found = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
         listed = ", ".join(str(folder / n) for n in found[-3:]) if found else "none: that run saved no checkpoint"

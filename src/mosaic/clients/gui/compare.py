@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLin
                                QPushButton, QWidget)
 
 from mosaic.configkit import get_path
+from mosaic.runs import RunDir
 from mosaic.scoring import stats
 from mosaic.scoring.curves import X_AXES, RunCurves, increasing
 from mosaic.clients.gui.run_view import PALETTE, list_beside_plot
@@ -35,7 +36,7 @@ def config_value(run_dir: str | None, path: str) -> Any:
     if not run_dir or not path:
         return None
     try:
-        node: Any = json.loads((Path(run_dir) / "config.json").read_text(encoding="utf-8"))
+        node: Any = json.loads(RunDir(Path(run_dir)).config_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return get_path(node, path, None)

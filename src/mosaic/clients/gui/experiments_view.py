@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
 from mosaic.errors import UserError
 from mosaic.experiments.coordinator import cell_states
 from mosaic.experiments.store import CellState, Experiment, ExperimentStore
-from mosaic.runs import RunStore
+from mosaic.runs import RunDir, RunStore
 from mosaic.scoring import stats
 from mosaic.scoring.curves import RunCurves, increasing
 from mosaic.clients.gui.lists import refill_names
@@ -509,7 +509,7 @@ class ExperimentsView(QWidget):
             tail = self.tails.get(last.run_id)
             if tail is None:
                 try:
-                    path = self.run_store.path_for(last.run_id) / "telemetry.jsonl"
+                    path = RunDir(self.run_store.path_for(last.run_id)).telemetry_path
                 except UserError:
                     continue
                 tail = self.tails[last.run_id] = CurveTail(path, self.metric_key)

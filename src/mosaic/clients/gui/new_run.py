@@ -25,6 +25,7 @@ from mosaic.clients.gui.schema_form import SchemaForm
 from mosaic.clients.gui.schema_paths import (ALGO_PARAMS_PATH, ALGORITHM_PATH, RESTORE_PATH, split_error,
                                              suggestions_from_envs, with_shared_choices)
 from mosaic.configkit import set_path
+from mosaic.runs import CONFIG_FILE, RunDir
 
 HIDDEN = frozenset({"run_id", "worker"})
 ERROR_STYLE = "color: #c62828;"
@@ -247,7 +248,7 @@ class NewRunView(QWidget):
         """Edit a copy of the run's config; its checkpoints are offered to resume from."""
         run_dir = Path(run_dir)
         try:
-            data = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+            data = RunDir(run_dir).read_config()
         except (OSError, ValueError) as exc:
             self.error.setText(f"cannot fork {run_dir.name}: {exc}")
             return
@@ -280,7 +281,7 @@ class NewRunView(QWidget):
         self.checkpoint_label.hide()
 
     def _save_dialog(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save config", "config.json", "JSON (*.json)")
+        path, _ = QFileDialog.getSaveFileName(self, "Save config", CONFIG_FILE, "JSON (*.json)")
         if path:
             self.save_to(Path(path))
 

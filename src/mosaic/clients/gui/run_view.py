@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
                                QListWidgetItem, QPlainTextEdit, QSlider, QSplitter, QTableWidget, QTableWidgetItem,
                                QTabWidget, QVBoxLayout, QWidget)
 
+from mosaic.runs import RunDir
 from mosaic.scoring.curves import X_AXES, RunCurves, ema
 from mosaic.clients.gui.frames import FramesView
 
@@ -312,10 +313,7 @@ class RunView(QWidget):
         """``mosaic eval`` results kept in the run folder's manifest, with their videos."""
         if self.run_dir is None:
             return
-        try:
-            manifest = json.loads((self.run_dir / "analytics.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return
+        manifest = RunDir(self.run_dir).read_manifest()  # {} when it cannot be read
         entries = manifest.get("evaluations") or []
         if not entries:
             self.evaluations.setPlainText("no evaluation yet: `mosaic eval RUN` plays the latest checkpoint")

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
                                QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from mosaic.host.daemon.proto import mosaic_daemon_pb2 as pb
+from mosaic.runs import RunDir
 from mosaic.workerkit.episode_stats import return_label
 
 COLUMNS = ("run", "state", "worker", "algorithm", "env", "progress", "env steps/s", "last return", "ETA")
@@ -33,7 +34,7 @@ def state_name(value: int) -> str:
 def budget_of(run_dir: str) -> int | None:
     """The run's total env-step budget, from its config (``total_timesteps`` anywhere in it)."""
     try:
-        config = json.loads((Path(run_dir) / "config.json").read_text(encoding="utf-8"))
+        config = RunDir(Path(run_dir)).read_config()
     except (OSError, ValueError):
         return None
     stack = [config]
