@@ -7,6 +7,7 @@ field path and the allowed values, and :func:`to_dict` gives the JSON back.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import difflib
 import enum
@@ -17,9 +18,13 @@ import typing
 from typing import Any, Mapping, TypeVar, Union
 
 from mosaic.errors import ConfigError, one_of
+from mosaic.moved_names import where_moved
 
 T = TypeVar("T")
 _MISSING = dataclasses.MISSING
+#: The class :func:`from_dict` builds at the top (a worker's run config), for an unknown key's look-up in the
+#: moved-names table from inside a section.
+_ROOT: contextvars.ContextVar[type | None] = contextvars.ContextVar("configkit_root", default=None)
 
 
 def option(default: Any = _MISSING, *, help: str = "", choices: tuple | None = None,
@@ -229,22 +234,43 @@ def _given_or_default(f: dataclasses.Field, data: Mapping[str, Any], tp: Any, pa
 
 
 def from_dict(cls: type[T], data: Any, path: str = "") -> T:
-    """Build dataclass ``cls`` from ``data``, validating every field. An unknown key's error lists ``cls``'s
-    fields, then, where ``cls`` has one, its ``UNKNOWN_FIELD_NOTE`` in parentheses (a class attribute: where the
+    """Build dataclass ``cls`` from ``data``, validating every field. An unknown key's error says where its name
+    moved, for a name users bring from a library (mosaic.moved_names: ``lr`` is ``learning_rate``), else the
+    closest field, then lists ``cls``'s fields and, where ``cls`` has one, its ``UNKNOWN_FIELD_NOTE`` in parentheses (a class attribute: where the
     keys it does not take belong, e.g. ``"seed is the tournament's"``)."""
     where = path or "config"
     if not isinstance(data, Mapping):
         raise ConfigError(where, f"must be an object, got {type(data).__name__}")
+    if not path:  # the top: where a name from the moved-names table is looked up
+        token = _ROOT.set(cls)
+        try:
+            return _from_dict(cls, data, path)
+        finally:
+            _ROOT.reset(token)
+    return _from_dict(cls, data, path)
+
+
+def _unknown_field(cls: type, fields: Mapping[str, Any], key: Any, prefix: str) -> ConfigError:
+    """The refusal of ``key``, which ``cls`` does not take: where the name moved (the moved-names table,
+    mosaic.moved_names), else the closest field (difflib); then the fields allowed and ``cls``'s note."""
+    moved = where_moved(f"{prefix}{key}", _ROOT.get())
+    if moved:
+        hint = f"; {moved}"
+    else:
+        close = difflib.get_close_matches(str(key), list(fields), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+    note = getattr(cls, "UNKNOWN_FIELD_NOTE", "")
+    return ConfigError(f"{prefix}{key}", f"unknown field{hint}; allowed: {', '.join(fields)}"
+                                         + (f" ({note})" if note else ""))
+
+
+def _from_dict(cls: type[T], data: Mapping[str, Any], path: str) -> T:
     hints = typing.get_type_hints(cls, include_extras=True)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     prefix = f"{path}." if path else ""
     for key in data:
         if key not in fields:
-            close = difflib.get_close_matches(str(key), list(fields), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            note = getattr(cls, "UNKNOWN_FIELD_NOTE", "")
-            raise ConfigError(f"{prefix}{key}", f"unknown field{hint}; allowed: {', '.join(fields)}"
-                                                + (f" ({note})" if note else ""))
+            raise _unknown_field(cls, fields, key, prefix)
     kwargs = {}
     for name, f in fields.items():
         field_path = f"{prefix}{name}"
