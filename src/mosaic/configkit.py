@@ -236,8 +236,8 @@ def _given_or_default(f: dataclasses.Field, data: Mapping[str, Any], tp: Any, pa
 def from_dict(cls: type[T], data: Any, path: str = "") -> T:
     """Build dataclass ``cls`` from ``data``, validating every field. An unknown key's error says where its name
     moved, for a name users bring from a library (mosaic.moved_names: ``lr`` is ``learning_rate``), else the
-    closest field, then lists ``cls``'s fields and, where ``cls`` has one, its ``UNKNOWN_FIELD_NOTE`` in parentheses (a class attribute: where the
-    keys it does not take belong, e.g. ``"seed is the tournament's"``)."""
+    closest field, then lists ``cls``'s fields and, where ``cls`` has one, its ``UNKNOWN_FIELD_NOTE`` in
+    parentheses (a class attribute: where the keys it does not take belong, e.g. ``"seed is the tournament's"``)."""
     where = path or "config"
     if not isinstance(data, Mapping):
         raise ConfigError(where, f"must be an object, got {type(data).__name__}")

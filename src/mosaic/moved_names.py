@@ -30,7 +30,8 @@ class To:
 @dataclass(frozen=True)
 class Moved:
     """A name from ``source`` (``RLlib``, ``CleanRL``, ``the design documents``) and where it moved (``to``, the
-    first that fits; ``source`` empty: a key that belongs in a section, given at the top); ``otherwise``: what to say where none fits."""
+    first that fits; ``source`` empty: a key that belongs in a section, given at the top); ``otherwise``: what
+    to say where none fits."""
 
     name: str
     source: str
