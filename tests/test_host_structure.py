@@ -18,22 +18,25 @@ from mosaic.run_status import JobState
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 
-#: The modules that name cell, attempt or shard states (the coordinator, its backends, the study and arena
-#: drivers, the cluster's cell launcher).
+#: The modules that name cell, attempt or shard states: the experiments package (the coordinator, its backends,
+#: the store, the study driver, the reports), the arena package and the cluster's cell launcher.
 STATE_MODULES = sorted([
-    SRC / "mosaic/experiments/coordinator.py",
-    *(SRC / "mosaic/experiments/backends").glob("*.py"),
-    SRC / "mosaic/experiments/study/driver.py",
-    SRC / "mosaic/arena/driver.py",
-    SRC / "mosaic/arena/shard_worker.py",
+    *(SRC / "mosaic/experiments").rglob("*.py"),
+    *(SRC / "mosaic/arena").rglob("*.py"),
     SRC / "mosaic/host/cell_launcher.py",
 ])
+_OPTUNA_COUNTS = "counts of Optuna trials by their state (optuna.trial.TrialState), not of cells or runs"
 #: (module, string) pairs that use a state's word for something else, each with its reason.
 STATE_WORD_ALLOWED: dict[tuple[str, str], str] = {
     # ``environments.status(...).status``: a worker environment that is not built, not a run's state
     ("mosaic/host/cell_launcher.py", "missing"): "a worker environment's status (mosaic.host.environments)",
     # ``t.state.name == "RUNNING"``: an Optuna trial's state (optuna.trial.TrialState), not a cell's or run's
     ("mosaic/experiments/study/driver.py", "RUNNING"): "an Optuna trial's state name",
+    # the study report's budget table and `mosaic experiment status`'s study block count a study's trials
+    **{("mosaic/experiments/report/study.py", w): _OPTUNA_COUNTS
+       for w in ("RUNNING", "running", "completed", "failed")},
+    **{("mosaic/experiments/study/describe.py", w): _OPTUNA_COUNTS
+       for w in ("RUNNING", "running", "completed", "failed")},
 }
 
 
@@ -59,7 +62,8 @@ def bare_state_strings(path: Path) -> list[tuple[int, str]]:
 
 def test_the_state_modules_are_found() -> None:
     assert all(p.is_file() for p in STATE_MODULES)
-    assert len(STATE_MODULES) >= 7
+    assert len(STATE_MODULES) >= 20
+    assert SRC / "mosaic/experiments/store.py" in STATE_MODULES
 
 
 @pytest.mark.parametrize("path", STATE_MODULES, ids=lambda p: str(p.relative_to(SRC)))
@@ -145,7 +149,8 @@ def test_allowed_run_file_names_are_still_spelled() -> None:
 def test_the_file_name_check_sees_a_spelled_name(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text('"""the manifest: analytics.json"""\nimport json\n'
-                      'm = json.loads((run / "analytics.json").read_text())\np = f"{run}/telemetry.jsonl"\nlog = run / "logs" / "worker.log"\nhelp = "see config.json."\n')
+                      'm = json.loads((run / "analytics.json").read_text())\np = f"{run}/telemetry.jsonl"\n'
+                      'log = run / "logs" / "worker.log"\nhelp = "see config.json."\n')
     assert run_file_names(sample) == [(3, "analytics.json"), (4, "telemetry.jsonl"), (5, "worker.log")]
 
 

@@ -23,12 +23,13 @@ from mosaic.errors import UserError
 from mosaic.experiments.plan import Plan, cell_title
 from mosaic.experiments.spec import Cell
 from mosaic.pids import is_running, start_ticks
+from mosaic.run_status import ATTEMPT_ENDED, ATTEMPT_FAILED, JobState
 from mosaic.runs import append_jsonl, mosaic_home, read_jsonl, write_json_atomic
 from mosaic.workerkit.run_fields import summarize
 
-#: A cell's states. ``pending``: no attempt yet, or one to retry; ``retrying`` is pending after a failure.
-CELL_STATES = ("pending", "queued", "running", "completed", "failed", "cancelled")
-ACTIVE = ("queued", "running")
+#: The journal's event that an attempt's run started running, named by the state it entered (``ended`` brings
+#: its end state and cause).
+RUNNING_EVENT = JobState.RUNNING.value
 #: Why an attempt ended that does not count against the retry limit.
 EXPERIMENT_CANCELLED = "experiment cancelled"
 #: Why a study's pruner stopped a trial's cells (they end cancelled, and are never retried).
@@ -39,7 +40,7 @@ TRIAL_PRUNED = "trial pruned"
 class Attempt:
     run_id: str
     number: int
-    state: str = "queued"  # queued / running / completed / failed / cancelled / missing
+    state: str = JobState.QUEUED  # a JobState's spelling (journals store it): queued, running … missing
     cause: str = ""
     submitted_at: float = 0.0
     ended_at: float | None = None
@@ -48,16 +49,16 @@ class Attempt:
 
     @property
     def ended(self) -> bool:
-        return self.state in ("completed", "failed", "cancelled", "missing")
+        return self.state in ATTEMPT_ENDED
 
     @property
     def counts(self) -> bool:
         """Does this attempt use up one of the cell's retries?"""
-        return self.state in ("failed", "cancelled", "missing") and not self.by_experiment_cancel and not self.pruned
+        return self.state in ATTEMPT_FAILED and not self.by_experiment_cancel and not self.pruned
 
     @property
     def by_experiment_cancel(self) -> bool:
-        return self.state == "cancelled" and EXPERIMENT_CANCELLED in self.cause
+        return self.state == JobState.CANCELLED and EXPERIMENT_CANCELLED in self.cause
 
 
 @dataclass
@@ -74,22 +75,25 @@ class CellState:
     def failures(self) -> int:
         return sum(a.counts for a in self.attempts)
 
-    def state(self, retries: int) -> str:
+    def state(self, retries: int) -> JobState:
+        """``pending``: no attempt yet, or one to retry (retrying is pending after a failure)."""
         last = self.last
         if last is None:
-            return "cancelled" if self.pruned else "pending"
-        if last.state == "completed":
-            return "completed"
+            return JobState.CANCELLED if self.pruned else JobState.PENDING
+        if last.state == JobState.COMPLETED:
+            return JobState.COMPLETED
         if not last.ended:
-            return "running" if last.state == "running" else "queued"
+            return JobState.RUNNING if last.state == JobState.RUNNING else JobState.QUEUED
         if last.by_experiment_cancel or last.pruned:
-            return "cancelled"
-        return "pending" if self.failures <= retries else ("failed" if last.state != "cancelled" else "cancelled")
+            return JobState.CANCELLED
+        if self.failures <= retries:
+            return JobState.PENDING
+        return JobState.CANCELLED if last.state == JobState.CANCELLED else JobState.FAILED
 
     @property
     def completed_run(self) -> str | None:
         last = self.last
-        return last.run_id if last and last.state == "completed" else None
+        return last.run_id if last and last.state == JobState.COMPLETED else None
 
 
 def run_id_for(name: str, cell_id: str, attempt: int) -> str:
@@ -243,9 +247,9 @@ class Experiment:
                 states[event["cell"]].pruned = True
                 if states[event["cell"]].attempts:
                     states[event["cell"]].attempts[-1].pruned = True
-            elif kind in ("running", "ended") and event.get("run_id") in by_run:
+            elif kind in (RUNNING_EVENT, "ended") and event.get("run_id") in by_run:
                 attempt = by_run[event["run_id"]]
-                attempt.state = str(event.get("state", "running"))
+                attempt.state = str(event.get("state", JobState.RUNNING))
                 attempt.cause = str(event.get("cause", ""))
                 if kind == "ended":
                     attempt.ended_at = float(event.get("ts", 0))
@@ -319,7 +323,7 @@ def continue_cells(name: str, cells: list[Cell], home: Path | str | None = None)
             problems.append(f"{title}: checkpoint.restore_from is set by continue_from; allowed: one of the two")
             continue
         state = states[match.cell_id]
-        if state.last is None or state.last.state != "completed":
+        if state.last is None or state.last.state != JobState.COMPLETED:
             found = state.last.state if state.last else "not run"
             problems.append(f"{title}: cell {match.cell_id} of {name!r} is {found}; allowed: continuing completed "
                             f"cells (`mosaic experiment resume {name}` first)")
@@ -367,12 +371,12 @@ def refresh_attempts(exp: Experiment, cells: dict[str, CellState],
             if attempt.ended:
                 continue
             found = status_of(attempt.run_id)
-            state, cause = found if found is not None else ("missing", "the backend has no such run")
+            state, cause = found if found is not None else (JobState.MISSING, "the backend has no such run")
             if state == attempt.state:
                 continue
             attempt.state, attempt.cause = state, cause
             if attempt.ended:
                 attempt.ended_at = time.time()
                 exp.log("ended", cell=cell_id, run_id=attempt.run_id, state=state, cause=cause)
-            elif state == "running":
-                exp.log("running", cell=cell_id, run_id=attempt.run_id, state=state)
+            elif state == JobState.RUNNING:
+                exp.log(RUNNING_EVENT, cell=cell_id, run_id=attempt.run_id, state=state)

@@ -18,6 +18,7 @@ import numpy as np
 
 from mosaic.experiments.report.inputs import ReportCell, ReportInput
 from mosaic.experiments.results import RunResult, run_result
+from mosaic.run_status import JobState
 from mosaic.scoring import stats
 
 #: x values a learning curve is drawn at (evenly spaced over the range every run covers).
@@ -90,7 +91,7 @@ def _score_cells(data: ReportInput) -> list[Scored]:
         if cell.run_dir is not None and Path(cell.run_dir).is_dir():
             result = run_result(cell.run_dir, metric=data.metric, final_fraction=data.final_fraction,
                                 before=cell.before)
-        if cell.status != "completed":
+        if cell.status != JobState.COMPLETED:
             excluded = f"status {cell.status}"
         elif result is None:
             excluded = "completed, but its run folder is missing"

@@ -10,6 +10,7 @@ from mosaic.experiments.report.caveats import caveats
 from mosaic.experiments.report.formatting import fmt, fmt_interval, fmt_percent_interval, json_value
 from mosaic.experiments.report.inputs import ReportCell
 from mosaic.experiments.report.plots import PLOTS
+from mosaic.run_status import JobState
 from mosaic.scoring import stats
 
 
@@ -47,7 +48,7 @@ def _configuration_settings(all_cells: list[ReportCell], configuration: str) -> 
 def _versions_by_worker(a: Analysis) -> dict[str, dict[tuple[tuple[str, str], ...], int]]:
     out: dict[str, dict[tuple[tuple[str, str], ...], int]] = {}
     for s in a.scored:
-        if s.result is not None and s.result.versions and s.cell.status not in ("pending", "queued"):
+        if s.result is not None and s.result.versions and s.cell.status not in (JobState.PENDING, JobState.QUEUED):
             worker = s.result.worker or s.cell.worker
             seen = out.setdefault(worker, {})
             seen[s.result.versions] = seen.get(s.result.versions, 0) + 1
