@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 import typing
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from mosaic.runs import write_json_atomic
 
 STATE_FILE = "mosaic_state.json"
 CHECKPOINTS_DIR = "checkpoints"
+RESTORE_FIELD = "checkpoint.restore_from"
 
 S = TypeVar("S", bound="CheckpointState")
 
@@ -124,6 +126,71 @@ class CheckpointState:
         except (OSError, ValueError) as exc:
             raise ConfigError(field, f"cannot read {folder / STATE_FILE}: {exc}") from None
         return cls.from_dict(data, field)
+
+
+def format_worker(fmt: Any) -> str:
+    """The worker a state file's ``format`` names (``mosaic-ray-worker/1`` -> ``ray``), or ""."""
+    found = re.fullmatch(r"mosaic-([a-z0-9_]+)-worker/\d+", fmt) if isinstance(fmt, str) else None
+    return found.group(1) if found else ""
+
+
+@dataclass(frozen=True)
+class TrainedAs:
+    """What a run trains, as far as a restore cares: its worker, algorithm, env and policy layout (in words).
+
+    A checkpoint restores only into a config that says the same; a field left "" (an old checkpoint that did
+    not record it) is not compared.
+    """
+
+    worker: str
+    algorithm: str = ""
+    env: str = ""
+    policies: str = ""
+
+    def describe(self, names: "tuple[str, ...]") -> str:
+        return ", ".join(f"policy layout [{self.policies}]" if name == "policies" else f"{name} {getattr(self, name)}"
+                         for name in names)
+
+
+def check_restore_matches(checkpoint: TrainedAs, config: TrainedAs, field: str = RESTORE_FIELD) -> None:
+    """The one comparison of a restore: a ConfigError naming ``field`` and what differs, or nothing."""
+    names = ("worker", "algorithm", "env", "policies")
+
+    def same(name: str) -> bool:
+        then, now = getattr(checkpoint, name), getattr(config, name)
+        # algorithm names are the same in any case (canonical_algorithm); "" is not recorded, so not compared
+        return not then or not now or then == now or (name == "algorithm" and then.lower() == now.lower())
+
+    differs = tuple(n for n in names if not same(n))
+    if "worker" in differs:  # another worker's fields mean nothing here
+        differs = ("worker",)
+    if not differs:
+        return
+    wanted = f"a checkpoint of a {config.worker} run" if differs == ("worker",) else \
+        f"a checkpoint of a {config.worker} run with {config.describe(differs)}"
+    raise ConfigError(field, f"was trained with {checkpoint.describe(differs)}; this config has "
+                             f"{config.describe(differs)}; allowed: {wanted}")
+
+
+def read_for_restore(state_class: "type[S]", path: str | Path, config: TrainedAs,
+                     trained: "Any", field: str = RESTORE_FIELD) -> "tuple[Path, S]":
+    """(folder, state) of the checkpoint to restore, once it was checked against what ``config`` trains.
+
+    ``trained(state)`` says what the checkpoint trained (a :class:`TrainedAs`); another worker's checkpoint is
+    refused by the worker its format names, before its state is read as this worker's.
+    """
+    worker = f"the {config.worker} worker"
+    folder = resolve(path, field, worker)
+    try:
+        data = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(field, f"cannot read {folder / STATE_FILE}: {exc}") from None
+    other = format_worker(data.get("format")) if isinstance(data, Mapping) else ""
+    if other and data.get("format") != state_class.FORMAT:
+        check_restore_matches(TrainedAs(other), config, field)
+    state = state_class.from_dict(data, field)
+    check_restore_matches(trained(state), config, field)
+    return folder, state
 
 
 class CheckpointCadence:

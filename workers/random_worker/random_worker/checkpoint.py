@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from mosaic.workerkit.checkpoints import CheckpointState
+from mosaic.workerkit.checkpoints import CheckpointState, TrainedAs
 
 
 @dataclass
@@ -15,3 +15,10 @@ class RandomCheckpointState(CheckpointState):
     FORMAT: ClassVar[str] = "mosaic-random-worker/2"
 
     policy: dict[str, Any] = field(default_factory=dict)
+    #: ``family/env_id`` of the env played ("" in checkpoints saved before it was recorded)
+    env: str = ""
+
+
+def trained_as(state: RandomCheckpointState) -> TrainedAs:
+    """What a checkpoint played, for the restore check: its env and the agents its sampling state is of."""
+    return TrainedAs("random", "random", state.env, ", ".join(sorted(state.policy.get("spaces") or {})))

@@ -64,16 +64,13 @@ def deep_validate(config: RandomWorkerConfig) -> None:
     agents = list(env.possible_agents)
     env.close()
     if config.checkpoint.restore_from:
-        from mosaic.errors import ConfigError
+        from mosaic.workerkit.checkpoints import TrainedAs, read_for_restore
+        from random_worker.checkpoint import trained_as
 
-        path = config.checkpoint.restore_from
-        state = RandomCheckpointState.read(path, "checkpoint.restore_from", "the random worker")
-        saved = sorted((state.policy.get("spaces") or {}))
-        if saved != sorted(agents):
-            raise ConfigError("checkpoint.restore_from", f"{path} holds the sampling state of agents "
-                                                         f"{', '.join(saved) or 'none'}, not of "
-                                                         f"{config.environment.env_id}'s {', '.join(agents)}; "
-                                                         "allowed: a checkpoint of a random run of this env")
+        env = config.environment
+        read_for_restore(RandomCheckpointState, config.checkpoint.restore_from,
+                         TrainedAs("random", "random", f"{env.family}/{env.env_id}", ", ".join(sorted(agents))),
+                         trained_as)
 
 
 class RandomWorkerRuntime:
@@ -138,7 +135,8 @@ class RandomWorkerRuntime:
     # -- checkpoints: counters and RNG state, enough to continue a run -------
     def _save_checkpoint(self, policy: RandomPolicy, iteration: int) -> None:
         state = RandomCheckpointState(iteration=iteration, timesteps_total=self.steps, episodes=self.episodes,
-                                      run_id=self.config.run_id, policy=policy.get_state())
+                                      run_id=self.config.run_id, policy=policy.get_state(),
+                                      env=f"{self.config.environment.family}/{self.config.environment.env_id}")
         save_checkpoint(self.ctx.emitter, self.ctx.run_dir.root, state)
 
     def _restore(self, policy: RandomPolicy, path: str) -> int:

@@ -149,8 +149,9 @@ def test_a_run_folder_or_another_envs_checkpoint_as_restore_from_is_refused_befo
                               capture_output=True, text=True, env=env, timeout=300)
         assert proc.returncode == 2, proc.stderr
         (line,) = proc.stderr.strip().splitlines()
-        assert line.startswith("mosaic: error: checkpoint.restore_from: ") and "player_0, player_1" in line, line
-        assert "agent_0, agent_1, agent_2" in line and "allowed: a checkpoint of a random run of this env" in line
+        assert line.startswith("mosaic: error: checkpoint.restore_from: was trained with env classic/connect_four_v3")
+        assert "this config has env mpe/simple_spread_v3, policy layout [agent_0, agent_1, agent_2]" in line, line
+        assert "allowed: a checkpoint of a random run with env mpe/simple_spread_v3" in line, line
         assert sorted(p.name for p in (home / "trainer" / "runs").iterdir()) == ["first"]
 
 

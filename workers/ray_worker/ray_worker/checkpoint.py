@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from mosaic.workerkit.checkpoints import CheckpointState
+from mosaic.workerkit.checkpoints import CheckpointState, TrainedAs
 
 
 @dataclass
@@ -28,3 +28,16 @@ class RayCheckpointState(CheckpointState):
     ctde: dict[str, Any] | None = None
     #: the self-play league (pool, win rates), when the run used SELF_PLAY
     self_play: dict[str, Any] | None = None
+
+
+def policies_in_words(agent_to_module: dict[str, str]) -> str:
+    """The policy layout, e.g. ``player_0 shared, player_1 shared``; "" when none is known."""
+    return ", ".join(f"{agent} {module}" for agent, module in sorted(agent_to_module.items()))
+
+
+def trained_as(state: RayCheckpointState) -> TrainedAs:
+    """What a checkpoint trained, for the restore check (mosaic.workerkit.checkpoints.check_restore_matches)."""
+    env = state.environment or {}
+    return TrainedAs("ray", state.algorithm,
+                     f"{env.get('family')}/{env.get('env_id')}" if env.get("env_id") else "",
+                     policies_in_words(state.agent_to_module))

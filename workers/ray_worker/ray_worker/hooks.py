@@ -20,9 +20,13 @@ def deep_validate(config: RayWorkerConfig):
     env_info, layout = _prepare(config)
     check_compatibility(config, env_info)
     if config.checkpoint.restore_from:
-        from ray_worker.checkpoint import RayCheckpointState
+        from mosaic.workerkit.checkpoints import TrainedAs, read_for_restore
+        from ray_worker.checkpoint import RayCheckpointState, policies_in_words, trained_as
 
-        RayCheckpointState.read(config.checkpoint.restore_from, "checkpoint.restore_from", "the ray worker")
+        env = config.environment
+        wanted = TrainedAs("ray", config.algorithm, f"{env.family}/{env.env_id}",
+                           policies_in_words(dict(layout.agent_to_module) if layout else {}))
+        read_for_restore(RayCheckpointState, config.checkpoint.restore_from, wanted, trained_as)
     if config.wandb:
         from ray_worker.analytics import check_wandb_available
 
