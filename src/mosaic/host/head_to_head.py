@@ -84,7 +84,7 @@ def evaluate(target: Path, opponent: str, episodes: int, seed: int = 0, seats: S
                     lane.close()
             results = EvaluationResults(played, {"family": family, "env_id": env_id, "env_kwargs": kwargs,
                                                  "opponent": opponent, "players": [run.label, other.label]},
-                                        str(target))
+                                        str(target), opponent=opponent)
             save_results(results, _as_checkpoint(target), None, frames)
             return results
         finally:

@@ -333,9 +333,12 @@ def evaluate(program: WorkerProgram, args: argparse.Namespace) -> int:
         raise UserError(f"--episodes: must be >= 1, got {args.episodes}")
     if args.video < 0:
         raise UserError(f"--video: must be >= 0, got {args.video}")
-    return program.evaluate(EvaluateRequest(target=args.evaluate, episodes=args.episodes, opponent=args.opponent,
-                                            video=args.video, seed=args.seed, json=args.json,
-                                            fastlane=args.fastlane))
+    from mosaic.workerkit.evaluation import opponent_given
+
+    with opponent_given(args.opponent):  # the results record it, whichever worker plays them
+        return program.evaluate(EvaluateRequest(target=args.evaluate, episodes=args.episodes,
+                                                opponent=args.opponent, video=args.video, seed=args.seed,
+                                                json=args.json, fastlane=args.fastlane))
 
 
 def _abort_failed(program: WorkerProgram, context: WorkerContext, error_type: str, message: str) -> None:

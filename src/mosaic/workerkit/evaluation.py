@@ -12,12 +12,14 @@ the run's manifest. Frames can go to FastLane too (:class:`FrameSink`).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import csv
 import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -25,6 +27,19 @@ from mosaic.workerkit.contract import SINGLE_AGENT
 from mosaic.workerkit.episode_stats import winner
 
 RANDOM = "random"
+#: What ``--opponent`` named for the evaluation this process plays (the kit's ``--evaluate`` sets it), so that
+#: every worker's results record it.
+_OPPONENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("evaluation_opponent", default=None)
+
+
+@contextlib.contextmanager
+def opponent_given(opponent: str | None) -> Iterator[None]:
+    """Results made inside record ``opponent`` (what ``--opponent`` named) where they name none themselves."""
+    token = _OPPONENT.set(opponent)
+    try:
+        yield
+    finally:
+        _OPPONENT.reset(token)
 
 
 class Actor(Protocol):
@@ -71,6 +86,28 @@ class EvaluationResults:
     checkpoint: str
     output_dir: str | None = None
     videos: list[str] = field(default_factory=list)
+    #: What ``--opponent`` named (``random``, a run, ``scripted:M:F``); None: the run played alone. Default: the
+    #: one :func:`opponent_given` set.
+    opponent: str | None = field(default_factory=_OPPONENT.get)
+
+    @property
+    def seats(self) -> list[dict[str, Any]]:
+        """Who played which agent: each seating (agent -> player: module id, run or opponent) with the
+        episodes it played, in the order first played."""
+        found: dict[tuple, list[int]] = {}
+        for e in self.episodes:
+            found.setdefault(tuple(sorted(e.players.items())), []).append(e.episode)
+        label = self._opponent_label()
+        return [{"players": dict(key), "opponent_agents": [agent for agent, player in key if label and player == label],
+                 "episodes": len(eps), "first_episode": eps[0]} for key, eps in found.items()]
+
+    def _opponent_label(self) -> str | None:
+        """The name the opponent's episodes record it by: a match's second player (mosaic.host.head_to_head),
+        else what ``--opponent`` named (``random``)."""
+        players = self.env.get("players")
+        if self.opponent and isinstance(players, list) and len(players) == 2:
+            return str(players[1])
+        return self.opponent
 
     @property
     def per_agent(self) -> dict[str, dict[str, float]]:
@@ -111,8 +148,8 @@ class EvaluationResults:
 
     def summary(self) -> dict[str, Any]:
         return {"checkpoint": self.checkpoint, "env": self.env, "num_episodes": len(self.episodes),
-                "per_agent_return": self.per_agent, "episode_length": self.episode_length,
-                "outcomes": self.outcomes, "videos": self.videos,
+                "opponent": self.opponent, "seats": self.seats, "per_agent_return": self.per_agent,
+                "episode_length": self.episode_length, "outcomes": self.outcomes, "videos": self.videos,
                 **({"measures": self.measures} if self.measures else {})}
 
     def save(self, folder: Path) -> None:
@@ -133,8 +170,17 @@ class EvaluationResults:
 
     def table(self) -> str:
         """Plain-text results for the terminal."""
-        lines = [f"{len(self.episodes)} episodes of {self.env.get('family')}/{self.env.get('env_id')}",
-                 f"{'agent':<16}{'mean':>10}{'std':>9}{'min':>9}{'max':>9}   95% CI"]
+        lines = [f"{len(self.episodes)} episodes of {self.env.get('family')}/{self.env.get('env_id')}"
+                 + (f" against {self.opponent}" if self.opponent else "")]
+        if self.opponent:
+            for seating in self.seats:
+                theirs = seating["opponent_agents"]
+                ours = [agent for agent in seating["players"] if agent not in theirs]
+                played = (f"the opponent plays {', '.join(theirs)}; the run plays {', '.join(ours) or 'none'}"
+                          if theirs else ", ".join(f"{a}: {p}" for a, p in seating["players"].items()))
+                lines.append(f"seats in {seating['episodes']} episode{'' if seating['episodes'] == 1 else 's'}: "
+                             f"{played}")
+        lines += [f"{'agent':<16}{'mean':>10}{'std':>9}{'min':>9}{'max':>9}   95% CI"]
         for agent, s in self.per_agent.items():
             lines.append(f"{agent:<16}{s['mean']:>10.3f}{s['std']:>9.3f}{s['min']:>9.3f}{s['max']:>9.3f}"
                          f"   [{s['ci95_low']:.3f}, {s['ci95_high']:.3f}]")
@@ -276,7 +322,7 @@ def record_in_manifest(run: Path, folder: Path, results: EvaluationResults) -> N
 
     run_dir = RunDir(run)
     entry = {"path": str(folder.relative_to(run)), "checkpoint": results.checkpoint,
-             "num_episodes": len(results.episodes), "outcomes": results.outcomes,
+             "num_episodes": len(results.episodes), "opponent": results.opponent, "outcomes": results.outcomes,
              "videos": [str(Path(v).relative_to(run)) for v in results.videos]}
     run_dir.update_manifest(**ManifestFields.appended(run_dir.read_manifest(), "evaluations", entry))
 

@@ -281,16 +281,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise UserError(f"worker: cannot tell which worker made {args.target!r}; pass --worker")
     if args.opponent:
         _check_opponent_seats(path)
+    worker = discover_workers().get(worker_name)
+    if not _evaluates(worker):  # with or without an opponent: there is no policy to play
+        raise UserError(f"RUN|CHECKPOINT: {args.target!r} is a run of the {worker_name} worker, which cannot "
+                        "evaluate (it trains no policies); allowed: a run of a worker that evaluates "
+                        "(`mosaic workers show NAME`: evaluates: yes)")
     if args.opponent and not _native_opponent(worker_name, args.opponent):
         return _eval_match(args, path)
     if args.seats:
         raise UserError("--seats: only for an opponent played as a match (one from another worker, a scripted "
                         "player or a player config); the worker's own evaluation seats the run itself")
-    worker = discover_workers().get(worker_name)
-    if not _evaluates(worker):
-        raise UserError(f"RUN|CHECKPOINT: {args.target!r} is a run of the {worker_name} worker, which cannot "
-                        "evaluate (it trains no policies); allowed: a run of a worker that evaluates "
-                        "(`mosaic workers show NAME`: evaluates: yes)")
     cmd = [*worker_command(worker), "--evaluate", path, "--episodes", str(args.episodes),
            "--seed", str(args.seed)]
     if args.opponent:
