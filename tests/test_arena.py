@@ -197,7 +197,7 @@ def test_a_team_tournament_rates_paired_sides(tmp_path):
     """sides: on simple_adversary (an adversary against two good agents) each player plays a side, games come in
     pairs on one env seed with the sides swapped, and each pair rates one comparison per side."""
     from cli_support import REPO
-    from mosaic.arena.standings import rated_games
+    from mosaic.arena.games import rated_games
     from mosaic.arena.tournament import Tournament
 
     env = {"family": "mpe", "env_id": "simple_adversary_v3", "env_kwargs": {"max_cycles": 10}}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from mosaic.arena.standings import NO_FIRST_MOVE, compute_standings, label_returns, rated_games, report_settings
+from mosaic.arena.games import label_returns, rated_games
+from mosaic.arena.standings import NO_FIRST_MOVE, compute_standings, report_settings
 
 
 def line(pairing: str, game: int, first: str, second: str, first_return: float) -> dict:

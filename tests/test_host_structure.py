@@ -186,12 +186,9 @@ def test_the_manifest_fields_of_a_run_s_life(tmp_path: Path) -> None:
 WORKER_PACKAGES = sorted(p / p.name.replace("-", "_") for p in (ROOT / "workers").iterdir()
                          if (p / "pyproject.toml").is_file() and (p / p.name.replace("-", "_")).is_dir())
 #: Import circles known and being removed elsewhere, each named once here: (the modules of the circle, why).
-#: (workerkit's cli.py <-> describe.py circle is gone: describe imports workerkit.program instead.)
-KNOWN_CIRCLES: list[tuple[frozenset[str], str]] = [
-    (frozenset({"mosaic.arena.standings", "mosaic.arena.tournament"}),
-     "arena: standings.py imports Tournament under TYPE_CHECKING and tournament.py imports standings inside a "
-     "function (the population work); to be cut in the arena package, whose owner edits it now"),
-]
+#: (workerkit's cli.py <-> describe.py circle is gone: describe imports workerkit.program instead; arena's
+#: standings <-> tournament circle too: both read the journal's games through mosaic.arena.games.)
+KNOWN_CIRCLES: list[tuple[frozenset[str], str]] = []
 
 
 @functools.lru_cache(maxsize=None)

@@ -22,7 +22,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mosaic.arena.standings import Population, Standings, pooled_population, rated_games, tournament_standings
+from mosaic.arena.games import rated_games
+from mosaic.arena.standings import Population, Standings, pooled_population, tournament_standings
 from mosaic.arena.tournament import Tournament
 from mosaic.errors import UserError
 from mosaic.runs import staged_folder

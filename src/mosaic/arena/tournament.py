@@ -466,7 +466,7 @@ class Tournament:
         """Where the adaptive schedule stands on the games journaled so far (:func:`mosaic.arena.schedule.decide`;
         nothing is recorded); None when the tournament is not adaptive or a pairing has no game yet."""
         from mosaic.arena import schedule
-        from mosaic.arena.standings import rated_games
+        from mosaic.arena.games import rated_games
 
         settings = self.spec.adaptive
         rated = rated_games(self.games(), bool(self.spec.sides))

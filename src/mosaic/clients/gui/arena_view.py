@@ -39,7 +39,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDialog, QHBoxLayou
                                QProgressBar, QPushButton, QSizePolicy, QSlider, QSplitter, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
-from mosaic.arena.standings import Standings, compute_standings, label_returns, report_settings
+from mosaic.arena.games import label_returns
+from mosaic.arena.standings import Standings, compute_standings, report_settings
 from mosaic.arena.tournament import Tournament, listed_names
 from mosaic.clients.gui.lists import refill_names
 from mosaic.clients.gui.frames import to_qimage
