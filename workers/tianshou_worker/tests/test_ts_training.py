@@ -170,12 +170,21 @@ def test_discrete_cql_learns_offline_from_data_collected_by_a_trained_policy(mod
     assert evaluated.returncode == 0 and json.loads(evaluated.stdout)["num_episodes"] == 2
 
 
-def test_a_mismatched_checkpoint_is_refused_before_any_run(module_home, dqn_run):
+@pytest.mark.parametrize("fields, differs", [
+    ({"algorithm": "ppo", **TINY["ppo"]}, "algorithm dqn; this config has algorithm ppo"),
+    ({"algorithm": "dqn", **TINY["dqn"], "environment": {"family": "gymnasium", "env_id": "Acrobot-v1"}},
+     "env CartPole-v1; this config has env Acrobot-v1"),
+    ({"algorithm": "dqn", **TINY["dqn"], "hidden_sizes": [32]},
+     "policy layout [hidden_sizes [64, 64]]; this config has policy layout [hidden_sizes [32]]"),
+])
+def test_a_mismatched_checkpoint_is_refused_before_any_run(module_home, dqn_run, fields, differs):
+    """A checkpoint of another algorithm, env or network (the module's DQN on CartPole) is refused by `mosaic run`
+    and `--dry-run` (exit 2, one line naming checkpoint.restore_from and what differs), before any run folder."""
     runs = len(module_home.runs())
-    proc = module_home.cli("run", str(module_home.config("mismatch", algorithm="ppo",
-                                                         checkpoint={"restore_from": str(saved_path(dqn_run))},
-                                                         **TINY["ppo"])))
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip() == ("mosaic: error: checkpoint.restore_from: is a dqn checkpoint; "
-                                   "this run trains ppo")
-    assert len(module_home.runs()) == runs
+    config = module_home.config("mismatch", checkpoint={"restore_from": str(saved_path(dqn_run))}, **fields)
+    for flags in ((), ("--dry-run",)):
+        proc = module_home.cli("run", str(config), *flags)
+        assert proc.returncode == 2, proc.stderr
+        (line,) = proc.stderr.strip().splitlines()
+        assert line.startswith(f"mosaic: error: checkpoint.restore_from: was trained with {differs}; allowed: "), line
+        assert len(module_home.runs()) == runs

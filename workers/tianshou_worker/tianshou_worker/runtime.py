@@ -119,15 +119,13 @@ def load_checkpoint(path: str | Path, field: str) -> tuple[Path, TianshouCheckpo
 
 
 def check_restore(config: TianshouConfig) -> tuple[Path, TianshouCheckpointState]:
-    """``restore_from``'s folder and state, when it is a checkpoint of the same algorithm and env."""
+    """``restore_from``'s folder and state, when it is a checkpoint of the same algorithm, env and network."""
+    from mosaic.workerkit.checkpoints import TrainedAs, read_for_restore
+    from tianshou_worker.checkpoint import policies_in_words, trained_as
+
     assert config.restore_from
-    folder = resolve(config.restore_from, "checkpoint.restore_from", "the tianshou worker")
-    state = TianshouCheckpointState.read(folder, "checkpoint.restore_from", "the tianshou worker")
-    if state.algorithm != config.algorithm:
-        raise ConfigError("checkpoint.restore_from", f"is a {state.algorithm} checkpoint; this run trains {config.algorithm}")
-    if state.env_id != config.resolved_env_id:
-        raise ConfigError("checkpoint.restore_from", f"was trained on {state.env_id}; this run uses {config.resolved_env_id}")
-    return folder, state
+    wanted = TrainedAs("tianshou", config.algorithm, config.resolved_env_id, policies_in_words(config.hidden_sizes))
+    return read_for_restore(TianshouCheckpointState, config.restore_from, wanted, trained_as)
 
 
 def check_offline_source(config: TianshouConfig) -> None:
