@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from mosaic.workerkit.checkpoints import CheckpointState
+from mosaic.workerkit.checkpoints import CheckpointState, TrainedAs
 
 STATE_FILE = "training_state.pkl"
 
@@ -20,3 +20,9 @@ class JumanjiCheckpointState(CheckpointState):
     environment: str = ""
     state_file: str = STATE_FILE
     config: dict[str, Any] = field(default_factory=dict)  # the MOSAIC config of the run that saved it
+
+
+def trained_as(state: JumanjiCheckpointState) -> TrainedAs:
+    """What a checkpoint trained, for the restore check (mosaic.workerkit.checkpoints.check_restore_matches): one
+    agent, so no policy layout; its network and env batch are checked against the config's fields (runtime.py)."""
+    return TrainedAs("jumanji", state.algorithm, state.environment)

@@ -230,13 +230,12 @@ def check_restore(config: JumanjiConfig) -> tuple[Path, JumanjiCheckpointState]:
     if not is_checkpoint(path):
         raise ConfigError(field_name, f"{path!r} is not a checkpoint (no {CHECKPOINT_STATE} in it); allowed: a "
                                       "checkpoint folder of a jumanji run (<run folder>/checkpoints/<name>)")
+    from mosaic.workerkit.checkpoints import TrainedAs, read_for_restore
+    from jumanji_worker.checkpoint import trained_as
+
+    read_for_restore(JumanjiCheckpointState, path, TrainedAs("jumanji", config.algorithm, config.env_name),
+                     trained_as, field_name)
     folder, state, saved = read_checkpoint(path, field_name)
-    if state.algorithm != config.algorithm:
-        raise ConfigError(field_name, f"is a {state.algorithm} checkpoint; this run trains {config.algorithm}; "
-                                      f"allowed: a checkpoint of a {config.algorithm} run")
-    if state.environment != config.env_name:
-        raise ConfigError(field_name, f"was trained on {state.environment}; this run uses {config.env_name}; "
-                                      f"allowed: a checkpoint of a run on {config.env_name}")
     for key in ("network", "num_envs"):
         if getattr(saved, key) != getattr(config, key):
             raise ConfigError(key, f"{getattr(config, key)!r} differs from the checkpoint's {getattr(saved, key)!r}: "

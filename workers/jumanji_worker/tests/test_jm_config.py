@@ -103,8 +103,9 @@ def test_restore_from_is_checked_before_any_run_folder_exists(home, tmp_path):
     cases = [(str(tmp_path / "nowhere"), "does not exist"),
              (str(run), "is a run folder, not a checkpoint"),
              (str(tmp_path), "is not a checkpoint (no mosaic_state.json in it)"),
-             (fake_checkpoint(tmp_path / "random", algorithm="random"), "is a random checkpoint; this run trains a2c"),
-             (fake_checkpoint(tmp_path / "cvrp", env="cvrp"), "was trained on cvrp; this run uses tsp")]
+             (fake_checkpoint(tmp_path / "random", algorithm="random"),
+              "was trained with algorithm random; this config has algorithm a2c"),
+             (fake_checkpoint(tmp_path / "cvrp", env="cvrp"), "was trained with env cvrp; this config has env tsp")]
     for path, words in cases:
         fields = {"environment": TSP, "total_timesteps": 1000, "checkpoint": {"restore_from": path}}
         home.check_refused(fields, "checkpoint.restore_from", words)

@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from jm_support import QUICK_COMPILE, STEPS_PER_EPOCH, TINY
 from mosaic.testing import check_worker, run_events, wait_until
 
@@ -57,12 +59,21 @@ def test_sigterm_while_jax_compiles_ends_the_run_within_seconds(home):
     assert not [e for e in events if e["type"] == "metrics"]
 
 
-def test_a_resumed_run_starts_with_run_started_and_logs_the_restore_after_it(home):
-    """The random agent (the quickest to compile): one epoch, then a second from its checkpoint."""
-    proc, first = home.run("tsp", algorithm="random", total_timesteps=STEPS_PER_EPOCH, xla=QUICK_COMPILE)
+@pytest.fixture(scope="module")
+def random_epoch(module_home):
+    """One epoch of the random agent on TSP (the quickest to compile): its checkpoint is resumed and restored
+    into configs it does not fit by the tests below."""
+    proc, first = module_home.run("tsp", algorithm="random", total_timesteps=STEPS_PER_EPOCH, xla=QUICK_COMPILE)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (saved,) = home.events(first, "checkpoint_saved")
-    proc, resumed = home.run("tsp", algorithm="random", checkpoint={"restore_from": saved["path"]}, xla=QUICK_COMPILE)
+    (saved,) = module_home.events(first, "checkpoint_saved")
+    return saved
+
+
+def test_a_resumed_run_starts_with_run_started_and_logs_the_restore_after_it(module_home, random_epoch):
+    """A second epoch from the first one's checkpoint."""
+    saved = random_epoch
+    proc, resumed = module_home.run("tsp", algorithm="random", checkpoint={"restore_from": saved["path"]},
+                                    xla=QUICK_COMPILE)
     assert proc.returncode == 0, proc.stderr[-3000:]
     events = run_events(resumed)
     assert events[0]["type"] == "run_started" and events[0]["restored_from"] == saved["path"]
@@ -70,6 +81,25 @@ def test_a_resumed_run_starts_with_run_started_and_logs_the_restore_after_it(hom
                for e in events)
     (m,) = run_events(resumed, "metrics")
     assert (m["iteration"], m["timesteps_total"]) == (2, 2 * STEPS_PER_EPOCH)
+
+
+@pytest.mark.parametrize("fields, differs", [
+    ({"algorithm": "a2c"}, "algorithm random; this config has algorithm a2c"),
+    ({"algorithm": "random", "environment": {"family": "jumanji", "env_id": "cvrp"}, "network": {}},
+     "env tsp; this config has env cvrp"),
+])
+def test_a_checkpoint_into_another_algorithm_or_env_is_refused_before_any_run(module_home, random_epoch, fields,
+                                                                              differs):
+    """`mosaic run` and `--dry-run` exit 2, one line naming checkpoint.restore_from and what differs; no run."""
+    runs = module_home.runs()
+    config = module_home.config("mismatch", **{**TINY["tsp"], "total_timesteps": 2 * STEPS_PER_EPOCH, **fields,
+                                               "checkpoint": {"restore_from": random_epoch["path"]}})
+    for flags in ((), ("--dry-run",)):
+        proc = module_home.cli("run", str(config), *flags)
+        assert proc.returncode == 2, (proc.stdout[-2000:], proc.stderr[-3000:])
+        (line,) = proc.stderr.strip().splitlines()
+        assert line.startswith(f"mosaic: error: checkpoint.restore_from: was trained with {differs}; allowed: "), line
+        assert module_home.runs() == runs
 
 
 def test_a_run_never_imports_neptune_which_jumanji_imports_for_a_logger_mosaic_does_not_use(home):
