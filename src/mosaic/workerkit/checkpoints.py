@@ -134,6 +134,13 @@ def format_worker(fmt: Any) -> str:
     return found.group(1) if found else ""
 
 
+def env_words(environment: Any) -> str:
+    """``family/env_id`` of an env config or of its section as saved (a mapping); "" when it names no env."""
+    get = environment.get if isinstance(environment, Mapping) else lambda name: getattr(environment, name, None)
+    family, env_id = get("family"), get("env_id")
+    return (f"{family}/{env_id}" if family else str(env_id)) if env_id else ""
+
+
 @dataclass(frozen=True)
 class TrainedAs:
     """What a run trains, as far as a restore cares: its worker, algorithm, env and policy layout (in words).

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from mosaic.workerkit.checkpoints import save_checkpoint
+from mosaic.workerkit.checkpoints import env_words, save_checkpoint
 from mosaic.workerkit.envs import reward_structure
 from mosaic.workerkit.episode_stats import episode_statistics, winner
 from mosaic.fastlane.config import FastLaneTarget
@@ -67,9 +67,8 @@ def deep_validate(config: RandomWorkerConfig) -> None:
         from mosaic.workerkit.checkpoints import TrainedAs, read_for_restore
         from random_worker.checkpoint import trained_as
 
-        env = config.environment
         read_for_restore(RandomCheckpointState, config.checkpoint.restore_from,
-                         TrainedAs("random", "random", f"{env.family}/{env.env_id}", ", ".join(sorted(agents))),
+                         TrainedAs("random", "random", env_words(config.environment), ", ".join(sorted(agents))),
                          trained_as)
 
 
@@ -136,7 +135,7 @@ class RandomWorkerRuntime:
     def _save_checkpoint(self, policy: RandomPolicy, iteration: int) -> None:
         state = RandomCheckpointState(iteration=iteration, timesteps_total=self.steps, episodes=self.episodes,
                                       run_id=self.config.run_id, policy=policy.get_state(),
-                                      env=f"{self.config.environment.family}/{self.config.environment.env_id}")
+                                      env=env_words(self.config.environment))
         save_checkpoint(self.ctx.emitter, self.ctx.run_dir.root, state)
 
     def _restore(self, policy: RandomPolicy, path: str) -> int:

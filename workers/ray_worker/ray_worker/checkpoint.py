@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from mosaic.workerkit.checkpoints import CheckpointState, TrainedAs
+from mosaic.workerkit.checkpoints import CheckpointState, TrainedAs, env_words
 
 
 @dataclass
@@ -37,7 +37,5 @@ def policies_in_words(agent_to_module: dict[str, str]) -> str:
 
 def trained_as(state: RayCheckpointState) -> TrainedAs:
     """What a checkpoint trained, for the restore check (mosaic.workerkit.checkpoints.check_restore_matches)."""
-    env = state.environment or {}
-    return TrainedAs("ray", state.algorithm,
-                     f"{env.get('family')}/{env.get('env_id')}" if env.get("env_id") else "",
+    return TrainedAs("ray", state.algorithm, env_words(state.environment or {}),
                      policies_in_words(state.agent_to_module))

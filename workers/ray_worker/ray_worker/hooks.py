@@ -20,11 +20,10 @@ def deep_validate(config: RayWorkerConfig):
     env_info, layout = _prepare(config)
     check_compatibility(config, env_info)
     if config.checkpoint.restore_from:
-        from mosaic.workerkit.checkpoints import TrainedAs, read_for_restore
+        from mosaic.workerkit.checkpoints import TrainedAs, env_words, read_for_restore
         from ray_worker.checkpoint import RayCheckpointState, policies_in_words, trained_as
 
-        env = config.environment
-        wanted = TrainedAs("ray", config.algorithm, f"{env.family}/{env.env_id}",
+        wanted = TrainedAs("ray", config.algorithm, env_words(config.environment),
                            policies_in_words(dict(layout.agent_to_module) if layout else {}))
         read_for_restore(RayCheckpointState, config.checkpoint.restore_from, wanted, trained_as)
     if config.wandb:

@@ -199,7 +199,8 @@ def fake_checkpoint(folder, algorithm="iql", env_id="simple_spread_v3", model=Tr
     """What validation reads of a XuanCe checkpoint: MOSAIC's state file (and the model file's presence)."""
     folder.mkdir(parents=True)
     state = {"format": "mosaic-xuance-worker/1", "iteration": 1, "timesteps_total": 400, "episodes": 16,
-             "algorithm": algorithm, "model_file": "xuance_model.pth", "environment": {"env_id": env_id}}
+             "algorithm": algorithm, "model_file": "xuance_model.pth",
+             "environment": {"family": "mpe", "env_id": env_id}}
     (folder / "mosaic_state.json").write_text(json.dumps(state))
     if model:
         (folder / "xuance_model.pth").write_bytes(b"weights")
@@ -216,9 +217,10 @@ def test_restore_from_is_checked_before_any_run_folder_exists(home, tmp_path):
     cases = [(str(tmp_path / "nowhere"), "does not exist"),
              (str(run), "is a run folder, not a checkpoint"),
              (str(tmp_path), "is not a checkpoint (no mosaic_state.json in it)"),
-             (fake_checkpoint(tmp_path / "vdn", algorithm="vdn"), "is a vdn checkpoint; this run trains iql"),
+             (fake_checkpoint(tmp_path / "vdn", algorithm="vdn"),
+              "was trained with algorithm vdn; this config has algorithm iql"),
              (fake_checkpoint(tmp_path / "tag", env_id="simple_tag_v3"),
-              "was trained on simple_tag_v3; this run uses simple_spread_v3"),
+              "was trained with env mpe/simple_tag_v3; this config has env mpe/simple_spread_v3"),
              (fake_checkpoint(tmp_path / "nomodel", model=False), "has no XuanCe model file")]
     for path, words in cases:
         fields = {"algorithm": "iql", "checkpoint": {"restore_from": path}}

@@ -99,11 +99,23 @@ def test_a_checkpoint_resumes_its_own_algorithm_only_and_the_resumed_run_starts_
     proc, first = home.run("iql", total_timesteps=400, algo_params={"start_training": 100, "buffer_size": 500})
     assert proc.returncode == 0, proc.stderr[-3000:]
     (saved,) = home.events(first, "checkpoint_saved")
-    # refused while the config is validated: exit 2 naming the field, and no run folder for it
-    proc, _ = home.run("vdn", checkpoint={"restore_from": saved["path"]})
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    assert "mosaic: error: checkpoint.restore_from: is a iql checkpoint; this run trains vdn" in proc.stderr
-    assert home.runs() == [first]
+    # another algorithm, env or set of agents is refused while the config is validated (`mosaic run` and
+    # `--dry-run`): exit 2, one line naming the field and what differs, and no run folder for it
+    spread = {"family": "mpe", "env_id": "simple_spread_v3", "api_type": "PARALLEL"}
+    for fields, differs, flags in [
+            ({"algorithm": "vdn"}, "algorithm iql; this config has algorithm vdn", ()),
+            ({"algorithm": "iql", "environment": {**spread, "env_id": "simple_reference_v3"}},
+             "env mpe/simple_spread_v3, policy layout [agent_0, agent_1, agent_2]; this config has env "
+             "mpe/simple_reference_v3, policy layout [agent_0, agent_1]", ("--dry-run",)),
+            ({"algorithm": "iql", "environment": {**spread, "env_kwargs": {"N": 4}}},
+             "policy layout [agent_0, agent_1, agent_2]; this config has policy layout [agent_0, agent_1, agent_2, "
+             "agent_3]", ())]:
+        config = home.config("mismatch", **{**TINY["iql"], **fields, "checkpoint": {"restore_from": saved["path"]}})
+        proc = home.cli("run", str(config), *flags)
+        assert proc.returncode == 2, proc.stderr[-3000:]
+        (line,) = proc.stderr.strip().splitlines()
+        assert line.startswith(f"mosaic: error: checkpoint.restore_from: was trained with {differs}; allowed: "), line
+        assert home.runs() == [first]
     # its own algorithm resumes; run_started is the resumed run's first event, the restore is logged after it
     proc, resumed = home.run("iql", total_timesteps=600, checkpoint={"restore_from": saved["path"]},
                              algo_params={"start_training": 100, "buffer_size": 500})

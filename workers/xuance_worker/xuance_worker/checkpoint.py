@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
-from mosaic.workerkit.checkpoints import CheckpointState
+from mosaic.workerkit.checkpoints import CheckpointState, TrainedAs, env_words
 
 MODEL_FILE = "xuance_model.pth"
 
@@ -21,3 +21,13 @@ class XuanCeCheckpointState(CheckpointState):
     environment: dict[str, Any] = field(default_factory=dict)
     agents: list[str] = field(default_factory=list)
     config: dict[str, Any] = field(default_factory=dict)  # the MOSAIC config of the run that saved it
+
+
+def policies_in_words(agents: Sequence[str]) -> str:
+    """The agents a model has networks (or a shared one's inputs) for: its layout."""
+    return ", ".join(sorted(agents))
+
+
+def trained_as(state: XuanCeCheckpointState) -> TrainedAs:
+    """What a checkpoint trained, for the restore check (mosaic.workerkit.checkpoints.check_restore_matches)."""
+    return TrainedAs("xuance", state.algorithm, env_words(state.environment or {}), policies_in_words(state.agents))

@@ -265,8 +265,6 @@ class XuanCeConfig(RunConfig):
             # MPE's actions are discrete unless asked; an algorithm that acts only in boxes asks.
             env.env_kwargs = {**env.env_kwargs, "continuous_actions": True}
         config.algo_params = check_params(config)
-        if config.checkpoint.restore_from:
-            check_restore_from(config)
         check_gpus(config.resources.gpus, "torch", max_gpus=1)  # XuanCe's agent lives on one device
         return config
 
@@ -317,25 +315,25 @@ class XuanCeConfig(RunConfig):
         return out
 
 
-def check_restore_from(config: XuanCeConfig) -> None:
-    """A XuanCe checkpoint of the same algorithm and env id (before any run folder exists)."""
+def check_restore_from(config: XuanCeConfig, agents: Sequence[str]) -> None:
+    """A XuanCe checkpoint of the same algorithm, env id and agents (``agents``: the env's, as probed), before any
+    run folder exists (the validation hook, hooks.py)."""
+    from mosaic.workerkit.checkpoints import TrainedAs, env_words, read_for_restore
+    from xuance_worker.checkpoint import policies_in_words, trained_as
+
     path = config.checkpoint.restore_from
     field_name = "checkpoint.restore_from"
     allowed = "allowed: a checkpoint folder of a xuance run (<run folder>/checkpoints/<name>)"
     if not is_checkpoint(path):
         raise ConfigError(field_name, f"{path!r} is not a checkpoint (no {STATE_FILE} in it); {allowed}")
+    wanted = TrainedAs("xuance", config.algorithm, env_words(config.environment), policies_in_words(agents))
     try:
-        state = XuanCeCheckpointState.read(path, field_name, "the xuance worker")
+        _, state = read_for_restore(XuanCeCheckpointState, path, wanted, trained_as, field_name)
     except ConfigError as exc:
+        if "allowed: " in str(exc):
+            raise
         what = str(exc).removeprefix(f"{field_name}: ")
         raise ConfigError(field_name, f"{what}; {allowed}") from None
-    if state.algorithm != config.algorithm:
-        raise ConfigError(field_name, f"is a {state.algorithm} checkpoint; this run trains {config.algorithm}; "
-                                      f"allowed: a checkpoint of a {config.algorithm} run")
-    trained_on = state.environment.get("env_id")
-    if trained_on != config.environment.env_id:
-        raise ConfigError(field_name, f"was trained on {trained_on}; this run uses {config.environment.env_id}; "
-                                      f"allowed: a checkpoint of a run on {config.environment.env_id}")
     if not (Path(path) / state.model_file).is_file():
         raise ConfigError(field_name, f"has no XuanCe model file ({state.model_file}); allowed: a complete "
                                       "checkpoint of a xuance run")

@@ -13,7 +13,12 @@ def deep_validate(config: XuanCeConfig) -> dict[str, Any]:
     from xuance_worker.runtime import probe_env, quiet_xuance
 
     quiet_xuance()
-    return probe_env(config)
+    checked = probe_env(config)
+    if config.checkpoint.restore_from:
+        from xuance_worker.config import check_restore_from
+
+        check_restore_from(config, checked["agents"])
+    return checked
 
 
 def dry_run(config: XuanCeConfig, checked: Any) -> dict[str, Any]:

@@ -278,7 +278,7 @@ class XuanCeRuntime:
                                  lambda folder: self.agent.save_model(MODEL_FILE, model_path=str(folder)), periodic)
 
     def restore(self, path: str) -> XuanCeCheckpointState:
-        """Load a checkpoint that validation checked (same algorithm and env id: config.check_restore_from)."""
+        """Load a checkpoint that validation checked (same algorithm, env id and agents: config.check_restore_from)."""
         state = XuanCeCheckpointState.read(path, "checkpoint.restore_from", "the xuance worker")
         self.agent.load_model(str(Path(path) / state.model_file))
         self.agent.current_step = state.timesteps_total
