@@ -97,3 +97,28 @@ def test_a_run_with_no_policy_is_refused_in_the_words_of_eval(tmp_path):
     assert line.startswith("mosaic: error: RUN|CHECKPOINT: 'ttt-random' is a run of the random worker, which "
                            "cannot evaluate (it trains no policies)"), line
     assert not any((home / "trainer" / "runs" / "ttt-random" / "eval").iterdir())  # a run's own folder, empty
+
+
+# -- progress on a terminal ---------------------------------------------------------------------------------
+def test_eval_shows_its_episodes_on_a_terminal_and_nothing_elsewhere(ray_run):
+    """The worker's own evaluation draws the line (in the worker's process, whose stderr is the terminal);
+    piped, the same command draws none."""
+    from mosaic.testing.terminal import run_on_terminal
+
+    home, _run = ray_run
+    done = run_on_terminal(["eval", "ttt", "--opponent", "random", "--episodes", "6"], home, env=RAY_ENV)
+    assert done.returncode == 0, done.terminal[-2000:]
+    assert "\r\033[Keval ttt [####################] 6/6 episodes · " in done.terminal, done.terminal[-2000:]
+    assert " · ETA 0s" in done.terminal and "/s · ETA" in done.terminal
+    assert "6 episodes of classic/tictactoe_v3 against random" in done.stdout  # the results stay on stdout
+    piped = run_cli("eval", "ttt", "--episodes", "2", home=home, timeout=300, env=RAY_ENV)
+    assert piped.returncode == 0 and "episodes · " not in piped.stderr and "ETA" not in piped.stderr, piped.stderr
+
+
+def test_a_match_shows_its_episodes_on_a_terminal(ray_run):
+    from mosaic.testing.terminal import run_on_terminal
+
+    home, _run = ray_run
+    done = run_on_terminal(["eval", "ttt", "--opponent", HEURISTIC, "--episodes", "3"], home, env=RAY_ENV)
+    assert done.returncode == 0, done.terminal[-2000:]
+    assert f"eval ttt vs {HEURISTIC} [####################] 3/3 episodes · " in done.terminal, done.terminal

@@ -106,18 +106,29 @@ def where_moved(path: str, root: type | None) -> str:
 
 def has_path(cls: Any, path: str) -> bool:
     """Whether dataclass ``cls`` has the field at dotted ``path`` (a mapping field takes any key below it)."""
-    tp: Any = cls
-    for name in path.split("."):
-        tp = _unwrapped(tp)
-        if typing.get_origin(tp) in (dict, Mapping) or tp in (dict, Mapping):
-            return True
-        if not dataclasses.is_dataclass(tp):
-            return False
-        fields = {f.name for f in dataclasses.fields(tp) if f.init}
-        if name not in fields:
-            return False
-        tp = typing.get_type_hints(tp, include_extras=True)[name]
-    return True
+    fields, mappings = _field_paths(cls)
+    return path in fields or any(path.startswith(f"{m}.") for m in mappings)
+
+
+def _field_paths(cls: Any, prefix: str = "") -> tuple[set[str], set[str]]:
+    """Every field path of dataclass ``cls`` (sections' fields too), and those of its mapping fields."""
+    fields: set[str] = set()
+    mappings: set[str] = set()
+    tp = _unwrapped(cls)
+    if not dataclasses.is_dataclass(tp):
+        return fields, mappings
+    hints = typing.get_type_hints(tp, include_extras=True)
+    for f in dataclasses.fields(tp):
+        if not f.init:
+            continue
+        path, inner = f"{prefix}{f.name}", _unwrapped(hints[f.name])
+        fields.add(path)
+        if typing.get_origin(inner) in (dict, Mapping) or inner in (dict, Mapping):
+            mappings.add(path)
+        below = _field_paths(inner, f"{path}.")
+        fields |= below[0]
+        mappings |= below[1]
+    return fields, mappings
 
 
 def _unwrapped(tp: Any) -> Any:

@@ -5,7 +5,8 @@ model, or a scripted heuristic) cannot be loaded there, since no worker imports 
 it: both sides are served as players (:mod:`mosaic.workerkit.player`, each in its own worker's
 environment), the env is built raw in MOSAIC's process on what the run was trained on, and the episodes go
 through the same :func:`mosaic.workerkit.evaluation.play_episodes` (videos and FastLane included) and into
-the same results as every evaluation: the run's ``eval/<time>/`` folder and its manifest.
+the same results as every evaluation: the run's ``eval/<time>/`` folder and its manifest. On a terminal, a
+line shows the episodes played, their rate and the time left (mosaic.workerkit.progress_line).
 
 Seats: in a two-player game the run and the opponent swap seats every episode (episode ``i`` seeded
 ``seed + i``); in a game of more agents ``seats`` names the agents the run plays and the opponent plays the
@@ -20,6 +21,7 @@ from typing import Any, Mapping, Sequence
 from mosaic.errors import UserError
 from mosaic.host.match import Seating
 from mosaic.workerkit.player import PlayerProcess
+from mosaic.workerkit.progress_line import ProgressLine
 
 
 def seatings(agents: Sequence[str], run: PlayerProcess, opponent: PlayerProcess,
@@ -70,14 +72,16 @@ def evaluate(target: Path, opponent: str, episodes: int, seed: int = 0, seats: S
             try:
                 seated = seatings(list(env.possible_agents), run, other, seats)
                 played, frames = [], []
-                for i in range(episodes):  # every player reset with the episode's seed: a match repeats
-                    for player in (run, other):
-                        player.reset(seed + i)
-                    got, clips = play_episodes(env, [seated[i % len(seated)]], 1, seed=seed + i,
-                                               video_episodes=1 if i < video else 0, lane=lane)
-                    got[0].episode = i
-                    played += got
-                    frames += clips
+                with ProgressLine(f"eval {run.label} vs {other.label}", episodes, "episodes") as progress:
+                    for i in range(episodes):  # every player reset with the episode's seed: a match repeats
+                        for player in (run, other):
+                            player.reset(seed + i)
+                        got, clips = play_episodes(env, [seated[i % len(seated)]], 1, seed=seed + i,
+                                                   video_episodes=1 if i < video else 0, lane=lane)
+                        got[0].episode = i
+                        played += got
+                        frames += clips
+                        progress.advance()
             finally:
                 env.close()
                 if lane is not None:

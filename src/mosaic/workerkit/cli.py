@@ -333,9 +333,9 @@ def evaluate(program: WorkerProgram, args: argparse.Namespace) -> int:
         raise UserError(f"--episodes: must be >= 1, got {args.episodes}")
     if args.video < 0:
         raise UserError(f"--video: must be >= 0, got {args.video}")
-    from mosaic.workerkit.evaluation import opponent_given
+    from mosaic.workerkit.evaluation import evaluating
 
-    with opponent_given(args.opponent):  # the results record it, whichever worker plays them
+    with evaluating(args.evaluate, args.opponent):  # progress on a terminal; the results record the opponent
         return program.evaluate(EvaluateRequest(target=args.evaluate, episodes=args.episodes,
                                                 opponent=args.opponent, video=args.video, seed=args.seed,
                                                 json=args.json, fastlane=args.fastlane))

@@ -25,21 +25,43 @@ import numpy as np
 
 from mosaic.workerkit.contract import SINGLE_AGENT
 from mosaic.workerkit.episode_stats import winner
+from mosaic.workerkit.progress_line import ProgressLine
 
 RANDOM = "random"
 #: What ``--opponent`` named for the evaluation this process plays (the kit's ``--evaluate`` sets it), so that
 #: every worker's results record it.
 _OPPONENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("evaluation_opponent", default=None)
+#: Inside ``mosaic eval`` (the kit's ``--evaluate``): the label of the episodes' progress line on a terminal and
+#: the lines drawn; None elsewhere (a match's games, which their caller counts).
+_PROGRESS: contextvars.ContextVar[tuple[str, list[ProgressLine]] | None] = contextvars.ContextVar(
+    "evaluation_progress", default=None)
 
 
 @contextlib.contextmanager
-def opponent_given(opponent: str | None) -> Iterator[None]:
-    """Results made inside record ``opponent`` (what ``--opponent`` named) where they name none themselves."""
-    token = _OPPONENT.set(opponent)
+def evaluating(target: str, opponent: str | None) -> Iterator[None]:
+    """``mosaic eval TARGET``: episodes played inside draw their progress on a terminal, and results made inside
+    record ``opponent`` (what ``--opponent`` named) where they name none themselves."""
+    from pathlib import Path
+
+    lines: list[ProgressLine] = []
+    tokens = _OPPONENT.set(opponent), _PROGRESS.set((f"eval {Path(target).name}", lines))
     try:
         yield
     finally:
-        _OPPONENT.reset(token)
+        for line in lines:  # a line an error cut short ends before the error is said
+            line.close()
+        _OPPONENT.reset(tokens[0])
+        _PROGRESS.reset(tokens[1])
+
+
+def episode_progress(num_episodes: int) -> ProgressLine | None:
+    """The progress line of ``num_episodes`` episodes of ``mosaic eval`` (None outside it)."""
+    context = _PROGRESS.get()
+    if context is None:
+        return None
+    label, lines = context
+    lines.append(ProgressLine(label, num_episodes, "episodes"))
+    return lines[-1]
 
 
 class Actor(Protocol):
@@ -348,6 +370,7 @@ def play_episodes(env: Any, seatings: Sequence[Controller], num_episodes: int, s
     is_aec = hasattr(env, "agent_iter")
     episodes: list[EpisodeMetrics] = []
     videos: list[list[np.ndarray]] = []
+    progress = episode_progress(num_episodes)
     for i in range(num_episodes):
         record = i < video_episodes
         frames: list[np.ndarray] = []
@@ -362,6 +385,10 @@ def play_episodes(env: Any, seatings: Sequence[Controller], num_episodes: int, s
                                        players, winner(returns)))
         if record:
             videos.append(frames)
+        if progress is not None:
+            progress.advance()
+    if progress is not None:
+        progress.close()
     return episodes, videos
 
 
@@ -382,6 +409,7 @@ def play_single_agent(play: Callable[[int, "FrameSink | None"], tuple[float, int
     startup.resume()  # the policy and the env are built: the process is set up
     episodes: list[EpisodeMetrics] = []
     videos: list[list[np.ndarray]] = []
+    progress = episode_progress(num_episodes)
     for i in range(num_episodes):
         video: list | None = [] if i < video_episodes else None
         sink = FrameSink(video, lane, i) if video is not None or lane is not None else None
@@ -391,6 +419,10 @@ def play_single_agent(play: Callable[[int, "FrameSink | None"], tuple[float, int
                                        {agent: module}))
         if video is not None:
             videos.append(video)
+        if progress is not None:
+            progress.advance()
+    if progress is not None:
+        progress.close()
     return episodes, videos
 
 

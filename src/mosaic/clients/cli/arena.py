@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from mosaic.clients.cli.common import _table
 from mosaic.errors import UserError
+from mosaic.workerkit.progress_line import ProgressLine
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -19,25 +21,26 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.address and args.backend != "ray":
         raise UserError("--address: only with --backend ray (the cluster's head); allowed: --backend ray")
     tournaments = open_tournaments(specs)
-    report = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
     for tournament in tournaments:
         spec = tournament.spec
         done = len(tournament.games())
         total = sum(1 for _ in spec.schedule())
         print(f"tournament {tournament.name}: {tournament.root}; {done} of {total} games already played",
               file=sys.stderr)
-        if args.backend == "ray" or (args.parallel or 1) > 1:
-            from mosaic.arena import driver
+        with ProgressLine(f"arena {tournament.name}", total, "games", done=done) as progress:
+            report = _games_counted(progress, args.verbose)
+            if args.backend == "ray" or (args.parallel or 1) > 1:
+                from mosaic.arena import driver
 
-            played = 0
-            while True:  # an adaptive schedule: each step's games as shards, until it stops
-                played += driver.run(tournament, args.backend, report, parallel=args.parallel, address=args.address,
-                                     announce=lambda line: print(line, file=sys.stderr))
-                step = tournament.adapt(args.parallel or 1)
-                if step is None or step.done:
-                    break
-        else:  # one game after another in this process: no daemon needed
-            played = run(tournament, report)
+                played = 0
+                while True:  # an adaptive schedule: each step's games as shards, until it stops
+                    played += driver.run(tournament, args.backend, report, parallel=args.parallel,
+                                         address=args.address, announce=progress.say)
+                    step = tournament.adapt(args.parallel or 1)
+                    if step is None or step.done:
+                        break
+            else:  # one game after another in this process: no daemon needed
+                played = run(tournament, report)
         total = sum(1 for _ in spec.schedule())
         print(f"tournament {tournament.name}: played {played} game(s); {len(tournament.games())} of {total} done",
               file=sys.stderr)
@@ -47,6 +50,21 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(f"tournament {tournament.name}: {adaptive_line(decision)}", file=sys.stderr)
     print(f"next: mosaic arena report {specs[0].name}", file=sys.stderr)
     return 0
+
+
+#: How the arena reports a finished game (mosaic.arena.tournament.journal_to): ``PAIRING game N: ...``.
+_GAME_LINE = re.compile(r"\S+ game \d+: ")
+
+
+def _games_counted(progress: ProgressLine, verbose: bool) -> Callable[[str], None]:
+    """The arena's report of each game, counted on ``progress`` (a line on a terminal: games done of the
+    total, their rate, the time left); with ``verbose``, each line said too."""
+    def report(line: str) -> None:
+        if _GAME_LINE.match(line):
+            progress.advance()
+        if verbose:
+            progress.say(line)
+    return report
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 
 from mosaic.clients.cli.common import _table
 from mosaic.errors import UserError
+from mosaic.workerkit.progress_line import format_duration as _fmt_duration
 
 
 def _store() -> Any:
@@ -21,15 +22,6 @@ def _store() -> Any:
 
 def _say(line: str) -> None:
     print(line, file=sys.stderr)
-
-
-def _fmt_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    seconds = int(seconds)
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
 class GridProgress:
