@@ -19,11 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 
 #: The modules that name cell, attempt or shard states: the experiments package (the coordinator, its backends,
-#: the store, the study driver, the reports), the arena package and the cluster's cell launcher.
+#: the store, the study driver, the reports), the arena package, the cluster's cell launcher and the GUI's
+#: experiment grid.
 STATE_MODULES = sorted([
     *(SRC / "mosaic/experiments").rglob("*.py"),
     *(SRC / "mosaic/arena").rglob("*.py"),
     SRC / "mosaic/host/cell_launcher.py",
+    SRC / "mosaic/clients/gui/experiments_view.py",
 ])
 _OPTUNA_COUNTS = "counts of Optuna trials by their state (optuna.trial.TrialState), not of cells or runs"
 #: (module, string) pairs that use a state's word for something else, each with its reason.
@@ -37,6 +39,9 @@ STATE_WORD_ALLOWED: dict[tuple[str, str], str] = {
        for w in ("RUNNING", "running", "completed", "failed")},
     **{("mosaic/experiments/study/describe.py", w): _OPTUNA_COUNTS
        for w in ("RUNNING", "running", "completed", "failed")},
+    # the grid's count buckets (done, running, waiting, failed, cancelled): words shown, several states to one
+    **{("mosaic/clients/gui/experiments_view.py", w): "the grid's count buckets, not states"
+       for w in ("running", "failed", "cancelled")},
 }
 
 

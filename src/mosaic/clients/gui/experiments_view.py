@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
 from mosaic.errors import UserError
 from mosaic.experiments.coordinator import cell_states
 from mosaic.experiments.store import CellState, Experiment, ExperimentStore
+from mosaic.run_status import JOB_LEFT, JobState, RunState
 from mosaic.runs import RunDir, RunStore
 from mosaic.scoring import stats
 from mosaic.scoring.curves import RunCurves, increasing
@@ -53,14 +54,12 @@ CATCH_UP_MS = 50             # over several, this far apart, the event loop free
 CATCH_UP_REDRAW_S = 1.0      # while catching up, the curves are redrawn at most this often
 CURVE_POINTS = 50            # as the report: at most this many env-step values per curve
 X_KEY = "timesteps_total"
-#: The daemon's run states as an attempt's states (mosaic.experiments.backends does the same).
-DAEMON_STATES = {"QUEUED": "queued", "STARTING": "queued", "RUNNING": "running", "PAUSED": "running",
-                 "COMPLETED": "completed", "FAILED": "failed", "CANCELLED": "cancelled"}
 #: A cell's state -> which count it adds to.
-COUNTED = {"completed": "done", "running": "running", "pending": "waiting", "queued": "waiting",
-           "failed": "failed", "cancelled": "cancelled"}
+COUNTED = {JobState.COMPLETED: "done", JobState.RUNNING: "running", JobState.PENDING: "waiting",
+           JobState.QUEUED: "waiting", JobState.FAILED: "failed", JobState.CANCELLED: "cancelled"}
 COUNTS = ("done", "running", "waiting", "failed", "cancelled")
-STATE_COLOURS = {"completed": "#009E73", "failed": "#D55E00", "cancelled": "#7F7F7F", "running": "#0072B2"}
+STATE_COLOURS = {JobState.COMPLETED: "#009E73", JobState.FAILED: "#D55E00", JobState.CANCELLED: "#7F7F7F",
+                 JobState.RUNNING: "#0072B2"}
 
 
 @dataclass
@@ -432,10 +431,12 @@ class ExperimentsView(QWidget):
 
     def update_run(self, info: Any) -> None:
         """A run's state from the daemon (a ``RunInfo``): the cell whose attempt it is follows it at once."""
-        state = DAEMON_STATES.get(state_name(info.state))
-        if state is None:
+        run_state = RunState.from_manifest(state_name(info.state))
+        if run_state is None:
             return
-        cause = info.failure_reason if state == "failed" else info.state_reason if state == "cancelled" else ""
+        state = JobState.from_run(run_state)  # the one mapping, as the experiment backends use it
+        cause = (info.failure_reason if state == JobState.FAILED else info.state_reason
+                 if state == JobState.CANCELLED else "")
         if self.run_states.get(info.run_id) == (state, cause):
             return
         self.run_states[info.run_id] = (state, cause)
@@ -449,7 +450,8 @@ class ExperimentsView(QWidget):
         counts = {k: 0 for k in COUNTS}
         for state in states.values():
             counts[COUNTED[state]] += 1
-        retrying = sum(1 for c in self.cells.values() if states[c.cell_id] in ("pending", "queued") and c.failures)
+        retrying = sum(1 for c in self.cells.values() if states[c.cell_id] in (JobState.PENDING, JobState.QUEUED)
+                       and c.failures)
         for cell_id, state in states.items():
             row = self._rows.get(cell_id)
             if row is None:
@@ -458,7 +460,7 @@ class ExperimentsView(QWidget):
             last = cell.last
             causes = [a.cause for a in cell.attempts if a.cause]
             shown = state + (f" (retry {cell.failures} of {self.exp.plan.retries})"
-                             if state in ("pending", "queued", "running") and cell.failures else "")
+                             if state in JOB_LEFT and cell.failures else "")
             self._set(row, "state", shown, "\n".join(f"attempt {a.number} {a.run_id}: {a.state}"
                                                      + (f" ({a.cause})" if a.cause else "") for a in cell.attempts))
             self.table.item(row, COLUMNS.index("state")).setForeground(QColor(STATE_COLOURS.get(state, "#000000")))
@@ -503,7 +505,7 @@ class ExperimentsView(QWidget):
         for cell in self.exp.plan.cells:
             state = self.cells.get(cell.cell_id)
             last = state.last if state else None
-            if last is None or last.state not in ("running", "completed"):
+            if last is None or last.state not in (JobState.RUNNING, JobState.COMPLETED):
                 continue
             wanted.add(last.run_id)
             tail = self.tails.get(last.run_id)
@@ -523,7 +525,7 @@ class ExperimentsView(QWidget):
                     if new:
                         self.dirty.add((curve_group(cell), cell.env))
                         changed = True
-                    tail.finished = at_end and last.state == "completed"
+                    tail.finished = at_end and last.state == JobState.COMPLETED
             if tail.xs:
                 members.setdefault((curve_group(cell), cell.env), []).append(last.run_id)
         for run_id in set(self.tails) - wanted:  # a failed attempt's run, say: no longer drawn
