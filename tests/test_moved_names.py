@@ -113,9 +113,29 @@ def test_a_moved_name_is_said_where_this_worker_has_it(name, worker, said, homes
     assert line.startswith(f"{name}: unknown field; {said}"), line
 
 
+#: A library's own name among its options (algo_params) that a shared field sets: (worker, name, what is said).
+LIBRARY_OPTIONS = (
+    ("jumanji", "total_batch_size", "is not an option of Jumanji's a2c on tsp; Jumanji's total_batch_size is "
+                                    "num_envs here"),
+    ("tianshou", "step_per_epoch", "is not an option of Tianshou's dqn; Tianshou's step_per_epoch is "
+                                   "test_every_timesteps here"),
+    ("ray", "num_gpus", "is not an option of RLlib's PPO; RLlib's num_gpus is resources.gpus here"),
+    ("ray", "num_workers", "is not an option of RLlib's PPO; RLlib's num_workers is rllib.num_env_runners here"),
+)
+
+
+@pytest.mark.parametrize(("worker", "name", "said"), LIBRARY_OPTIONS)
+def test_a_librarys_name_among_its_options_is_said_where_it_is_set(worker, name, said, homes, tmp_path_factory):
+    line = refusal(home_for(worker, homes, tmp_path_factory), worker, f"algo_params.{name}", 8)
+    assert line.startswith(f"algo_params.{name}: {said}"), line
+    assert "did you mean" not in line, line
+
+
 def test_a_name_not_in_the_table_still_gets_the_closest_spelling(homes, tmp_path_factory):
     line = refusal(home_for("random", homes, tmp_path_factory), "random", "total_timestep", 100)
     assert line.startswith("total_timestep: unknown field (did you mean 'total_timesteps'?); allowed: "), line
+    line = refusal(home_for("ray", homes, tmp_path_factory), "ray", "algo_params.lrr", 0.1)
+    assert line.startswith("algo_params.lrr: is not an option of RLlib's PPO (did you mean 'lr'?)"), line
 
 
 def test_the_run_vocabulary_page_lists_every_row():

@@ -4,8 +4,9 @@ One table (:data:`MOVED`), read by :func:`mosaic.configkit.from_dict` for a key 
 the closest spelling (difflib), the refusal says where the name's meaning lives, e.g.
 ``lr: unknown field; RLlib's lr is learning_rate here; allowed: ...``. A row names the key as written (a dotted
 path from the config's top: ``resources.num_workers``) and the places its meaning may be, in order; the first one
-the config has, and its worker does not refuse (``FIELDS.refused``), is named. docs/worker-contract.md shows the
-table.
+the config has, and its worker does not refuse (``FIELDS.refused``), is named. The same names given among a
+library's own options (``algo_params``) are named so too (:func:`library_name`, read by
+mosaic.workerkit.options). docs/worker-contract.md shows the table.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ MOVED: tuple[Moved, ...] = (
     Moved("num_workers", "RLlib", (_ENV_RUNNERS, _ENVS)),
     Moved("num_envs_per_worker", "RLlib", (To("num_envs"),)),
     Moved("train_batch_size", "RLlib", (To("algo_params.train_batch_size_per_learner", when="rllib",
-                                          note="or batch_size: the minibatch where the algorithm has one"),
+                                          note="per learner; the shared batch_size sets it where the algorithm has no "
+                                               "minibatch"),
                                        To("batch_size", note=_SPLIT)), _NO_BATCH),
     Moved("num_gpus", "RLlib", (To("resources.gpus"),)),
     Moved("env-id", "CleanRL", (To("environment.env_id"),)),
@@ -102,6 +104,15 @@ def where_moved(path: str, root: type | None) -> str:
     if row is None:
         return ""
     return row.said(root)
+
+
+def library_name(key: str, owner: str) -> str:
+    """What the table says of ``key`` given among the library's own options of ``owner`` (``algo_params`` of
+    ``Jumanji's a2c on tsp``): a name of that library that a shared field sets; '' for any other."""
+    row = _BY_NAME.get(key)
+    if row is None or not row.source or not owner.startswith(f"{row.source}'s "):
+        return ""
+    return row.said(None)
 
 
 def has_path(cls: Any, path: str) -> bool:
