@@ -227,7 +227,7 @@ def test_a_cycle_the_resamples_do_not_confirm_is_said_to_be_undecided():
     """A planted cycle at 0.6 with 12 games a pairing shows in the point estimate but not in every resample:
     the report's "What the data cannot tell" says so, with its share; a firm one (0.9, 40 games) is not
     listed there."""
-    from mosaic.arena.report import _population_markdown
+    from mosaic.arena.report import population_markdown
 
     def games(p, n, seed):
         rng = np.random.default_rng(seed)
@@ -241,11 +241,32 @@ def test_a_cycle_the_resamples_do_not_confirm_is_said_to_be_undecided():
     (cycle,) = weak.boot.cycles.cycles
     share = weak.boot.cycle_share[cycle]
     assert share < 0.95
-    text = "\n".join(_population_markdown(weak, 0.95))
+    text = "\n".join(population_markdown(weak, 0.95))
     told = text[text.index("What the data cannot tell"):]
     assert f"A cycle of the point estimate in fewer than 95% of resamples: {' > '.join([*cycle, cycle[0]])} " \
         f"({share:.0%})" in told
     firm = compute_population(games(0.9, 40, 0), reps=300)
     assert firm.boot.cycle_share[firm.boot.cycles.cycles[0]] >= 0.95
-    firm_text = "\n".join(_population_markdown(firm, 0.95))
+    firm_text = "\n".join(population_markdown(firm, 0.95))
     assert "fewer than 95% of resamples" not in firm_text[firm_text.index("What the data cannot tell"):]
+
+
+def test_the_results_pages_population_is_what_the_arena_computes_from_its_games(tmp_path):
+    """docs/results.md's connect-four population (docs/results/c4_libraries/population.json) is recomputed from the
+    committed games.csv by scripts/population_from_games.py, the arena's own functions: the page's numbers are
+    not typed in."""
+    import subprocess
+    import sys
+
+    from cli_support import REPO
+
+    folder = REPO / "docs" / "results" / "c4_libraries"
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "population_from_games.py"),
+                           str(folder / "games.csv"), str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads((tmp_path / "population.json").read_text()) == json.loads(
+        (folder / "population.json").read_text()), "population.json differs from what its games give"
+    assert (tmp_path / "population.md").read_text() == (folder / "population.md").read_text()
+    mine = json.loads((folder / "population.json").read_text())["players"]
+    assert mine["heuristic"]["nash_weight"]["point"] == pytest.approx(1.0)
+    assert mine["random"]["nash_rating"]["point"] > mine["ray-ppo"]["nash_rating"]["point"]  # what the page says

@@ -93,7 +93,7 @@ def write_report(tournament: Tournament, out: Path | None = None,
     with staged_folder(out, replace=True, suffix=".tmp") as staging:
         (staging / "report.md").write_text(_markdown(tournament, standings)
                                            + ("\n" + "\n".join(_adaptive_markdown(adaptive)) if adaptive else "")
-                                           + ("\n" + "\n".join(_population_markdown(population, standings.confidence))
+                                           + ("\n" + "\n".join(population_markdown(population, standings.confidence))
                                               if population is not None else ""), encoding="utf-8")
         (staging / "ratings.csv").write_text(_ratings_csv(standings))
         (staging / "games.csv").write_text(_games_csv(tournament))
@@ -286,7 +286,7 @@ def _cycle_text(cycle: tuple[str, ...]) -> str:
     return " > ".join([*cycle, cycle[0]])
 
 
-def _population_markdown(population: Population, confidence: float, heading: str = "##",
+def population_markdown(population: Population, confidence: float, heading: str = "##",
                          pooled_note: str = "") -> list[str]:
     """The report's section on Nash averaging, alpha-Rank and cycles (or why there is none)."""
     lines = [f"{heading} Population: Nash averaging, alpha-Rank, cycles", ""]
@@ -403,7 +403,7 @@ def _pooled_section(pooled: Population, staging: Path, tournaments: list[Tournam
         save_figure(population_figure(pooled), staging / "population.png")
         save_figure(beats_figure(pooled), staging / "beats.png")
         note += " Files: population.json, population.png, beats.png."
-    return ["## All games pooled", "", *_population_markdown(pooled, float(confidence), "###", note)]
+    return ["## All games pooled", "", *population_markdown(pooled, float(confidence), "###", note)]
 
 
 def save_figure(fig: Any, path: Path) -> None:
