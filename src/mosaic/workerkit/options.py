@@ -277,14 +277,17 @@ def _shown(default: Any) -> str:
 def unknown_option(field: str, key: Any, names: Sequence[str], owner: str, hint: str | None = None) -> ConfigError:
     """The refusal of a key no option of ``owner`` (``RLlib's PPO``) has; ``names`` the allowed ones, in the order
     they are listed. Said with it: where the library's name is in the run vocabulary, for a name a shared field
-    sets (mosaic.moved_names: Jumanji's ``total_batch_size`` is ``num_envs``), else ``hint``, the worker's own
-    suggestion (a renamed option), else the closest name."""
+    sets (mosaic.moved_names: Jumanji's ``total_batch_size`` is ``num_envs``), unless ``hint``, the worker's own
+    suggestion for this algorithm (a renamed or split-up option: RLlib's ``lr`` is SAC's ``actor_lr``, ...),
+    says more; else the closest name."""
     from mosaic.moved_names import library_name
 
     moved = library_name(str(key), owner)
-    if moved:
+    if hint:
+        pass
+    elif moved:
         hint = f"; {moved}"
-    elif hint is None:
+    else:
         close = difflib.get_close_matches(str(key), list(names), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
     return ConfigError(f"{field}.{key}", f"is not an option of {owner}{hint}; allowed: {', '.join(names)}")

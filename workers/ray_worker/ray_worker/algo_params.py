@@ -25,7 +25,6 @@ dependencies installed.
 from __future__ import annotations
 
 import copy
-import difflib
 import json
 from typing import Any, Mapping
 
@@ -494,14 +493,15 @@ _RENAMED = {"num_sgd_iter": "num_epochs", "sgd_minibatch_size": "minibatch_size"
 
 
 def _suggest(key: str, props: Mapping[str, Any]) -> str:
-    """The names a misspelt, renamed or split-up RLlib setting goes by here.
+    """The names a renamed or split-up RLlib setting goes by here ('' for any other: the kit then says where a
+    name a shared field sets is, else the closest spelling).
 
     Split-ups: RLlib's ``lr`` is ``actor_lr``/``critic_lr``/``alpha_lr`` for SAC,
     and its ``epsilon`` schedule is ``epsilon_initial``/``_final``/``_decay_timesteps``.
     """
     parts = [name for name in props if key and (name.endswith(f"_{key}") or name.startswith(f"{key}_"))]
     if not parts:
-        parts = [_RENAMED[key]] if _RENAMED.get(key) in props else difflib.get_close_matches(key, list(props), n=1)
+        parts = [_RENAMED[key]] if _RENAMED.get(key) in props else []
     if not parts:
         return ""
     return f" (did you mean {parts[0]!r}?)" if len(parts) == 1 else \
