@@ -1,5 +1,5 @@
 """A name a user brings from a library or the design documents is refused pointing at the field that carries its
-meaning in MOSAIC's run vocabulary (mosaic.moved_names), not at the closest spelling: ``env_id`` at the top is
+meaning in MOSAIC's run vocabulary (mosaic.configkit.moved_names), not at the closest spelling: ``env_id`` at the top is
 ``environment.env_id`` (not ``run_id``), ``report_every_timesteps`` is ``reporting.every_timesteps`` (not
 Tianshou's ``test_every_timesteps``), Jumanji's ``total_batch_size`` is ``num_envs`` (not ``batch_size``, which
 the Jumanji worker refuses). Each row of the table through ``mosaic run CONFIG --dry-run`` (the real command
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mosaic.moved_names import MOVED
+from mosaic.configkit.moved_names import MOVED
 from mosaic.testing import worker_env_for_tests
 from mosaic.testing.worker_homes import WorkerHome
 

@@ -277,10 +277,10 @@ def _shown(default: Any) -> str:
 def unknown_option(field: str, key: Any, names: Sequence[str], owner: str, hint: str | None = None) -> ConfigError:
     """The refusal of a key no option of ``owner`` (``RLlib's PPO``) has; ``names`` the allowed ones, in the order
     they are listed. Said with it: where the library's name is in the run vocabulary, for a name a shared field
-    sets (mosaic.moved_names: Jumanji's ``total_batch_size`` is ``num_envs``), unless ``hint``, the worker's own
+    sets (mosaic.configkit.moved_names: Jumanji's ``total_batch_size`` is ``num_envs``), unless ``hint``, the worker's own
     suggestion for this algorithm (a renamed or split-up option: RLlib's ``lr`` is SAC's ``actor_lr``, ...),
     says more; else the closest name."""
-    from mosaic.moved_names import library_name
+    from mosaic.configkit.moved_names import library_name
 
     moved = library_name(str(key), owner)
     if hint:

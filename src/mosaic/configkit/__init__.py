@@ -18,7 +18,7 @@ import typing
 from typing import Any, Mapping, TypeVar, Union
 
 from mosaic.errors import ConfigError, one_of
-from mosaic.moved_names import where_moved
+from mosaic.configkit.moved_names import where_moved
 
 T = TypeVar("T")
 _MISSING = dataclasses.MISSING
@@ -235,7 +235,7 @@ def _given_or_default(f: dataclasses.Field, data: Mapping[str, Any], tp: Any, pa
 
 def from_dict(cls: type[T], data: Any, path: str = "") -> T:
     """Build dataclass ``cls`` from ``data``, validating every field. An unknown key's error says where its name
-    moved, for a name users bring from a library (mosaic.moved_names: ``lr`` is ``learning_rate``), else the
+    moved, for a name users bring from a library (mosaic.configkit.moved_names: ``lr`` is ``learning_rate``), else the
     closest field, then lists ``cls``'s fields and, where ``cls`` has one, its ``UNKNOWN_FIELD_NOTE`` in
     parentheses (a class attribute: where the keys it does not take belong, e.g. ``"seed is the tournament's"``)."""
     where = path or "config"
@@ -252,7 +252,7 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
 
 def _unknown_field(cls: type, fields: Mapping[str, Any], key: Any, prefix: str) -> ConfigError:
     """The refusal of ``key``, which ``cls`` does not take: where the name moved (the moved-names table,
-    mosaic.moved_names), else the closest field (difflib); then the fields allowed and ``cls``'s note."""
+    mosaic.configkit.moved_names), else the closest field (difflib); then the fields allowed and ``cls``'s note."""
     moved = where_moved(f"{prefix}{key}", _ROOT.get())
     if moved:
         hint = f"; {moved}"
