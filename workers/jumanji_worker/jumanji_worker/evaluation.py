@@ -19,7 +19,8 @@ import time
 from typing import Any
 
 from mosaic.errors import UserError
-from mosaic.workerkit.evaluation import EpisodeMetrics, EvaluationResults, eval_lane, print_results, save_results
+from mosaic.workerkit.evaluation import (EpisodeMetrics, EvaluationResults, episode_progress, eval_lane, print_results,
+                                         save_results)
 
 from jumanji_worker.telemetry import AGENT, MODULE, env_measures
 
@@ -97,8 +98,13 @@ def evaluate(request: Any) -> int:
     stochastic = config.algorithm == "random"
     evaluator = Evaluator(eval_env=env, agent=agent, total_batch_size=1, stochastic=stochastic)
     seeds = [request.seed + i for i in range(request.episodes)]
+    progress = episode_progress(len(seeds))  # one batched call plays them all: 0 of N, then N of N
+    if progress is not None:
+        progress.draw()
     start = time.perf_counter()
     played = play_all(evaluator, params, seeds)
+    if progress is not None:
+        progress.advance(len(seeds))
     each = (time.perf_counter() - start) / len(seeds)
     player = "random" if stochastic else MODULE
     episodes = []

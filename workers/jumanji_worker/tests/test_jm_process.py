@@ -113,3 +113,14 @@ def test_a_run_never_imports_neptune_which_jumanji_imports_for_a_logger_mosaic_d
                        "print(is_deferred('neptune'), is_deferred('neptune.new'))\n"
                        "print(loggers.neptune.init_run.__module__, is_deferred('neptune.new'))\n")
     assert lines[:2] == ["True True", "neptune.new.internal.init.run False"], lines
+
+
+def test_eval_shows_its_episodes_on_a_terminal(module_home, random_epoch):
+    """`mosaic eval` of a Jumanji checkpoint draws its episodes' progress on a terminal, as every worker's eval
+    does; one batched call plays them all, so the line goes from none to all of them."""
+    from mosaic.testing.terminal import run_on_terminal
+
+    done = run_on_terminal(["eval", random_epoch["path"], "--episodes", "3"], module_home.root, env=QUICK_COMPILE)
+    assert done.returncode == 0, done.terminal[-3000:]
+    assert "[####################] 3/3 episodes · " in done.terminal, done.terminal[-2000:]
+    assert "3/3 episodes" not in done.stdout  # the results stay on stdout, the line on the terminal
