@@ -60,6 +60,18 @@ def test_the_workers_own_evaluation_records_the_opponent_and_its_seats(ray_run):
                                ({"player_1": "random", "player_2": "player_1"}, ["player_1"], 2)]
 
 
+def test_a_run_of_the_same_worker_is_recorded_as_the_opponent_in_its_seats(ray_run):
+    """Ray against a Ray run (played by the worker itself): the opponent's seat names the opponent as the
+    command line gave it to the worker (the run's folder), not the module id the two runs share."""
+    home, run = ray_run
+    done = run_cli("eval", "ttt", "--opponent", "ttt", "--episodes", "2", home=home, timeout=300, env=RAY_ENV)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "seats in 2 episodes: the opponent plays player_2; the run plays player_1" in done.stdout.splitlines()
+    entry, summary = _newest_evaluation(run)
+    assert entry["opponent"] == summary["opponent"] == str(run.resolve())
+    assert _seats(summary) == [({"player_1": "player_1", "player_2": str(run.resolve())}, ["player_2"], 2)]
+
+
 def test_a_match_records_the_opponent_and_its_seats(ray_run):
     home, run = ray_run
     done = run_cli("eval", "ttt", "--opponent", HEURISTIC, "--episodes", "3", "--json", home=home, timeout=300,

@@ -20,12 +20,14 @@ SRC = ROOT / "src"
 
 #: The modules that name cell, attempt or shard states: the experiments package (the coordinator, its backends,
 #: the store, the study driver, the reports), the arena package, the cluster's cell launcher and the GUI's
-#: experiment grid.
+#: experiment grid, runs table and study panel.
 STATE_MODULES = sorted([
     *(SRC / "mosaic/experiments").rglob("*.py"),
     *(SRC / "mosaic/arena").rglob("*.py"),
     SRC / "mosaic/host/cell_launcher.py",
     SRC / "mosaic/clients/gui/experiments_view.py",
+    SRC / "mosaic/clients/gui/runs_view.py",
+    SRC / "mosaic/clients/gui/study_panel.py",
 ])
 _OPTUNA_COUNTS = "counts of Optuna trials by their state (optuna.trial.TrialState), not of cells or runs"
 #: (module, string) pairs that use a state's word for something else, each with its reason.
@@ -38,6 +40,8 @@ STATE_WORD_ALLOWED: dict[tuple[str, str], str] = {
     **{("mosaic/experiments/report/study.py", w): _OPTUNA_COUNTS
        for w in ("RUNNING", "running", "completed", "failed")},
     **{("mosaic/experiments/study/describe.py", w): _OPTUNA_COUNTS
+       for w in ("RUNNING", "running", "completed", "failed")},
+    **{("mosaic/clients/gui/study_panel.py", w): _OPTUNA_COUNTS
        for w in ("RUNNING", "running", "completed", "failed")},
     # the grid's count buckets (done, running, waiting, failed, cancelled): words shown, several states to one
     **{("mosaic/clients/gui/experiments_view.py", w): "the grid's count buckets, not states"
@@ -115,8 +119,6 @@ def test_a_job_state_is_spelled_as_journals_store_it() -> None:
 #: RunDir's paths).
 RUN_FILE_NAME_ALLOWED: dict[tuple[str, str], str] = {
     ("mosaic.llm.backends", "config.json"): "a Hugging Face model folder's config.json, not a run folder's",
-    ("mosaic.clients.cli.runs", "config.json"): "the CLI's runs commands: their owner moves them to mosaic.runs",
-    ("mosaic.clients.cli.runs", "telemetry.jsonl"): "the CLI's runs commands: their owner moves them to mosaic.runs",
 }
 
 

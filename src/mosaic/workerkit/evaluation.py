@@ -78,6 +78,14 @@ class Controller(Protocol):
     def actor_for(self, agent: str) -> Actor | None: ...
 
 
+def player_name(actor: Actor | None) -> str:
+    """Who an actor is in the results: the opponent it was lent by (its ``player``: what ``--opponent`` named),
+    else its module id; ``random`` for no actor (a random legal move)."""
+    if actor is None:
+        return RANDOM
+    return getattr(actor, "player", None) or getattr(actor, "module_id", RANDOM)
+
+
 @dataclass
 class EpisodeMetrics:
     episode: int
@@ -85,7 +93,7 @@ class EpisodeMetrics:
     returns: dict[str, float]
     length: int
     duration_s: float
-    players: dict[str, str]  # agent -> who played it (module id or "random")
+    players: dict[str, str]  # agent -> who played it (module id, the opponent as --opponent named it, "random")
     winner: str | None = None  # 2-player games: the agent with the higher return; None = draw
     #: The env's own measures of the episode besides its return (a tour's length, a bin's
     #: volume utilisation, ...), by name; empty where the env has none.
@@ -377,7 +385,7 @@ def play_episodes(env: Any, seatings: Sequence[Controller], num_episodes: int, s
         start = time.perf_counter()
         sink = FrameSink(frames if record else None, lane, i)
         seating = seatings[i % len(seatings)]
-        players = {a: getattr(seating.actor_for(a), "module_id", RANDOM) for a in env.possible_agents}
+        players = {a: player_name(seating.actor_for(a)) for a in env.possible_agents}
         returns, length = (play_aec if is_aec else play_parallel)(
             env, seating, rng, seed + i, max_steps, sink if (record or lane is not None) else None,
             None if on_actions is None else (lambda actions, i=i: on_actions(i, actions)))

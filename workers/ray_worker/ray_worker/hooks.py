@@ -62,6 +62,7 @@ def evaluate(request: EvaluateRequest) -> int:
                 if agent not in other.actors:
                     raise UserError(f"--opponent: {request.opponent!r} has no policy for {agent!r}")
                 controller.actors[agent] = other.actors[agent]
+                controller.actors[agent].player = request.opponent  # the results name the opponent, not its module
     # Against a single opponent in a 2-player game, play both seats in turn.
     alternate = bool(request.opponent) and len(controller.actors) == 1
     results = run_evaluation(EvaluationConfig(controller=controller, num_episodes=request.episodes,

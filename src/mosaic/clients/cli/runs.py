@@ -18,7 +18,7 @@ from mosaic.host.launcher import create_run, run_in_foreground, start_checked, v
 from mosaic.workerkit.lifecycle import EXIT_CANCELLED, EXIT_FAILED
 from mosaic.clients.cli.progress import ProgressView
 from mosaic.run_status import RunState
-from mosaic.runs import RunDir, RunStore, new_run_id, validate_run_id
+from mosaic.runs import TELEMETRY_FILE, RunDir, RunStore, new_run_id, validate_run_id
 from mosaic.workerkit.telemetry import TERMINAL_TYPES
 from mosaic.workerkit.cli import load_config_data
 
@@ -126,7 +126,7 @@ def next_steps(run: RunDir, view: ProgressView, evaluates: bool = True) -> str:
     board = run.root / "tensorboard"
     if board.is_dir() and any(board.iterdir()):
         lines.append(f"  tensorboard --logdir {board}   learning curves")
-    lines.append(f"  mosaic logs {short}                   every telemetry event ({run.root / 'telemetry.jsonl'})")
+    lines.append(f"  mosaic logs {short}                   every telemetry event ({run.telemetry_path})")
     return "\n".join(lines)
 
 
@@ -318,7 +318,7 @@ def _check_opponent_seats(path: str) -> None:
     from mosaic.workerkit.run_fields import summarize
 
     for root in (Path(path), Path(path).parent.parent):
-        if (root / "config.json").is_file():
+        if RunDir(root).config_path.is_file():
             summary = summarize(_config_of(RunDir(root)))
             break
     else:
@@ -443,7 +443,7 @@ def add_parsers(sub: Any) -> None:
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("logs", help="print a run's telemetry",
-                       description="Print a run's telemetry events (telemetry.jsonl in its folder), one line each: "
+                       description=f"Print a run's telemetry events ({TELEMETRY_FILE} in its folder), one line each: "
                                    "time, sequence number, type and fields. --follow keeps printing until the run "
                                    "ends; --raw prints the JSON lines as stored. The worker's own output is in the "
                                    "run folder's logs/worker.log.",

@@ -19,12 +19,13 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
                                QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from mosaic.host.daemon.proto import mosaic_daemon_pb2 as pb
+from mosaic.run_status import RunState
 from mosaic.runs import RunDir
 from mosaic.workerkit.episode_stats import return_label
 
 COLUMNS = ("run", "state", "worker", "algorithm", "env", "progress", "env steps/s", "last return", "ETA")
 FIT_COLUMNS_EVERY_S = 1.0
-ACTIVE = {"QUEUED", "STARTING", "RUNNING", "PAUSED"}
+ACTIVE = {s.value for s in RunState if not s.terminal and s is not RunState.CREATED}  # the cancel button's
 
 
 def state_name(value: int) -> str:
@@ -62,9 +63,9 @@ def progress_of(info: pb.RunInfo, budget: int | None) -> dict[str, Any]:
                            "return_label": return_label(metrics, 2)}  # a zero-sum game: each agent's, not the sum
     if isinstance(done, (int, float)) and isinstance(total, (int, float)) and total > 0:
         out["fraction"] = min(1.0, done / total)
-        if isinstance(rate, (int, float)) and rate > 0 and state_name(info.state) == "RUNNING":
+        if isinstance(rate, (int, float)) and rate > 0 and state_name(info.state) == RunState.RUNNING:
             out["eta_s"] = max(0.0, (total - done) / rate)
-    if state_name(info.state) == "COMPLETED":
+    if state_name(info.state) == RunState.COMPLETED:
         out["fraction"] = 1.0
     return out
 
@@ -193,8 +194,8 @@ class RunsView(QWidget):
     def _update_buttons(self) -> None:
         run_id = self.selected()
         state = self.state_of(run_id) if run_id else None
-        self.buttons["pause"].setEnabled(state == "RUNNING")
-        self.buttons["resume"].setEnabled(state == "PAUSED")
+        self.buttons["pause"].setEnabled(state == RunState.RUNNING)
+        self.buttons["resume"].setEnabled(state == RunState.PAUSED)
         self.buttons["cancel"].setEnabled(state in ACTIVE)
         self.buttons["open"].setEnabled(run_id is not None)
         self.buttons["fork"].setEnabled(run_id is not None)
