@@ -165,6 +165,19 @@ def _normalised_text(text: str, base: Path) -> str:
     return re.sub(r'"duration_s": [0-9.e-]+', '"duration_s": <DURATION>', text)
 
 
+def _rounded(value):
+    """A JSON document with its floats to 8 significant digits: machines round a float's last digits
+    differently (their BLAS's order of sums; a fit's iterations), as the printed tables, which are the same
+    everywhere, show. A change of the scoring moves a number by far more."""
+    if isinstance(value, float):
+        return float(f"{value:.8g}")
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return value
+
+
 def _png(path: Path) -> str:
     from matplotlib import image
 
@@ -178,6 +191,9 @@ def fingerprint(folder: Path, base: Path) -> dict[str, str]:
         rel = path.relative_to(folder).as_posix()
         if path.suffix == ".png":
             out[rel] = _png(path)
+        elif path.suffix == ".json":  # its numbers to 8 significant digits (_rounded)
+            text = json.dumps(_rounded(json.loads(path.read_text(encoding="utf-8"))), indent=1)
+            out[rel] = hashlib.sha256(_normalised_text(text, base).encode()).hexdigest()
         else:
             out[rel] = hashlib.sha256(_normalised_text(path.read_text(encoding="utf-8"), base).encode()).hexdigest()
     return out
@@ -193,17 +209,20 @@ def fingerprints(base: Path) -> dict[str, str]:
 #: report.md and ratings.json again, and their population.png, beats.png and population.json added, when the
 #: report gained the population measures (Nash averaging, alpha-Rank, cycles; the Elo numbers unchanged).
 #: The experiments' aggregates.png and probability_of_improvement.png again when their width came to follow the
-#: longest configuration label (long labels had crushed the axes and collapsed the layout).
+#: longest configuration label (long labels had crushed the axes and collapsed the layout). The JSON files'
+#: again when their numbers came to be compared to 8 significant digits (_rounded): another machine gave
+#: ratings.json and population.json whose floats differed in their last digits only (about 1e-14 relative:
+#: the population page's JSON recomputed there), the printed reports being the same.
 FINGERPRINTS: dict[str, str] = {
     'experiment/aggregates.png': 'png (310, 1117, 4) f1dfdaeab2b96ff7d3a55909c5b5e9c89049bc096e41d54ce37b30aee38f4d69',
-    'experiment/marl_eval.json': '132027ea5cda56d9f2a7765ed0d237790f4583eb61ea5bdc3e5ea1f2d50a99b2',
+    'experiment/marl_eval.json': '79405350020040d65d7fcf0394817940289c9ff38dbac7300b126e0167b50089',
     'experiment/performance_profiles.png': 'png (360, 1000, 4) e415bb5536fd6a06d2ba080f7915b31ff7304a4edbb21d67cf9944770e6cb939',
     'experiment/probability_of_improvement.png': 'png (430, 777, 4) ff2600bb675c460120b85ef082af33124e9ebdcdb733742c2a53fc8a088136ef',
     'experiment/report.md': 'd449d305625ae6b87d8e7922d8df5ee5a1e78bbc3e076b890c1816f96ea33a00',
     'experiment/sample_efficiency.png': 'png (360, 1000, 4) bd3d686a41cbe8083f47906304eaa966fb3c8962d15a65cf37e604f20369380d',
     'experiment/scores.csv': '2ed811de81ceb0b54a68f5c1ed17de3bdf9e3d13309b1b82ae69ebcae9053d1c',
     'experiment-normalised/aggregates.png': 'png (310, 1437, 4) ad09083d94702e6a31f122158da073f992261917c4fbca380ec078ef2bea4881',
-    'experiment-normalised/marl_eval.json': '132027ea5cda56d9f2a7765ed0d237790f4583eb61ea5bdc3e5ea1f2d50a99b2',
+    'experiment-normalised/marl_eval.json': '79405350020040d65d7fcf0394817940289c9ff38dbac7300b126e0167b50089',
     'experiment-normalised/performance_profiles.png': 'png (360, 500, 4) 3671664125e334dc31823c0c88ca97a3fadf33e5794f1eabec37904db98eca89',
     'experiment-normalised/probability_of_improvement.png': 'png (430, 777, 4) ff2600bb675c460120b85ef082af33124e9ebdcdb733742c2a53fc8a088136ef',
     'experiment-normalised/report.md': '033518e249aca197af64bd89a63ad287e4dffb894a2241ed48fa9caee05b5167',
@@ -211,34 +230,34 @@ FINGERPRINTS: dict[str, str] = {
     'experiment-normalised/scores.csv': '2ed811de81ceb0b54a68f5c1ed17de3bdf9e3d13309b1b82ae69ebcae9053d1c',
     'tournament-round-robin/games.csv': 'e3fa3587c9cd1302efcda2a6f4ef8fd0d4d68dcabd67d1fd56965dd5f27c0bae',
     'tournament-round-robin/ratings.csv': '7d928c7d31a3d3bb3907ac7ac2519ee75bfd790da2b22a25e8305644e8751b89',
-    'tournament-round-robin/ratings.json': 'f9b40fb62f7d195775948686bc613fad5859d546d004b83f5c3f4b1445ee1223',
+    'tournament-round-robin/ratings.json': '4de4b6f87d2c63e3d4e5e8dccd31182381b633b263e39b7f133ba2f09219e16b',
     'tournament-round-robin/ratings.png': 'png (385, 1210, 4) 04b23e39009d6cafeef5f667739e8ea05c1ba3e825baa0e3b5b7424110c5b9d4',
     'tournament-round-robin/report.md': '41a6b02617cb1eed8b922cd9305cc8877ada8f7bf661784ca55df8159c711113',
     'tournament-gauntlet/games.csv': '8934ceeb093d7c9de2bb42746964134ac387d4d60705675f596ca71e0bc45a0b',
     'tournament-gauntlet/ratings.csv': 'fede5b3cc993e5f67bd4782eef06acf19a04c8853e19c6877a5d8f793df84bb9',
-    'tournament-gauntlet/ratings.json': '981319ca44c13fccaf0a1e211b770abf4d03987a91b0fcc470671725fb7f678f',
+    'tournament-gauntlet/ratings.json': '6ccdcaa84b25789e12cb865d42ab8b4aec5eb1d21b97b45f785d2a8c23a362b2',
     'tournament-gauntlet/ratings.png': 'png (330, 1210, 4) 717a9e1ee1262ec45787de1fbd4d48c8dc3b26fa56960363322236f95644b7fc',
     'tournament-gauntlet/report.md': 'c43639d5918c81de6b78c9acb9ae47bf3592f9c9d9e4bccfb292beb5958c333e',
     'tournament-teams/games.csv': '2b000e35f0452a208d30879d411f9ca75cbb33615dfcff57d7f73cdc89d331a6',
     'tournament-teams/ratings.csv': '99b80bf77d946ee25c56d34a3b6855c006685289ce2b5bd83fdf349c2e42bc10',
-    'tournament-teams/ratings.json': 'aa8b9adc91e12824f15b8ad6a986d0aeaa03208aa43619a541db1ca9dde5a39d',
+    'tournament-teams/ratings.json': '88303ba90e15f63d1ad9a810a15bb0fd70ab5dd1039c3d76d3176ca310dc83a0',
     'tournament-teams/ratings.png': 'png (330, 1210, 4) 00641c42a9fe4f212e33d75ea8968df5630b5602a1b2e495cd064e3195e2559f',
     'tournament-teams/report.md': '7f342c2f9396b8336c517d97b4dc035c4f63b43ceb9736a3e1b3d9b394393f3e',
     'tournament-league/c4/games.csv': '719382d90301b5aa1c9b56b28c0289d3afb1623d00d3ecb2551654507a70105b',
     'tournament-league/c4/ratings.csv': 'bb7b5cdebb3054d3d4812f1b21ba53ad2e2484be5d7d8f07e96124c574c2db29',
-    'tournament-league/c4/ratings.json': '7430b73898aed212c4222d4772c300951ab2a242df4939de183c6bc55c4312bc',
+    'tournament-league/c4/ratings.json': '790b7aeed069a6c4f4d40c3bc47936da18ac0c0672ba9390245e2c8d8839581f',
     'tournament-league/c4/ratings.png': 'png (330, 1210, 4) fe091911d48166d748975bff598b2ad000de8a9cf2b1390904325097dc53279c',
     'tournament-league/c4/report.md': '4f950f889f4c3b73a54ddfabdd1b1c797f8df673129c795c2d09524a40a3d7b3',
     'tournament-league/report.md': '7037ef5c2f53f3b789105c90ec07448091c7f5c489988168f7542b03c2e2d0c5',
     'tournament-league/ttt/games.csv': '7d831927cd694b172a6513ab6586d9b87e6c013902dcba95b87d081db5fcc987',
     'tournament-league/ttt/ratings.csv': '60e0ae1449bbf4417cc1985b31f7e89ea1326bdc4762fc62643926ab4a8f937e',
-    'tournament-league/ttt/ratings.json': '17ab350a19a15be64d9cff8118a0b2f1bf8a56d8ee4cdd5b1cf6c56b7419a6f8',
+    'tournament-league/ttt/ratings.json': '76f44ff690c875cd5f1d095f37a03a5f8717cb2ae4851ccb40eba0431bbb2f61',
     'tournament-league/ttt/ratings.png': 'png (330, 1210, 4) 5f551dcaf8bebc1c6c61d9e8935223734936c78ce1d4ea1c2c1d6c3a49587876',
     'tournament-league/ttt/report.md': '0ec805866254cd5ff0d3e5bd3c0750a900ff60ec5c55298c60509d8d4e92f373',
     'tournament-league/beats.png': 'png (715, 935, 4) 1b4db51cfc958dd961d21f0ac28b995c5d619196575755ace4a6ac3d42a81090',
     'tournament-league/c4/beats.png': 'png (715, 935, 4) 1b4db51cfc958dd961d21f0ac28b995c5d619196575755ace4a6ac3d42a81090',
     'tournament-league/c4/population.png': 'png (374, 1430, 4) fdae3bb25137d8092ba45b075fb7cebb447e8135896a668db223cd68c2fa507d',
-    'tournament-league/population.json': 'f79c3cebe6e479281c9dfb7d2845ae637891f329aaae1e388a66204e762716e7',
+    'tournament-league/population.json': '7610794b4ac01eda022902379c0035c445407a55a43b04da531d0fb40853d473',
     'tournament-league/population.png': 'png (374, 1430, 4) ab00fb7a96ec29c8acb2031027dd06126eea78957da6a1644d2a8dea203584d0',
     'tournament-league/ttt/beats.png': 'png (715, 935, 4) 1b4db51cfc958dd961d21f0ac28b995c5d619196575755ace4a6ac3d42a81090',
     'tournament-league/ttt/population.png': 'png (374, 1430, 4) 3c55b3c253eb641da2cc2cc15511af75c376288c359cec3d3c67c39ac480e50b',
