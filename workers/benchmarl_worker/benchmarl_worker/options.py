@@ -36,6 +36,9 @@ _FRACTIONS = ("gamma", "lmbda", "polyak_tau", "exploration_eps_init", "explorati
 _NOT_NEGATIVE = ("lr", "adam_eps", "clip_grad_val", "entropy_coef", "critic_coef", "off_policy_init_random_frames",
                  "alpha_init", "min_alpha", "max_alpha")
 BOUNDS = bounds_by_meaning(_ONE_OR_MORE, _FRACTIONS, _NOT_NEGATIVE)
+#: String options whose values are a closed set: the distances TorchRL's ``distance_loss`` computes.
+DISTANCES = ("l2", "l1", "smooth_l1")
+CHOICES = {"loss_critic_type": DISTANCES, "loss_function": DISTANCES}
 
 _JSON_TYPES = {"bool": "boolean", "int": "integer", "float": "number", "str": "string"}
 
@@ -101,7 +104,7 @@ def upstream(name: str, default: Any, annotation: str, owner: str) -> UpstreamOp
         default = float(default)
     param = UpstreamOption(name, default, "BenchMARL", f"{owner}.{name} ({annotation})", owner=owner, type=kind,
                            null=null)
-    return param.bounded(*BOUNDS.get(name, (None, None)))
+    return param.bounded(*BOUNDS.get(name, (None, None)), choices=CHOICES.get(name, ()))
 
 
 def _table(module: str, cls: str, yaml_path: str, owner: str) -> dict[str, UpstreamOption]:
