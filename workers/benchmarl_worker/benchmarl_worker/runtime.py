@@ -138,7 +138,7 @@ class BenchMARLRuntime:
         from mosaic.workerkit.lifecycle import RunCancelled
 
         rep, frames = self.reporter, exp.total_frames
-        rep.iteration_end(frames)
+        rep.reached(frames)  # a metrics event when reporting.every_timesteps passed (null: every iteration)
         self.ctx.progress.tick(exp.n_iters_performed)
         self.finished = exp.n_iters_performed >= exp.config.get_max_n_iters(exp.on_policy)
         if self.cadence.due(frames):

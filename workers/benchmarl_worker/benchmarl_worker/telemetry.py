@@ -81,14 +81,6 @@ class Reporter(IterationReporter):
             if hasattr(value, "float"):  # a tensor: one value per gradient step
                 self.learner[group][str(key)].append(float(value.float().mean()))
 
-    def iteration_end(self, timesteps: int) -> bool:
-        """A BenchMARL iteration ended at ``timesteps`` frames; True when it completed a MOSAIC iteration."""
-        self.timesteps = timesteps
-        if timesteps < self.next_report and timesteps < self.total:
-            return False
-        self.report()
-        return True
-
     # -- to MOSAIC -----------------------------------------------------------------------------
     def iteration_values(self) -> dict[str, Any]:
         return {"learner": {g: {k: sum(v) / len(v) for k, v in values.items()} for g, values in self.learner.items()}}
