@@ -79,6 +79,9 @@ def probe_task(config: BenchMARLConfig) -> dict[str, Any]:
         env = task.get_env_fun(num_envs=1, continuous_actions=continuous, seed=config.seed, device="cpu")()
     except (TypeError, ValueError, AssertionError) as exc:
         raise ConfigError("environment.env_kwargs", f"rejected by {config.environment.env_id}: {exc}") from None
+    except (ImportError, KeyError) as exc:  # a package the task needs is missing here (TorchRL says so by a KeyError)
+        raise ConfigError("environment.env_id", f"{config.environment.env_id} cannot be built in the worker's "
+                                                f"environment: {type(exc).__name__}: {exc}") from None
     try:
         groups = {group: list(agents) for group, agents in task.group_map(env).items()}
         max_steps = task.max_steps(env)
