@@ -1,14 +1,16 @@
 """The same bad ``algo_params`` get the same-shaped refusal from every training worker.
 
 Each training worker passes its library's own options through ``algo_params`` (RLlib's settings, XuanCe's
-yaml keys, a CleanRL script's flags, Tianshou's keyword arguments, Jumanji's yaml sections), every one typed
-and checked by the worker kit's one upstream option (``mosaic.workerkit.options``). A negative rate, a string
-for a count, a value outside an option's choices and an unknown key are refused by ``mosaic run --dry-run``
-(the real command line, the worker's own environment; nothing trains) with exit 2 and one line naming the
-field and the allowed values, worded the same way whichever worker refuses them.
+yaml keys, a CleanRL script's flags, Tianshou's keyword arguments, Jumanji's yaml sections, the fields of
+BenchMARL's config dataclasses), every one typed and checked by the worker kit's one upstream option
+(``mosaic.workerkit.options``). A negative rate, a string for a count, a value outside an option's choices and
+an unknown key are refused by ``mosaic run --dry-run`` (the real command line, the worker's own environment;
+nothing trains) with exit 2 and one line naming the field and the allowed values, worded the same way whichever
+worker refuses them.
 
-The choices: RLlib's and XuanCe's activations are closed sets of names; CleanRL's, Tianshou's and Jumanji's
-options hold no string with a closed set, so their choices are a boolean's (true or false).
+The choices: RLlib's and XuanCe's activations are closed sets of names, and so are BenchMARL's critic losses
+(TorchRL's distances); CleanRL's, Tianshou's and Jumanji's options hold no string with a closed set, so their
+choices are a boolean's (true or false).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ WORKERS = {
                  ("n_step_return_horizon", "an integer >= 1"), ("is_double", "true or false")),
     "jumanji": ("ppo", "Jumanji", ("learning_rate", "a number > 0"), ("update_epochs", "an integer >= 1"),
                 ("normalize_advantage", "true or false")),
+    "benchmarl": ("mappo", "BenchMARL", ("lr", "a number >= 0"), ("on_policy_n_minibatch_iters", "an integer >= 1"),
+                  ("loss_critic_type", "l2, l1, smooth_l1")),
 }
 CASES = ("negative rate", "string for a count", "outside the choices", "unknown key")
 

@@ -24,7 +24,7 @@ SKIP_MARK = "# docs: no-parse"
 README_MAX_LINES = 130
 MATRIX_CELL_MAX = 40
 MATRIX_HEADING = "## What each worker can do"
-WORKERS = ("ray", "xuance", "cleanrl", "tianshou", "jumanji", "balrog", "mosaic_llm", "random")
+WORKERS = ("ray", "xuance", "cleanrl", "tianshou", "jumanji", "benchmarl", "balrog", "mosaic_llm", "random")
 #: Placeholders in documented commands, and what stands in for them when parsing.
 PLACEHOLDERS = {"RUN_ID": "run-1", "RUN2": "run-2", "RUN": "run-1", "CONFIG.json": "config.json",
                 "NAME": "random", "WORKER": "random", "SPEC": "spec.yaml", "ALGO": "ppo"}

@@ -44,7 +44,8 @@ def test_examples_cover_the_documented_set():
             "cleanrl_ddpg_pendulum", "xuance_mappo_spread", "xuance_ippo_spread", "xuance_qmix_spread",
             "xuance_vdn_spread", "xuance_iql_spread", "xuance_maddpg_spread", "xuance_mappo_waterworld",
             "balrog_babyai", "tianshou_dqn_cartpole", "tianshou_ppo_cartpole", "tianshou_sac_pendulum",
-            "tianshou_cql_cartpole", "llm_tictactoe_vs_random", "llm_spread_message_round"} <= names
+            "tianshou_cql_cartpole", "llm_tictactoe_vs_random", "llm_spread_message_round",
+            "benchmarl_mappo_balance", "benchmarl_mappo_simple_spread", "benchmarl_qmix_navigation"} <= names
 
 
 #: The configuration examples of the specification (reference/worker-examples.rst), as written there,

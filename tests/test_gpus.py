@@ -86,7 +86,7 @@ def _honours_gpus(request, name: str) -> bool:
 def test_the_gpu_workers_honour_the_field_and_the_others_refuse_it(documents):
     """Where each worker stands: the libraries with a GPU path map the field onto their device."""
     honoured = {name for name, doc in documents.items() if "resources.gpus" in doc["shared_fields"]["honoured"]}
-    for name in ("cleanrl", "xuance", "tianshou", "jumanji", "ray"):
+    for name in ("cleanrl", "xuance", "tianshou", "jumanji", "ray", "benchmarl"):
         if name in documents:
             assert name in honoured, (name, documents[name]["shared_fields"]["refused"].get("resources.gpus"))
     for name in ("random", "mosaic_llm"):

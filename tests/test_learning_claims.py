@@ -44,6 +44,7 @@ EXPECTED = {
     "test_coma_learns_beyond_random_play_on_simple_spread",
     "test_mappo_learns_to_beat_random_play_at_tictactoe",
     "test_ppo_learns_on_tsp",
+    "test_mappo_learns_to_beat_random_play_on_vmas_balance",
 }
 
 

@@ -1,13 +1,13 @@
 """A library that steps its budget in whole units says so up front, and the run takes what it said.
 
 For each worker whose library rounds ``total_timesteps`` (XuanCe: vector steps of its envs; Tianshou: the
-warm-up, collects in vector steps, epochs; jumanji.training: epochs; RLlib's PPO and DQN: training iterations), a
-real tiny ``mosaic run`` with a budget that is not a whole number of them: ``--dry-run`` lists the warning and the
-env steps, the run logs the same warning as its first event after ``run_started``, and the steps it reports at the
-end are the steps the warning named (RLlib's APPO and IMPALA, whose iterations last a time, say they end past the
-budget by an amount not known in advance: the Ray worker's test_config checks the message). CleanRL's ppo, which
-rounds down, is tested in the CleanRL worker's tests (test_a_budget_ppo_rounds_is_said_up_front_and_counted_exactly);
-the random worker takes any budget exactly."""
+warm-up, collects in vector steps, epochs; jumanji.training: epochs; RLlib's PPO and DQN: training iterations;
+BenchMARL: whole collected batches), a real tiny ``mosaic run`` with a budget that is not a whole number of them:
+``--dry-run`` lists the warning and the env steps, the run logs the same warning as its first event after
+``run_started``, and the steps it reports at the end are the steps the warning named (RLlib's APPO and IMPALA,
+whose iterations last a time, say they end past the budget by an amount not known in advance: the Ray worker's
+test_config checks the message). CleanRL's ppo, which rounds down, is tested in the CleanRL worker's tests
+(test_a_budget_ppo_rounds_is_said_up_front_and_counted_exactly); the random worker takes any budget exactly."""
 
 from __future__ import annotations
 
@@ -35,6 +35,11 @@ CASES = {
     "ray": ({"algorithm": "ppo", "total_timesteps": 1200, "num_envs": 3, "rllib": {"num_env_runners": 0},
              "algo_params": {"train_batch_size_per_learner": 500, "minibatch_size": 250, "num_epochs": 1,
                              "fcnet_hiddens": [16]}}, 1503),
+    # collections of 100 frames (4 VMAS envs of 25 steps): 2
+    "benchmarl": ({"algorithm": "mappo", "total_timesteps": 150, "num_envs": 4, "batch_size": 50,
+                   "environment": {"family": "vmas", "env_id": "balance", "env_kwargs": {"max_steps": 25}},
+                   "algo_params": {"on_policy_collected_frames_per_batch": 100, "on_policy_n_minibatch_iters": 1}},
+                  200),
     # iterations of one fragment of n_step 3 in each of 4 envs: 12 env steps
     "ray-dqn": ({"algorithm": "dqn", "total_timesteps": 1001, "num_envs": 4, "rllib": {"num_env_runners": 0},
                  "algo_params": {"n_step": 3, "fcnet_hiddens": [16]}}, 1008),
@@ -61,7 +66,7 @@ def home(tmp_path_factory):
     from mosaic.testing.worker_homes import WorkerHome, worker_env_for_tests
 
     root = tmp_path_factory.mktemp("rounded") / "home"
-    for worker in ("xuance", "tianshou", "jumanji"):  # random and ray run in MOSAIC's own environment
+    for worker in ("xuance", "tianshou", "jumanji", "benchmarl"):  # random and ray run in MOSAIC's own environment
         WorkerHome.create(root, worker, worker_env_for_tests(worker, REPO, lambda: tmp_path_factory.mktemp(worker)))
     return root
 

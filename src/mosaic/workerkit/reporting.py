@@ -46,6 +46,15 @@ class IterationReporter:
         self.episodes += 1
         return event
 
+    def reached(self, timesteps: int) -> bool:
+        """The library's loop is at a safe point, ``timesteps`` env steps in: a ``metrics`` event when
+        ``report_every`` steps passed since the last one or the budget is reached; True when it reported."""
+        self.timesteps = timesteps
+        if timesteps < self.next_report and timesteps < self.total:
+            return False
+        self.report()
+        return True
+
     def pending(self) -> bool:
         """Something happened since the last report."""
         return bool(self.window) or self.timesteps > self._steps_at
