@@ -331,7 +331,8 @@ def test_a_killed_launcher_takes_the_whole_tree_of_its_worker_with_it(cluster, e
     os.kill(launcher, signal.SIGKILL)
     err = _finish(coordinator, out, 120)
     assert coordinator.returncode == 1, err[-3000:]  # the one cell failed, no retry left
-    wait_until(lambda: not [p for p in pids if is_running(p)], 10, "the worker's tree to go")
+    # the claim is that none is left, not how fast: on a loaded machine the tree took over 10 s to go
+    wait_until(lambda: not [p for p in pids if is_running(p)], 60, "the worker's tree to go")
     (row,) = _status(exp_home, "cluster-launcher")["cells"]
     assert row["state"] == "failed" and row["causes"][0].startswith("launcher lost"), row
 
