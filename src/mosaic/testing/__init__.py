@@ -11,6 +11,6 @@
 from __future__ import annotations
 
 from mosaic.testing.conformance import ConformanceError, ConformanceReport, check_event_stream, check_shared_flags, check_worker, fastlane_leaks  # noqa: F401
-from mosaic.testing.worker_homes import WorkerHome, run_events, worker_env_for_tests  # noqa: F401
+from mosaic.testing.worker_homes import WorkerHome, run_events, worker_env_for_tests, worker_fixtures  # noqa: F401
 from mosaic.testing.daemon import LocalDaemon, run_under_daemon, start_daemon  # noqa: F401
 from mosaic.testing.waiting import check_live_evaluation, check_pause_resume, wait_until  # noqa: F401

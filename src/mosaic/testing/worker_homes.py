@@ -7,7 +7,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 from mosaic.runs import RunDir
 
@@ -30,11 +30,20 @@ def worker_env_for_tests(name: str, checkout: Path, scratch: "Callable[[], Path]
 
 @dataclass
 class WorkerHome:
-    """A MOSAIC_HOME whose ``envs/<worker>`` is a built environment, and the real CLI on it."""
+    """A MOSAIC_HOME whose ``envs/<worker>`` is a built environment, and the real CLI on it.
+
+    A worker's tests subclass it with their tiny budgets (``TINY``: algorithm -> config fields) and the fields
+    every tiny run takes (``RUN_FIELDS``), and :meth:`run` runs one.
+    """
 
     root: Path
     env: Path
     worker: str
+
+    #: algorithm -> the config fields of its tiny run (the worker's tests set it)
+    TINY: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+    #: fields every tiny run has, before its algorithm's (a tiny run's own fields win)
+    RUN_FIELDS: ClassVar[Mapping[str, Any]] = {"seed": 1}
 
     @classmethod
     def create(cls, root: Path, worker: str, env: Path) -> "WorkerHome":
@@ -66,6 +75,14 @@ class WorkerHome:
         path = self.root / f"{name}.json"
         path.write_text(json.dumps({"worker": self.worker, **fields}))
         return path
+
+    def run(self, algorithm: str, *args: str, **fields: Any) -> tuple[subprocess.CompletedProcess, Path]:
+        """``mosaic run ARGS`` of ``algorithm``'s tiny budget (``TINY``) with ``fields`` over it; (process, run
+        folder). Each call writes a config file of its own."""
+        config = {"algorithm": algorithm, **self.RUN_FIELDS, **self.TINY[algorithm], **fields}
+        name = f"{algorithm}-{len(list(self.root.glob('*.json')))}"
+        proc = self.cli("run", str(self.config(name, **config)), *args)
+        return proc, self.runs()[-1]
 
     def check_refused(self, fields: Mapping[str, Any], field: str, words: str) -> str:
         """``mosaic run`` of a config with ``fields`` exits 2 with one line naming ``field`` (and saying
@@ -116,6 +133,40 @@ def play(env_ids):
         out[env_id] = sum(returns) / len(returns)
     return out
 """
+
+
+def worker_fixtures(worker: str, checkout: Path, home_class: type[WorkerHome] = WorkerHome,
+                    environ: Mapping[str, str] | None = None) -> tuple[Any, Any, Any]:
+    """The fixtures of a worker's tests, for its ``conftest.py`` to bind::
+
+        tianshou_env, home, module_home = worker_fixtures("tianshou", REPO, Home)
+
+    * ``<worker>_env`` (session): the worker's up-to-date environment (:func:`worker_env_for_tests`);
+    * ``home``: a ``home_class`` per test, with ``MOSAIC_HOME`` (and ``environ``) set for in-process calls too;
+    * ``module_home``: one ``home_class`` for a module's tests that share runs (``MOSAIC_HOME`` not set).
+    """
+    import pytest
+
+    env_name = f"{worker}_env"
+
+    @pytest.fixture(scope="session", name=env_name)
+    def env(tmp_path_factory) -> Path:
+        return worker_env_for_tests(worker, checkout, lambda: tmp_path_factory.mktemp(f"{worker}-env-home"))
+
+    @pytest.fixture(name="home")
+    def home(tmp_path, request, monkeypatch) -> WorkerHome:
+        made = home_class.create(tmp_path / "home", worker, request.getfixturevalue(env_name))
+        monkeypatch.setenv("MOSAIC_HOME", str(made.root))
+        for key, value in (environ or {}).items():
+            monkeypatch.setenv(key, value)
+        return made
+
+    @pytest.fixture(scope="module", name="module_home")
+    def module_home(tmp_path_factory, request) -> WorkerHome:
+        return home_class.create(tmp_path_factory.mktemp(f"{worker}-home") / "home", worker,
+                                 request.getfixturevalue(env_name))
+
+    return env, home, module_home
 
 
 def run_events(run: Path, kind: str | None = None) -> list[dict[str, Any]]:

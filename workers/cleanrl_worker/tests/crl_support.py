@@ -32,15 +32,10 @@ TINY: dict[str, dict[str, Any]] = {
 class Home(WorkerHome):
     """The cleanrl worker's test home (``mosaic.testing.WorkerHome``), with its tiny runs."""
 
-    def run(self, algorithm: str, **fields: Any) -> tuple[subprocess.CompletedProcess, Path]:
-        """``mosaic run`` a tiny budget of ``algorithm``; (process, run folder).
-
-        One torch thread, as the examples have it (and as :meth:`direct` runs the script):
-        with torch's default the tiny networks crawl on a busy machine (``mosaic.workerkit.threads``).
-        """
-        cfg = {"algorithm": algorithm, "seed": 1, "resources": {"threads": THREADS}, **TINY[algorithm], **fields}
-        proc = self.cli("run", str(self.config(f"{algorithm}-{len(list(self.root.glob('*.json')))}", **cfg)))
-        return proc, self.runs()[-1]
+    TINY = TINY
+    #: one torch thread, as the examples have it (and as :meth:`direct` runs the script): with torch's default the
+    #: tiny networks crawl on a busy machine (``mosaic.workerkit.threads``)
+    RUN_FIELDS = {"seed": 1, "resources": {"threads": THREADS}}
 
     def direct(self, module: str, argv: list[str], cwd: Path,
                pythonpath: list[str] | None = None) -> subprocess.CompletedProcess:

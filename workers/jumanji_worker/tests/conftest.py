@@ -7,17 +7,13 @@ The worker runs in an environment of its own (Jumanji 1.1.2 on jax 0.6.2), which
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
 from jm_support import REPO, Home
-from mosaic.testing import worker_env_for_tests
+from mosaic.testing import worker_fixtures
 
-
-@pytest.fixture(scope="session")
-def jumanji_env(tmp_path_factory) -> Path:
-    return worker_env_for_tests("jumanji", REPO, lambda: tmp_path_factory.mktemp("jumanji-env-home"))
+jumanji_env, home, module_home = worker_fixtures("jumanji", REPO, Home)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -40,16 +36,3 @@ def jax_compilation_cache(tmp_path_factory):
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
-
-
-@pytest.fixture
-def home(tmp_path, jumanji_env, monkeypatch) -> Home:
-    home = Home.create(tmp_path / "home", "jumanji", jumanji_env)
-    monkeypatch.setenv("MOSAIC_HOME", str(home.root))
-    return home
-
-
-@pytest.fixture(scope="module")
-def module_home(tmp_path_factory, jumanji_env) -> Home:
-    """One home for a module's tests that share runs (one trained TSP run read by several tests)."""
-    return Home.create(tmp_path_factory.mktemp("jm-home") / "home", "jumanji", jumanji_env)

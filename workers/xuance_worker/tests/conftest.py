@@ -1,4 +1,5 @@
-"""Fixtures for the XuanCe worker's tests: its real environment, a MOSAIC_HOME per test.
+"""Fixtures for the XuanCe worker's tests (``mosaic.testing.worker_fixtures``): its real environment, a
+MOSAIC_HOME per test, one per module for tests that share runs.
 
 XuanCe needs numpy<2, so the worker runs in an environment of its own, which
 ``scripts/bootstrap`` builds into the checkout's ``var/envs/xuance``.
@@ -6,21 +7,7 @@ XuanCe needs numpy<2, so the worker runs in an environment of its own, which
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
 from xc_support import REPO, Home
-from mosaic.testing import worker_env_for_tests
+from mosaic.testing import worker_fixtures
 
-
-@pytest.fixture(scope="session")
-def xuance_env(tmp_path_factory) -> Path:
-    return worker_env_for_tests("xuance", REPO, lambda: tmp_path_factory.mktemp("xuance-env-home"))
-
-
-@pytest.fixture
-def home(tmp_path, xuance_env, monkeypatch) -> Home:
-    home = Home.create(tmp_path / "home", "xuance", xuance_env)
-    monkeypatch.setenv("MOSAIC_HOME", str(home.root))
-    return home
+xuance_env, home, module_home = worker_fixtures("xuance", REPO, Home)
