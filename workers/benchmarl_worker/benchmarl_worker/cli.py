@@ -9,7 +9,8 @@ from benchmarl_worker.config import BenchMARLConfig
 from benchmarl_worker.hooks import deep_validate, dry_run, envs, params_schema
 
 PROGRAM = WorkerProgram(name="benchmarl", config_class=BenchMARLConfig, make_runtime=".runtime:BenchMARLRuntime",
-                        deep_validate=deep_validate, algo_params_schema=params_schema, envs=envs, dry_run=dry_run)
+                        deep_validate=deep_validate, algo_params_schema=params_schema, envs=envs, dry_run=dry_run,
+                        evaluate=".evaluation:evaluate", make_player=".player:BenchMARLPlayer.load")
 
 
 def main(argv: list[str] | None = None) -> int:

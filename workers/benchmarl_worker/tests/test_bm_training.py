@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -55,6 +57,52 @@ def test_every_algorithm_trains_reports_and_checkpoints(module_home, trained, al
     folder = Path(saved["path"])
     assert (folder / f"checkpoint_{2 * FRAMES}.pt").stat().st_size > 0 and (folder / "mosaic_state.json").exists()
     assert list((run / "benchmarl").glob("*/config.pkl")), "BenchMARL's own experiment folder"
+
+
+#: Run in the worker's environment: the worker's own ``--evaluate`` (its command line's main) of each run given, one
+#: interpreter for all of them (each a BenchMARL experiment rebuilt from the run's config and checkpoint).
+EVALUATE = r"""
+import sys
+from benchmarl_worker.cli import main
+for run in sys.argv[1:]:
+    assert main(["--evaluate", run, "--episodes", "2", "--seed", "3", "--json"]) == 0, run
+"""
+
+
+def _evaluation(run: Path) -> dict:
+    """The run's newest evaluation's summary.json."""
+    entry = json.loads((run / "analytics.json").read_text())["evaluations"][-1]
+    return json.loads((run / entry["path"] / "summary.json").read_text())
+
+
+@pytest.mark.slow
+def test_every_algorithms_checkpoint_plays_in_mosaic_eval(module_home, trained):
+    """Each algorithm's tiny run, its checkpoint played greedily by the kit on one VMAS env: two episodes of every
+    agent, seated by its group; `mosaic eval` plays the same episodes again and records a GIF; a VMAS run cannot
+    serve a player (a match builds PettingZoo envs only), refused naming why."""
+    runs = {algorithm: trained(algorithm) for algorithm in ALGORITHMS}
+    proc = subprocess.run([module_home.python, "-c", EVALUATE, *map(str, runs.values())], capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    played = {algorithm: _evaluation(run) for algorithm, run in runs.items()}
+    for algorithm, summary in played.items():
+        assert summary["num_episodes"] == 2 and summary["opponent"] is None, algorithm
+        assert summary["env"] == {"family": "vmas", "env_id": "balance", "env_kwargs": {"max_steps": 25},
+                                  "algorithm": algorithm, "groups": {"agents": AGENTS}}
+        assert summary["seats"] == [{"players": dict.fromkeys(AGENTS, "agents"), "opponent_agents": [],
+                                     "episodes": 2, "first_episode": 0}]
+        assert set(summary["per_agent_return"]) == set(AGENTS) and 1 <= summary["episode_length"]["max"] <= 25
+    proc = module_home.cli("eval", runs["mappo"].name, "--episodes", "2", "--seed", "3", "--video", "1", "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    again = json.loads(proc.stdout)
+    assert again["per_agent_return"] == played["mappo"]["per_agent_return"]  # greedy: the seeds repeat the episodes
+    (video,) = again["videos"]
+    assert Path(video).stat().st_size > 0
+    proc = subprocess.run([module_home.python, "-m", "benchmarl_worker.cli", "--player", str(runs["mappo"])],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert "trained on vmas/balance: a match builds its env in MOSAIC's process from PettingZoo's families" in \
+        proc.stderr
 
 
 @pytest.mark.slow
