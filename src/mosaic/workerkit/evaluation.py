@@ -400,6 +400,21 @@ def play_episodes(env: Any, seatings: Sequence[Controller], num_episodes: int, s
     return episodes, videos
 
 
+def play_requested(env: Any, seatings: Sequence[Controller], request: Any,
+                   checkpoint: Path) -> tuple[list[EpisodeMetrics], list[list[np.ndarray]]]:
+    """The episodes an ``--evaluate`` request (:class:`mosaic.workerkit.program.EvaluateRequest`) asks for, played
+    on ``env`` by :func:`play_episodes`: its number of episodes, first seed and videos, and with ``--fastlane`` the
+    frames streamed as ``checkpoint``'s run's ``eval`` stream (:func:`eval_lane`). ``env`` is closed after."""
+    lane = eval_lane(checkpoint) if request.fastlane else None
+    try:
+        return play_episodes(env, seatings, request.episodes, seed=request.seed, video_episodes=request.video,
+                             lane=lane)
+    finally:
+        env.close()
+        if lane is not None:
+            lane.close()
+
+
 def play_single_agent(play: Callable[[int, "FrameSink | None"], tuple[float, int]], num_episodes: int,
                       seed: int = 0, agent: str = SINGLE_AGENT, module: str = "policy", video_episodes: int = 0,
                       lane: Any = None) -> tuple[list[EpisodeMetrics], list[list[np.ndarray]]]:

@@ -101,6 +101,26 @@ def legal_random_action(rng: np.random.Generator, observation: Any, action_space
     return action_space.sample()
 
 
+def player_options(options: Mapping[str, Any] | None, allowed: Sequence[str], worker: str) -> dict[str, Any]:
+    """A worker's ``--player-options``: only the options it ``allowed``, or a :class:`UserError` naming the unknown
+    ones and the allowed."""
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise UserError(f"--player-options: {', '.join(map(repr, unknown))} not known to the {worker} worker's "
+                        f"player; allowed: {', '.join(allowed)}")
+    return options
+
+
+def deterministic_option(options: Mapping[str, Any]) -> bool:
+    """The ``deterministic`` player option: default true (the greedy actions ``mosaic eval`` plays); anything but a
+    boolean is a :class:`UserError`."""
+    deterministic = options.get("deterministic", True)
+    if not isinstance(deterministic, bool):
+        raise UserError(f"--player-options: deterministic: {deterministic!r} is not a boolean; allowed: true, false")
+    return deterministic
+
+
 @dataclass
 class RandomPlayer:
     """Random legal play (the action mask in the observation), seeded by each reset."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from mosaic.errors import UserError
-from mosaic.workerkit.evaluation import EvaluationResults, eval_lane, play_episodes, print_results, save_results
+from mosaic.workerkit.evaluation import EvaluationResults, play_requested, print_results, save_results
 
 
 class GroupActor:
@@ -63,14 +63,7 @@ def evaluate(request: Any) -> int:
     folder, state, config, policy = trained.load(request.target, "--evaluate")
     try:
         env = make_env(config, policy.continuous, "rgb_array" if request.video or request.fastlane else None)
-        lane = eval_lane(folder) if request.fastlane else None
-        try:
-            episodes, videos = play_episodes(env, [Seating(policy)], request.episodes, seed=request.seed,
-                                             video_episodes=request.video, lane=lane)
-        finally:
-            env.close()
-            if lane is not None:
-                lane.close()
+        episodes, videos = play_requested(env, [Seating(policy)], request, folder)
     finally:
         policy.experiment.close()
     results = EvaluationResults(episodes, {**config.environment.describe(), "algorithm": state.algorithm,

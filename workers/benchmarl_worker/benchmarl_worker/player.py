@@ -36,18 +36,11 @@ class BenchMARLPlayer:
     @classmethod
     def load(cls, target: str, options: Mapping[str, Any] | None = None) -> "BenchMARLPlayer":
         from mosaic.workerkit.checkpoints import resolve
+        from mosaic.workerkit.player import deterministic_option, player_options
 
         from benchmarl_worker.checkpoint import BenchMARLCheckpointState
 
-        options = dict(options or {})
-        unknown = sorted(set(options) - set(OPTIONS))
-        if unknown:
-            raise UserError(f"--player-options: {', '.join(map(repr, unknown))} not known to the benchmarl worker's "
-                            f"player; allowed: {', '.join(OPTIONS)}")
-        deterministic = options.get("deterministic", True)
-        if not isinstance(deterministic, bool):
-            raise UserError(f"--player-options: deterministic: {deterministic!r} is not a boolean; allowed: true, "
-                            "false")
+        deterministic = deterministic_option(player_options(options, OPTIONS, "benchmarl"))
         state = BenchMARLCheckpointState.read(target, "--player", "the benchmarl worker")
         folder = resolve(target, "--player", "the benchmarl worker")
         family = (state.environment or {}).get("family")

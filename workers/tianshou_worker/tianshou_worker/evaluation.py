@@ -81,7 +81,7 @@ def evaluate(request: Any) -> int:
 def evaluate_game(request: Any, folder: Any, state: Any, config: Any, algo: Any) -> int:
     """A classic game: the learner's seat plays its greedy masked policy, the other seat random legal moves;
     MOSAIC's shared player (``mosaic.workerkit.evaluation.play_episodes``) plays and scores them (win rates)."""
-    from mosaic.workerkit.evaluation import play_episodes
+    from mosaic.workerkit.evaluation import play_requested
 
     from tianshou_worker import classic
     from tianshou_worker.runtime import learner_of
@@ -90,14 +90,7 @@ def evaluate_game(request: Any, folder: Any, state: Any, config: Any, algo: Any)
     agents = list(env.possible_agents)
     seat = agents[classic.seat_index(agents, config.learner_seat)]
     seating = classic.Seating(classic.SeatActor(learner_of(config, algo).policy), seat)
-    lane = eval_lane(folder) if request.fastlane else None
-    try:
-        episodes, videos = play_episodes(env, [seating], request.episodes, request.seed,
-                                         video_episodes=request.video, lane=lane)
-    finally:
-        env.close()
-        if lane is not None:
-            lane.close()
+    episodes, videos = play_requested(env, [seating], request, folder)
     results = EvaluationResults(episodes, {"family": "classic", "env_id": config.resolved_env_id,
                                            "algorithm": state.algorithm, "learner_seat": seat}, str(folder))
     save_results(results, folder, None, videos)

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 from mosaic.workerkit.checkpoints import resolve
 from mosaic.errors import UserError
-from mosaic.workerkit.evaluation import print_results, EvaluationResults, eval_lane, play_episodes, save_results
+from mosaic.workerkit.evaluation import print_results, EvaluationResults, play_requested, save_results
 from xuance_worker.envs import ObservationCodec, has_action_mask, observation_part
 
 
@@ -154,14 +154,7 @@ def evaluate(request: Any) -> int:
             if config.environment.api_type == "AEC":  # a turn-based game: each mover asks the joint actor
                 sizes = {a: int(env.action_space(a).n) for a in env.possible_agents}
                 turns = {a: TurnActor(actor, a, sizes, masked) for a in env.possible_agents}
-            lane = eval_lane(folder) if request.fastlane else None
-            try:
-                episodes, videos = play_episodes(env, [Seating(actor, turns)], request.episodes, seed=request.seed,
-                                                 video_episodes=request.video, lane=lane)
-            finally:
-                env.close()
-                if lane is not None:
-                    lane.close()
+            episodes, videos = play_requested(env, [Seating(actor, turns)], request, folder)
         finally:
             agent.finish()
             envs.close()

@@ -68,17 +68,10 @@ class XuanCePlayer:
     @classmethod
     def load(cls, target: str, options: Mapping[str, Any] | None = None) -> "XuanCePlayer":
         from mosaic.workerkit.checkpoints import resolve
+        from mosaic.workerkit.player import deterministic_option, player_options
         from xuance_worker.runtime import XuanCeCheckpointState
 
-        options = dict(options or {})
-        unknown = sorted(set(options) - set(OPTIONS))
-        if unknown:
-            raise UserError(f"--player-options: {', '.join(map(repr, unknown))} not known to the xuance worker's "
-                            f"player; allowed: {', '.join(OPTIONS)}")
-        deterministic = options.get("deterministic", True)
-        if not isinstance(deterministic, bool):
-            raise UserError(f"--player-options: deterministic: {deterministic!r} is not a boolean; allowed: true, "
-                            "false")
+        deterministic = deterministic_option(player_options(options, OPTIONS, "xuance"))
         state = XuanCeCheckpointState.read(target, "--player", "the xuance worker")
         folder = resolve(target, "--player", "the xuance worker")
         algorithm = str(state.algorithm).lower()
