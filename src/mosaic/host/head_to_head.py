@@ -3,10 +3,11 @@
 A worker's own ``--evaluate`` plays its run's policies; an opponent from another library (or a language
 model, or a scripted heuristic) cannot be loaded there, since no worker imports another. So the core plays
 it: both sides are served as players (:mod:`mosaic.workerkit.player`, each in its own worker's
-environment), the env is built raw in MOSAIC's process on what the run was trained on, and the episodes go
-through the same :func:`mosaic.workerkit.evaluation.play_episodes` (videos and FastLane included) and into
-the same results as every evaluation: the run's ``eval/<time>/`` folder and its manifest. On a terminal, a
-line shows the episodes played, their rate and the time left (mosaic.workerkit.progress_line).
+environment; ``random`` in MOSAIC's own process, :class:`RandomSeats`), the env is built raw in MOSAIC's
+process on what the run was trained on, and the episodes go through the same
+:func:`mosaic.workerkit.evaluation.play_episodes` (videos and FastLane included) and into the same results as
+every evaluation: the run's ``eval/<time>/`` folder and its manifest. On a terminal, a line shows the episodes
+played, their rate and the time left (mosaic.workerkit.progress_line).
 
 Seats: in a two-player game the run and the opponent swap seats every episode (episode ``i`` seeded
 ``seed + i``); in a game of more agents ``seats`` names the agents the run plays and the opponent plays the
@@ -22,6 +23,33 @@ from mosaic.errors import UserError
 from mosaic.host.match import Seating
 from mosaic.workerkit.player import PlayerProcess
 from mosaic.workerkit.progress_line import ProgressLine
+
+
+class RandomSeats:
+    """``--opponent random``, played in the match's own process: every agent it sits at has no actor, so
+    :func:`mosaic.workerkit.evaluation.play_episodes` draws its move from the env's action space (a legal one where
+    the env masks its moves) with the episode's seed. Where the env masks its moves these are the draws MOSAIC's
+    random player (``python -m mosaic.workerkit.player random``) makes; where it does not (MPE), that process,
+    which sees observations but no action space, could not move at all."""
+
+    label = "random"
+    agents: list[str] = []
+    environment: dict[str, Any] = {}
+
+    def check_environment(self, *args: Any) -> None:
+        return None
+
+    def seat(self, agents: Sequence[str]) -> "RandomSeats":
+        return self
+
+    def actor_for(self, agent: str) -> None:
+        return None
+
+    def reset(self, seed: int) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
 
 
 def seatings(agents: Sequence[str], run: PlayerProcess, opponent: PlayerProcess,
@@ -58,7 +86,7 @@ def evaluate(target: Path, opponent: str, episodes: int, seed: int = 0, seats: S
         if not environment.get("family") or not environment.get("env_id"):
             raise UserError(f"--opponent: {run.label!r} names no environment it was trained on, so there is no "
                             "game to play it in")
-        other = open_player(opponent, opponent_options, home)
+        other = RandomSeats() if opponent == "random" else open_player(opponent, opponent_options, home)
         try:
             if other.label == run.label:
                 other.label = f"{other.label} (opponent)"

@@ -1,6 +1,6 @@
 """A BenchMARL run on a competitive PettingZoo task served as a player (``--player``): raw observations in, the actions
 BenchMARL's own policy takes on TorchRL's encoding of them out, one agent at a time; a match against it through
-``mosaic eval RUN --opponent ... --seats ...``; and ``mosaic eval`` of the run itself on PettingZoo's env."""
+``mosaic eval RUN --opponent RUN|random --seats ...``; and ``mosaic eval`` of the run itself on PettingZoo's env."""
 
 from __future__ import annotations
 
@@ -116,8 +116,16 @@ def test_mosaic_eval_plays_the_run_and_a_match_seats_it_against_an_opponent(tag)
         {k: PLAYED[k] for k in ("family", "env_id", "env_kwargs")}
     # the same greedy policies on the same seeds: the match plays the episodes the worker's own evaluation played
     assert match["per_agent_return"] == alone["per_agent_return"]
+    # against random moves (MPE masks none: drawn from the env's action spaces in MOSAIC's process)
+    proc = home.cli("eval", "tag", "--opponent", "random", "--seats", "agent_0", "--episodes", "2", "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    chased = json.loads(proc.stdout)
+    assert chased["seats"] == [{"players": {"adversary_0": "random", "adversary_1": "random", "agent_0": "tag"},
+                                "opponent_agents": ["adversary_0", "adversary_1"], "episodes": 2,
+                                "first_episode": 0}]
+    assert chased["episode_length"]["mean"] == 25 and chased["per_agent_return"] != match["per_agent_return"]
     evaluations = json.loads((run / "analytics.json").read_text())["evaluations"]
-    assert [e["opponent"] for e in evaluations] == [None, "tag"]
+    assert [e["opponent"] for e in evaluations] == [None, "tag", "random"]
 
 
 @pytest.mark.slow
