@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +25,6 @@ TINY: dict[str, dict[str, Any]] = {
 
 
 class Home(WorkerHome):
-    """The benchmarl worker's test home, with its tiny runs."""
+    """The benchmarl worker's test home, with its tiny runs (``WorkerHome.run``)."""
 
-    def run(self, algorithm: str, *args: str, **fields: Any) -> tuple[subprocess.CompletedProcess, Path]:
-        """``mosaic run`` a tiny budget of ``algorithm``; (process, run folder)."""
-        cfg = {"algorithm": algorithm, "seed": 1, **TINY[algorithm], **fields}
-        name = f"{algorithm}-{len(list(self.root.glob('*.json')))}"
-        proc = self.cli("run", str(self.config(name, **cfg)), *args)
-        return proc, self.runs()[-1]
+    TINY = TINY

@@ -1,4 +1,5 @@
-"""Fixtures for the BenchMARL worker's tests: its real environment, a MOSAIC_HOME per test.
+"""Fixtures for the BenchMARL worker's tests (``mosaic.testing.worker_fixtures``): its real environment, a
+MOSAIC_HOME per test, one per module for tests that share runs (each algorithm's tiny run, read by several tests).
 
 The worker runs in an environment of its own (BenchMARL 1.5.2, TorchRL 0.11, CPU torch), which
 ``scripts/bootstrap`` builds into the checkout's ``var/envs/benchmarl``.
@@ -6,27 +7,7 @@ The worker runs in an environment of its own (BenchMARL 1.5.2, TorchRL 0.11, CPU
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
 from bm_support import REPO, Home
-from mosaic.testing import worker_env_for_tests
+from mosaic.testing import worker_fixtures
 
-
-@pytest.fixture(scope="session")
-def benchmarl_env(tmp_path_factory) -> Path:
-    return worker_env_for_tests("benchmarl", REPO, lambda: tmp_path_factory.mktemp("benchmarl-env-home"))
-
-
-@pytest.fixture
-def home(tmp_path, benchmarl_env, monkeypatch) -> Home:
-    home = Home.create(tmp_path / "home", "benchmarl", benchmarl_env)
-    monkeypatch.setenv("MOSAIC_HOME", str(home.root))
-    return home
-
-
-@pytest.fixture(scope="module")
-def module_home(tmp_path_factory, benchmarl_env) -> Home:
-    """One home for a module's tests that share runs (each algorithm's tiny run, read by several tests)."""
-    return Home.create(tmp_path_factory.mktemp("bm-home") / "home", "benchmarl", benchmarl_env)
+benchmarl_env, home, module_home = worker_fixtures("benchmarl", REPO, Home)
