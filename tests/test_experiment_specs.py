@@ -119,7 +119,7 @@ def _libraries(spec: Path) -> list[str]:
 
 
 def _cross_library_specs() -> list[Path]:
-    return [p for p in SPECS if len(_libraries(p)) >= 2]
+    return [p for p in SPECS if len(_libraries(p)) >= 2 and read_spec(p).study is None]  # a study: below
 
 
 def _derived(parsed, name: str, worker: str) -> bool:
