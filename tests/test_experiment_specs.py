@@ -2,7 +2,7 @@
 cross-library one holds every setting it states once at the same value in both libraries.
 
 Planning is the real CLI (``mosaic experiment plan SPEC --json``) as a subprocess, against a home with the
-XuanCe worker's environment linked in (the Ray worker lives in MOSAIC's own). Each worker checks and
+XuanCe and BenchMARL workers' environments linked in (the Ray worker lives in MOSAIC's own). Each worker checks and
 normalises its cells there (``--validate-many``), so what is compared below is what the runs would be
 given, with the workers' defaults filled in. Nothing is run.
 """
@@ -24,21 +24,24 @@ SPEC_DIR = REPO / "examples" / "experiments"
 SPECS = sorted(p for p in SPEC_DIR.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
 EQUAL = SPEC_DIR / "spread_mappo_ippo_equal.yaml"
 SMOKE = SPEC_DIR / "spread_mappo_ippo_smoke.yaml"
-#: The libraries the cross-library specs compare, and each one's word for the same algorithm.
-LIBRARIES = ("ray", "xuance")
-SAME_ALGORITHM = {"mappo": {"ray": "SHARED_VALUE_FUNCTION", "xuance": "mappo"},
-                  "ippo": {"ray": "INDEPENDENT", "xuance": "ippo"}}
+EQUAL_300K = SPEC_DIR / "spread_mappo_ippo_equal_300k.yaml"
+#: The libraries the cross-library specs compare (each such spec at least two of them), and each one's word for
+#: the same algorithm.
+LIBRARIES = ("ray", "xuance", "benchmarl")
+SAME_ALGORITHM = {"mappo": {"ray": "SHARED_VALUE_FUNCTION", "xuance": "mappo", "benchmarl": "mappo"},
+                  "ippo": {"ray": "INDEPENDENT", "xuance": "ippo", "benchmarl": "ippo"}}
 
 
 @pytest.fixture(scope="module")
 def spec_home(tmp_path_factory):
-    """A home whose ``envs/xuance`` is an up-to-date XuanCe worker environment."""
+    """A home whose ``envs/xuance`` and ``envs/benchmarl`` are up-to-date worker environments."""
     from mosaic.testing import worker_env_for_tests
 
     home = tmp_path_factory.mktemp("experiment-specs") / "home"
     (home / "envs").mkdir(parents=True)
-    env = worker_env_for_tests("xuance", REPO, lambda: tmp_path_factory.mktemp("xuance-env"))
-    (home / "envs" / "xuance").symlink_to(env, target_is_directory=True)
+    for worker in ("xuance", "benchmarl"):
+        env = worker_env_for_tests(worker, REPO, lambda: tmp_path_factory.mktemp(f"{worker}-env"))
+        (home / "envs" / worker).symlink_to(env, target_is_directory=True)
     return home
 
 
@@ -110,44 +113,84 @@ def test_a_spec_that_continues_another_names_one_shipped_here_with_the_same_cell
             assert key == [(c.worker, c.configuration, c.env, c.seed) for c in earlier.cells()], spec.name
 
 
+def _libraries(spec: Path) -> list[str]:
+    workers = {c.worker for c in read_spec(spec).cells()} | set(read_spec(spec).axes.get("worker", []))
+    return [lib for lib in LIBRARIES if lib in workers]
+
+
 def _cross_library_specs() -> list[Path]:
-    return [p for p in SPECS if set(LIBRARIES) <= {c.worker for c in read_spec(p).cells()}]
+    return [p for p in SPECS if len(_libraries(p)) >= 2 and read_spec(p).study is None]  # a study: below
+
+
+def _derived(parsed, name: str, worker: str) -> bool:
+    entry = parsed.translate.get(name, {}).get(worker)
+    return isinstance(entry, dict) and bool(entry.get("derive"))
+
+
+def _minibatch(cell: dict[str, Any]) -> tuple[int, int, int]:
+    """(env steps per update, env steps per minibatch, minibatches per epoch) of a planned cell, from its
+    library's own fields. RLlib takes the size (rows per module, one module per agent), XuanCe the count (its
+    minibatch is buffer_size // n_minibatch env steps), BenchMARL the size (frames: an env step of all the
+    agents) and makes ceil(collected / size) gradient steps a pass."""
+    params = cell["config"]["algo_params"]
+    if cell["worker"] == "ray":
+        rollout, size = params["train_batch_size_per_learner"], params["minibatch_size"]
+        return rollout, size, rollout // size
+    if cell["worker"] == "xuance":
+        rollout, count = params["buffer_size"], params["n_minibatch"]
+        return rollout, rollout // count, count
+    rollout, size = params["on_policy_collected_frames_per_batch"], params["on_policy_minibatch_size"]
+    return rollout, size, -(-rollout // size)
 
 
 @pytest.mark.parametrize("spec", _cross_library_specs(), ids=lambda p: p.name)
-def test_each_setting_stated_once_holds_the_same_value_in_both_libraries(spec, plans):
-    parsed = read_spec(spec)
+def test_each_setting_stated_once_holds_the_same_value_in_every_library(spec, plans):
+    parsed, libraries = read_spec(spec), _libraries(spec)
     cells = _planned(plans, spec)["cells"]
     assert parsed.settings, "a cross-library spec states its settings once, under settings"
     for name, stated in parsed.settings.items():
         mapping = parsed.translate.get(name, {})
-        assert set(LIBRARIES) <= set(mapping), f"settings.{name}: not translated for each of {LIBRARIES}"
-        seen: dict[str, list[Any]] = {lib: [] for lib in LIBRARIES}
+        assert set(libraries) <= set(mapping), f"settings.{name}: not translated for each of {libraries}"
+        seen: dict[str, list[Any]] = {lib: [] for lib in libraries}
         for cell in cells:
             path = parsed.path_for(name, cell["worker"], cell["cell_id"])
             value = _at(cell["config"], path)
-            assert _holds(value, stated), (f"{cell['cell_id']} ({cell['worker']}): {name} is {value!r} at "
-                                           f"{path}, stated {stated!r}")
             seen.setdefault(cell["worker"], []).append(value)
-        assert all(seen[lib] for lib in LIBRARIES), f"{name}: no cell of some library: {seen}"
+            if _derived(parsed, name, cell["worker"]):
+                continue  # checked below, through the minibatch rule
+            expected = parsed.value_for(name, cell["worker"], stated)  # in the library's words
+            assert _holds(value, expected), (f"{cell['cell_id']} ({cell['worker']}): {name} is {value!r} at "
+                                             f"{path}, stated {stated!r}")
+        assert all(seen[lib] for lib in libraries), f"{name}: no cell of some library: {seen}"
 
-    # The minibatch: RLlib takes its size (rows per module, one module per agent), XuanCe the count
-    # (its minibatch is buffer_size // n_minibatch env steps, each one row per agent).
-    sizes = {c["config"]["algo_params"]["minibatch_size"] for c in cells if c["worker"] == "ray"}
-    counts = {c["config"]["algo_params"]["n_minibatch"] for c in cells if c["worker"] == "xuance"}
-    assert len(sizes) == 1 and len(counts) == 1, (sizes, counts)
-    (size,), (count,), rollout = sizes, counts, parsed.settings["rollout_env_steps"]
-    assert size * count == rollout, f"RLlib's minibatch of {size} x XuanCe's {count} minibatches != {rollout}"
+    # The minibatch: the same number of env steps in every library, and the rollout a whole number of them.
+    rollout, count = parsed.settings["rollout_env_steps"], parsed.settings.get("minibatches")  # older specs: in
+    shapes = {_minibatch(c) for c in cells}                                                      # each base
+    assert len(shapes) == 1, f"the libraries' minibatches differ: {shapes}"
+    ((in_rollout, size, minibatches),) = shapes
+    assert in_rollout == rollout and size * minibatches == rollout and count in (None, minibatches), shapes
+    # BenchMARL's passes: on_policy_n_minibatch_iters passes of ceil(rollout / size) minibatches, drawn without
+    # replacement (TorchRL's SamplerWithoutReplacement), see every env step `epochs` times.
+    epochs = parsed.settings["epochs"]
+    for cell in cells:
+        if cell["worker"] == "benchmarl":
+            params = cell["config"]["algo_params"]
+            _, size, count = _minibatch(cell)
+            assert params["on_policy_n_minibatch_iters"] * count * size == epochs * rollout, (cell["cell_id"],
+                                                                                               params)
 
-    # One actor per agent on both sides, so a minibatch row is one agent's step in both libraries.
+    # One actor per agent in every library, so a minibatch row is one agent's step in each.
     for cell in cells:
         config = cell["config"]
         if cell["worker"] == "ray":
             assert config["algorithm"] == "ppo" and config["ctde"]["actors"] == "per_agent"
-        else:
+        elif cell["worker"] == "xuance":
             assert config["algo_params"]["use_parameter_sharing"] is False
+        else:
+            assert config["algo_params"]["share_policy_params"] is False
+            assert config["algo_params"]["share_param_critic"] is False
 
-    # Each configuration runs on both libraries, with the same seeds.
+    # Each configuration runs on every library, with the same seeds.
     by_algorithm: dict[tuple[str, str], list[int]] = {}
     for cell in cells:
         algorithm = cell["settings"]["algorithm"]
@@ -155,7 +198,51 @@ def test_each_setting_stated_once_holds_the_same_value_in_both_libraries(spec, p
         assert own == SAME_ALGORITHM[algorithm][cell["worker"]], (cell["cell_id"], algorithm, own)
         by_algorithm.setdefault((algorithm, cell["worker"]), []).append(cell["seed"])
     for algorithm in SAME_ALGORITHM:
-        assert by_algorithm[(algorithm, "ray")] == by_algorithm[(algorithm, "xuance")], by_algorithm
+        assert len({tuple(by_algorithm[(algorithm, lib)]) for lib in libraries}) == 1, by_algorithm
+
+
+def test_the_300k_comparison_has_benchmarl_as_a_third_library_on_an_equal_budget(plans):
+    """30 cells, 10 a library; the budget a whole number of every library's updates (BenchMARL rounds up to whole
+    collections, so it would otherwise train more)."""
+    parsed = read_spec(EQUAL_300K)
+    cells = _planned(plans, EQUAL_300K)["cells"]
+    assert len(cells) == 30 and _libraries(EQUAL_300K) == list(LIBRARIES)
+    budgets = {c["worker"]: set() for c in cells}
+    for cell in cells:
+        budgets[cell["worker"]].add(cell["config"]["total_timesteps"])
+    assert budgets == {lib: {parsed.settings["total_timesteps"]} for lib in LIBRARIES}
+    assert parsed.settings["total_timesteps"] % parsed.settings["rollout_env_steps"] == 0
+
+
+def test_benchmarls_own_config_values_hold_the_300k_comparisons_settings(plans, spec_home, tmp_path):
+    """The worker's --dry-run (BenchMARL's ExperimentConfig, MappoConfig, TaskConfig and MlpConfig values as the
+    run builds them) of the spec's first BenchMARL cell: each setting under BenchMARL's own name."""
+    parsed = read_spec(EQUAL_300K)
+    cell = next(c for c in _planned(plans, EQUAL_300K)["cells"] if c["worker"] == "benchmarl")
+    path = tmp_path / "cell.json"
+    path.write_text(json.dumps({**cell["config"], "run_id": "dry"}))
+    proc = run_cli("run", str(path), "--dry-run", home=spec_home, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    dry = json.loads(proc.stdout)
+    experiment, algorithm, task = dry["experiment_config"], dry["algorithm_config"], dry["task_config"]
+    own = {**experiment, **algorithm}
+    settings = parsed.settings
+    assert task == {"task": "simple_spread_v3", **settings["env_kwargs"]} and dry["task"]["actions"] == "discrete"
+    assert dry["task"]["groups"] == {"agent": ["agent_0", "agent_1", "agent_2"]}
+    assert (experiment["max_n_frames"], experiment["on_policy_n_envs_per_worker"], experiment["lr"],
+            experiment["gamma"]) == (settings["total_timesteps"], settings["num_envs"], settings["learning_rate"],
+                                     settings["gamma"])
+    assert (own["on_policy_collected_frames_per_batch"], own["on_policy_n_minibatch_iters"],
+            own["on_policy_minibatch_size"]) == (settings["rollout_env_steps"], settings["epochs"],
+                                                 settings["rollout_env_steps"] // settings["minibatches"])
+    assert (own["lmbda"], own["clip_epsilon"], own["entropy_coef"], own["critic_coef"], own["clip_grad_val"]) == (
+        settings["gae_lambda"], settings["clip_range"], settings["entropy_coef"], settings["value_loss_coef"],
+        settings["grad_clip_norm"])
+    assert own["clip_grad_norm"] is True and own["loss_critic_type"] == "l2" and own["minibatch_advantage"] is False
+    assert own["share_policy_params"] is False and own["share_param_critic"] is False
+    mlp = {"num_cells": settings["hidden_layers"], "activation_class": "torch.nn.ReLU"}
+    assert settings["activation"] == "relu" and dry["model_config"] == dry["critic_model_config"] == mlp
+    assert dry["iterations"] * settings["rollout_env_steps"] == settings["total_timesteps"]  # no rounding up
 
 
 def test_the_smoke_spec_is_the_equal_spec_with_a_budget_of_one_update():
@@ -185,7 +272,7 @@ def test_a_study_gives_both_libraries_each_setting_and_each_sampled_value(spec, 
     parsed = read_spec(spec)
     plan = _planned(plans, spec)
     contenders = plan["study"]["contenders"]
-    assert {c["worker"] for c in contenders} == set(LIBRARIES)
+    assert {c["worker"] for c in contenders} == {"ray", "xuance"}
     for contender in contenders:
         point = contender["sample_point"]
         for name, stated in {**parsed.settings, **point}.items():

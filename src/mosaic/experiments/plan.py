@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mosaic.errors import UserError
-from mosaic.experiments.spec import Cell, ExperimentSpec
+from mosaic.experiments.spec import Cell, ExperimentSpec, env_label
 from mosaic.workerkit.run_fields import summarize
 
 
@@ -152,7 +152,8 @@ def _checked(cells: list[Cell], rounded: dict[str, dict[str, Any]] | None = None
                 problems.append(f"{cell_title(cells[i])}: {answer}")
                 continue
             config = {k: v for k, v in answer.items() if k != "run_id"}
-            env = summarize(config, worker=name).env_id or cells[i].env
+            named = cells[i].env != env_label(cells[i].config)  # the spec's own word for the env (env_word)
+            env = cells[i].env if named else summarize(config, worker=name).env_id or cells[i].env
             out[i] = replace(cells[i], config=config, env=env)
     if problems:
         shown = problems[:10] + ([f"... and {len(problems) - 10} more"] if len(problems) > 10 else [])

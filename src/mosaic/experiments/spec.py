@@ -213,7 +213,18 @@ class ExperimentSpec:
         config["seed"] = seed
         return Cell(cell_id, worker, seed, dict(chosen), config,
                     label({k: v for k, v in chosen.items() if not self.is_env_axis(k)}) or "default",
-                    env_label(config))
+                    self.env_word(named, worker) or env_label(config))
+
+    def env_word(self, named: Mapping[str, Any], worker: str) -> str | None:
+        """The spec's own word for a cell's env, where a translated name gives the worker's env id
+        (``environment.env_id``): one label for every library, whatever each calls the env (MPE's
+        simple_spread_v3 is BenchMARL's simple_spread), so that a report compares them on one env."""
+        for name, value in named.items():
+            entry = self.translate.get(name, {}).get(worker)
+            path = entry.get("path") if isinstance(entry, dict) else entry
+            if path == "environment.env_id" and isinstance(value, str):
+                return value
+        return None
 
     def baseline_cells(self, grid: list[Cell]) -> list[Cell]:
         """For every env whose random score is measured (``normalise``: ``random: measure``), one run of the

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Annotated, Any, ClassVar, Mapping, Sequence
 
 from mosaic import configkit
 from mosaic.configkit import option
@@ -77,6 +77,23 @@ class BenchMARLEnvironment(Environment):
 
 
 @dataclass
+class BenchMARLModel:
+    """BenchMARL's MLP (``benchmarl.models.MlpConfig``), by its own field names; null: the value of BenchMARL's
+    ``conf/model/layers/mlp.yaml`` (``MlpConfig.get_from_yaml()``), filled in when the config is validated."""
+
+    num_cells: list[Annotated[int, option(min=1, allowed="a layer width: an integer >= 1")]] | None = option(
+        None, help="MlpConfig.num_cells: the hidden layers' widths (null: BenchMARL's yaml)",
+        allowed="a list of layer widths (integers >= 1; [] for no hidden layer), or null")
+    activation_class: str | None = option(
+        None, help="MlpConfig.activation_class, as BenchMARL's yaml names it (torch.nn.Tanh) (null: BenchMARL's yaml)",
+        allowed="torch.nn.<an activation module that takes no required argument> (torch.nn.ReLU, torch.nn.Tanh, "
+                "torch.nn.ELU, ...; the installed torch's list), or null")
+
+    def values(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in options.MODEL_FIELDS}
+
+
+@dataclass
 class BenchMARLConfig(RunConfig):
     """A BenchMARL run: one algorithm on one task, BenchMARL's own defaults."""
 
@@ -133,6 +150,12 @@ class BenchMARLConfig(RunConfig):
                                   help="metrics (null: every BenchMARL iteration) and heartbeats")
     resources: Resources = option(merge=True, default_factory=lambda: Resources(threads=1),
                                   help="torch threads of the worker (default 1: mosaic/workerkit/threads.py), CPUs")
+    model: BenchMARLModel = option(default_factory=BenchMARLModel,
+                                   help="Experiment(model_config=...): the MLP of the actors (and of the critics "
+                                        "unless critic_model is given; the Q-networks of qmix, vdn, iql)")
+    critic_model: BenchMARLModel | None = option(
+        None, help="Experiment(critic_model_config=...): the critics' MLP; null = the model's (BenchMARL's own "
+                   "rule); a field left null takes the model's value")
 
     @classmethod
     def algorithms(cls) -> Sequence[str]:
@@ -157,6 +180,7 @@ class BenchMARLConfig(RunConfig):
         config.check_shared()
         check_task(config.environment)
         config.algo_params = check_params(config)
+        check_models(config)
         if config.total_timesteps is None:
             config.total_timesteps = int(options.experiment_options()["max_n_frames"].default)
         check_batches(config)
@@ -203,6 +227,11 @@ class BenchMARLConfig(RunConfig):
         return {**{n: p.default for n, p in options.task_options(env.family, env.env_id).items()},
                 **env.env_kwargs}
 
+    def model_values(self, critic: bool = False) -> dict[str, Any]:
+        """The fields of BenchMARL's ``MlpConfig`` of the actors (``critic``: of the critics), as its yaml writes
+        them; the other fields stay the yaml's (``MlpConfig.get_from_yaml()``)."""
+        return (self.critic_model if critic and self.critic_model is not None else self.model).values()
+
     def setting(self, name: str) -> Any:
         return self.experiment_values()[name]
 
@@ -246,6 +275,29 @@ def check_task(environment: BenchMARLEnvironment) -> None:
             raise unknown_option("environment.env_kwargs", key, [n for n in params if n not in OWNED_TASK],
                                  f"BenchMARL's {family}/{task} TaskConfig")
         environment.env_kwargs[key] = params[key].check(value, field_name)
+
+
+def check_models(config: BenchMARLConfig) -> None:
+    """``model`` with BenchMARL's yaml filled in where null, ``critic_model`` with the model's; an activation class
+    the installed torch has (``options.activation_classes``)."""
+    defaults = options.model_defaults()
+    for name, value in config.model.values().items():
+        if value is None:
+            setattr(config.model, name, defaults[name])
+    if config.critic_model is not None:
+        for name, value in config.critic_model.values().items():
+            if value is None:
+                setattr(config.critic_model, name, getattr(config.model, name))
+    allowed = options.activation_classes()
+    for section in ("model", "critic_model"):
+        model = getattr(config, section)
+        if model is not None and model.activation_class not in allowed:
+            value = model.activation_class
+            close = [a for a in allowed if str(value).lower() in (a.lower(), a.rpartition(".")[2].lower())] \
+                or difflib.get_close_matches(str(value), allowed, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"{section}.activation_class", f"{value!r} is not an activation module of the installed "
+                                                              f"torch{hint}; allowed: {', '.join(allowed)}")
 
 
 def allowed_params(config: BenchMARLConfig) -> dict[str, UpstreamOption]:

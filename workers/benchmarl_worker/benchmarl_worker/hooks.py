@@ -27,6 +27,7 @@ def dry_run(config: BenchMARLConfig, checked: Any) -> dict[str, Any]:
     """BenchMARL's config dataclasses' values as the run would build them (its yaml, then the config)."""
     return {"task": checked, "experiment_config": config.experiment_values(),
             "algorithm_config": config.algorithm_values(), "task_config": config.task_values(),
+            "model_config": config.model_values(), "critic_model_config": config.model_values(critic=True),
             "iterations": -(-config.total_timesteps // config.frames_per_batch)}
 
 

@@ -147,6 +147,40 @@ def algorithm_options(name: str) -> dict[str, UpstreamOption]:
     return _table(f"algorithms.{name}", cls, f"algorithm/{name}.yaml", cls)
 
 
+#: The fields of ``benchmarl.models.MlpConfig`` a config may set (``model`` and ``critic_model``).
+MODEL_FIELDS = ("num_cells", "activation_class")
+
+
+@functools.lru_cache(maxsize=None)
+def model_defaults() -> dict[str, Any]:
+    """BenchMARL's default MLP (``conf/model/layers/mlp.yaml``, what ``MlpConfig.get_from_yaml()`` reads): the
+    fields of :data:`MODEL_FIELDS`, as the yaml writes them (``torch.nn.Tanh``)."""
+    data = read_yaml("model/layers/mlp.yaml")
+    return {name: data[name] for name in MODEL_FIELDS}
+
+
+@functools.lru_cache(maxsize=None)
+def activation_classes() -> tuple[str, ...]:
+    """torch.nn's activation modules that take no required argument, named as BenchMARL's yaml names them
+    (``torch.nn.ReLU``): the ``__all__`` of the installed torch's ``torch/nn/modules/activation.py``, read, not
+    imported (``Threshold`` and ``MultiheadAttention`` need arguments, and a model config gives none)."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError("torch: not installed here; the benchmarl worker runs in its own environment")
+    source = Path(list(spec.submodule_search_locations)[0]) / "nn" / "modules" / "activation.py"
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    exported = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets))
+    out = []
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name in exported:
+            init = next((f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+            args = init.args if init else None
+            if args is None or (len(args.args) - 1 == len(args.defaults) and None not in args.kw_defaults):
+                out.append(f"torch.nn.{node.name}")
+    return tuple(out)
+
+
 def task_names(family: str) -> list[str]:
     """The tasks BenchMARL ships for a family: its ``conf/task/<family>/*.yaml``."""
     return sorted(p.stem for p in (benchmarl_folder() / "conf" / "task" / family).glob("*.yaml"))

@@ -3,7 +3,8 @@
 The steps a BenchMARL user writes without Hydra (its README's "Python" example), with MOSAIC around them:
 
 1. BenchMARL's config dataclasses: ``ExperimentConfig``, the algorithm's config and the task's, from the
-   MOSAIC config over BenchMARL's yaml (``config.py``), and its default MLP (``MlpConfig.get_from_yaml()``);
+   MOSAIC config over BenchMARL's yaml (``config.py``), and its MLP (``MlpConfig.get_from_yaml()``) with the
+   config's ``model`` and ``critic_model`` fields;
 2. ``Experiment(task, algorithm_config, model_config, seed, config, callbacks=[...])``, its folder under
    ``benchmarl/`` of the run folder, BenchMARL's own loggers off;
 3. observation: a BenchMARL ``Callback`` (``telemetry.py``);
@@ -17,6 +18,7 @@ The steps a BenchMARL user writes without Hydra (its README's "Python" example),
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -94,14 +96,25 @@ def build_experiment(config: BenchMARLConfig, folder: Path, callbacks: list[Any]
     """BenchMARL's Experiment of the config, its files in ``folder``."""
     from benchmarl.algorithms import algorithm_config_registry
     from benchmarl.experiment import Experiment, ExperimentConfig
-    from benchmarl.models import MlpConfig
 
     folder.mkdir(parents=True, exist_ok=True)
     experiment_config = ExperimentConfig(**{**config.experiment_values(), "save_folder": str(folder)})
     algorithm_config = algorithm_config_registry[config.algorithm](**config.algorithm_values())
     return Experiment(task=build_task(config), algorithm_config=algorithm_config,
-                      model_config=MlpConfig.get_from_yaml(), seed=config.seed, config=experiment_config,
-                      callbacks=callbacks)
+                      model_config=model_config(config), critic_model_config=model_config(config, critic=True),
+                      seed=config.seed, config=experiment_config, callbacks=callbacks)
+
+
+def model_config(config: BenchMARLConfig, critic: bool = False) -> Any:
+    """BenchMARL's ``MlpConfig`` of the actors (``critic``: of the critics): its yaml's, with the config's
+    ``model`` (``critic_model``) fields, classes named as the yaml names them (``torch.nn.ReLU``)."""
+    import torch
+    from benchmarl.models import MlpConfig
+
+    values = config.model_values(critic)
+    activation = getattr(torch.nn, values["activation_class"].rpartition(".")[2])  # checked: config.check_models
+    return dataclasses.replace(MlpConfig.get_from_yaml(), num_cells=list(values["num_cells"]),
+                               activation_class=activation)
 
 
 class BenchMARLRuntime:
