@@ -9,6 +9,7 @@ import pytest
 from cli_support import EXAMPLES
 from mosaic.host.discovery import discover_workers
 from mosaic.host.launcher import validate_config
+from mosaic.testing.stub_llm_server import pointed_at
 
 CONFIGS = sorted(EXAMPLES.glob("*.json"))
 
@@ -25,9 +26,8 @@ def model_server():
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
 def test_example_validates(path, model_server, monkeypatch):
     data = json.loads(path.read_text())
-    if "model" in data:  # the endpoint the example names is not running here: a local server is
-        monkeypatch.setenv("MOSAIC_EXAMPLE_KEY", "local")
-        data["model"] = {**data["model"], "base_url": model_server.base_url, "api_key_env": "MOSAIC_EXAMPLE_KEY"}
+    monkeypatch.setenv("MOSAIC_EXAMPLE_KEY", "local")
+    data = pointed_at(data, model_server, "MOSAIC_EXAMPLE_KEY")  # the endpoint it names is not running here
     worker = discover_workers().get(data["worker"])
     normalised = validate_config(worker, {**data, "run_id": "example-check"})
     assert normalised["run_id"] == "example-check"

@@ -164,16 +164,15 @@ def test_listings_show_env_and_algorithm_for_every_worker_from_its_config(name, 
     """`mosaic runs` and the daemon read the shared fields: a run of every worker that never reached
     run_started (its worker died at once) still lists with its worker, env, algorithm and seed."""
     from mosaic.host.daemon.supervisor import _config_summary
-    from mosaic.testing.stub_llm_server import StubServer
+    from mosaic.testing.stub_llm_server import StubServer, pointed_at
 
     worker = WORKERS.get(name)
     data = {**documents[name]["default_config"], "run_id": "listed"}
     monkeypatch.setenv("OPENAI_API_KEY", "local")  # defaults that name a hosted model's key variable
+    monkeypatch.setenv("MOSAIC_TEST_KEY", "local")
     with StubServer(["ACTION: done"]) as server:
-        if isinstance(data.get("model"), dict):  # an evaluator's endpoint: a local one stands in for it
-            monkeypatch.setenv("MOSAIC_TEST_KEY", "local")
-            data["model"] = {**data["model"], "base_url": server.base_url, "api_key_env": "MOSAIC_TEST_KEY"}
-        config = validate_config(worker, data)
+        # an evaluator's endpoint: a local one stands in for it
+        config = validate_config(worker, pointed_at(data, server, "MOSAIC_TEST_KEY"))
     algorithm, env_id = _config_summary(config)
     assert algorithm and env_id, (name, config)
     home = tmp_path / "home"
@@ -291,14 +290,11 @@ def _other_value(schema: dict, default):
 @contextlib.contextmanager
 def _runnable_default(document: dict, monkeypatch):
     """A worker's default config, an LLM worker's model pointed at a local stub server (up while in use)."""
-    from mosaic.testing.stub_llm_server import StubServer
+    from mosaic.testing.stub_llm_server import StubServer, pointed_at
 
     monkeypatch.setenv("OPENAI_API_KEY", "local")
     with StubServer(["ACTION: done"]) as server:
-        base = dict(document["default_config"])
-        if isinstance(base.get("model"), dict):
-            base["model"] = {**base["model"], "base_url": server.base_url}
-        yield base
+        yield pointed_at(dict(document["default_config"]), server)
 
 
 @pytest.mark.parametrize("name", WORKERS.names())

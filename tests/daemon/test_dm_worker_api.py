@@ -17,7 +17,7 @@ from mosaic.host import describe_cache
 from mosaic.workerkit import describe
 from mosaic.host import environments as worker_envs
 from mosaic.host.daemon.client import DaemonError
-from mosaic.testing.stub_llm_server import StubServer
+from mosaic.testing.stub_llm_server import StubServer, pointed_at
 
 
 def test_every_worker_is_described_and_its_default_config_validates(shared_daemon):
@@ -31,10 +31,9 @@ def test_every_worker_is_described_and_its_default_config_validates(shared_daemo
             assert describe.problems(document) == [], name
             default = {**document["default_config"], "run_id": f"describe-{name}"}
             jsonschema.validate(default, document["config_schema"])
-            if "model" in default:
-                # a language model's endpoint is the user's to give: a local one stands in (validation connects
-                # to it), and a variable every process has stands in for the key a local server does not check
-                default["model"] = {**default["model"], "base_url": server.base_url, "api_key_env": "PATH"}
+            # a language model's endpoint is the user's to give: a local one stands in (validation connects
+            # to it), and a variable every process has stands in for the key a local server does not check
+            default = pointed_at(default, server, "PATH")
             ok, normalised, error = d.client.validate_config(default)
             assert ok and error == "", (name, error)
             assert normalised["run_id"] == f"describe-{name}" and normalised["worker"] == name

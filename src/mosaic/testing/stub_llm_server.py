@@ -72,6 +72,18 @@ class StubServer:
             return self.script[index]
 
 
+def pointed_at(config: dict[str, Any], server: StubServer, key_env: str | None = None) -> dict[str, Any]:
+    """``config`` with its language model's endpoint pointed at ``server`` (and its key variable at ``key_env``
+    when given): the endpoint a config names is the user's and is not running here. Only a ``model`` section
+    that names an endpoint (``base_url``, as the LLM workers' do) is one; another worker's ``model`` (BenchMARL's
+    network) is left as it is."""
+    model = config.get("model")
+    if not (isinstance(model, dict) and "base_url" in model):
+        return config
+    endpoint = {"base_url": server.base_url, **({"api_key_env": key_env} if key_env else {})}
+    return {**config, "model": {**model, **endpoint}}
+
+
 def completion(model: str, text: str, messages: list[dict]) -> dict[str, Any]:
     prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
     completion_tokens = len(text.split())
