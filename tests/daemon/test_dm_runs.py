@@ -265,3 +265,38 @@ def test_an_ended_runs_listing_follows_its_telemetry_file(shared_daemon):
     again = d.client.get(run_id)
     assert again.next_seq == first.next_seq + 1
     assert json.loads(again.last_metrics_json)["timesteps_total"] == 123456
+
+
+def _checking_processes(daemon_pid: int) -> list[int]:
+    out = []
+    for child in psutil.Process(daemon_pid).children(recursive=True):
+        try:
+            if "--validate-many" in child.cmdline() and child.status() != psutil.STATUS_ZOMBIE:
+                out.append(child.pid)
+        except psutil.Error:
+            continue
+    return out
+
+
+def test_submissions_share_one_kept_checking_process_that_ends_with_the_daemon(daemon_factory):
+    """A study submits its trials one at a time: the daemon checks them in one kept ``--validate-many`` process
+    of the worker (not an interpreter start per submission), which a daemon's stop, or its death, ends."""
+    for how in ("stop", "kill"):
+        d = daemon_factory()
+        first = d.client.submit_many([(f"kept-{how}-1", {**SHORT_CONFIG, "seed": 1})])
+        assert not isinstance(first[0], DaemonError), first
+        [pid] = _checking_processes(d.proc.pid)
+        second = d.client.submit_many([(f"kept-{how}-2", {**SHORT_CONFIG, "seed": 2}),
+                                       (f"kept-{how}-bad", random_config(total_timesteps=0))])
+        assert not isinstance(second[0], DaemonError) and isinstance(second[1], DaemonError), second
+        assert "total_timesteps" in {e["field"] for e in second[1].field_errors}
+        assert _checking_processes(d.proc.pid) == [pid], "a submission started another checking process"
+        for run_id in (f"kept-{how}-1", f"kept-{how}-2"):
+            assert d.wait_state(run_id, "COMPLETED").exit_code == 0
+        if how == "stop":
+            assert d.stop() == 0
+        else:  # its stdin closes with the daemon: it ends by itself
+            d.proc.kill()
+            d.proc.wait(30)
+        wait_until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
+                   30, f"the checking process to end after the daemon's {how}")

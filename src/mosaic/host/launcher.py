@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
@@ -72,9 +73,170 @@ def validate_configs(worker: DiscoveredWorker, configs: list[Mapping[str, Any]],
         lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
         raise UserError(f"worker {worker.name!r} could not check the configs: "
                         f"{lines[-1] if lines else f'exit code {proc.returncode}'}")
+    return _checked(answers, rounded)
+
+
+def _checked(answers: list[dict[str, Any]], rounded: list[dict[str, Any] | None] | None
+             ) -> list[dict[str, Any] | UserError]:
     if rounded is not None:
         rounded[:] = [a.get("rounded_budget") for a in answers]
     return [a["config"] if a.get("ok") else UserError(str(a.get("error"))) for a in answers]
+
+
+#: How long :class:`ConfigChecker` keeps a worker's checking process after its last use.
+CHECKER_KEEP_S = 60.0
+
+
+class ConfigChecker:
+    """:func:`validate_configs` with each worker's ``--validate-many`` process kept between calls.
+
+    A study submits its trials one or two at a time while others train: a fresh interpreter per submission (its
+    start and the worker's imports, about 0.3 s of a core here) is taken from the trials running beside it. The
+    daemon keeps one checking process per worker and interpreter instead, fed a line per config; it is closed
+    after :data:`CHECKER_KEEP_S` unused (:meth:`close_idle`), when it fails or overruns, and by :meth:`close`.
+    It also ends by itself when its stdin closes, so it cannot outlive the daemon. Callers may be threads: a
+    process serves one call at a time (a second caller meanwhile starts one of its own; one of them is kept).
+    """
+
+    def __init__(self, keep_s: float = CHECKER_KEEP_S) -> None:
+        self.keep_s = keep_s
+        self._idle: dict[tuple[str, str], _CheckingProcess] = {}
+        self._lock = threading.Lock()
+
+    def check(self, worker: DiscoveredWorker, configs: list[Mapping[str, Any]], python: str | None = None,
+              timeout_s: float | None = None,
+              rounded: list[dict[str, Any] | None] | None = None) -> list[dict[str, Any] | UserError]:
+        """What :func:`validate_configs` answers, from the kept process (started first when there is none)."""
+        if not configs:
+            return []
+        key = (worker.name, python or worker.python or sys.executable)
+        with self._lock:
+            held = self._idle.pop(key, None)
+        limit = timeout_s or VALIDATE_TIMEOUT_S + 5 * len(configs)
+        while True:
+            kept = held is not None and held.proc.poll() is None
+            if not kept:
+                if held is not None:
+                    held.close()
+                held = _CheckingProcess(worker, key[1])
+            try:
+                answers = held.ask(configs, limit)
+                break
+            except _Ended:  # a kept one may have died while it waited (killed for memory): once with a new one
+                held.close()
+                if not kept:
+                    raise
+                held = None
+            except BaseException:
+                held.close()
+                raise
+        with self._lock:
+            if key in self._idle or self.keep_s <= 0:
+                spare: _CheckingProcess | None = held
+            else:
+                held.used_at = time.monotonic()
+                self._idle[key], spare = held, None
+        if spare is not None:
+            spare.close()
+        return _checked(answers, rounded)
+
+    def close_idle(self, now: float | None = None) -> int:
+        """Close the processes unused for :attr:`keep_s`; how many."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            stale = [k for k, held in self._idle.items() if now - held.used_at >= self.keep_s]
+            closing = [self._idle.pop(k) for k in stale]
+        for held in closing:
+            held.close()
+        return len(closing)
+
+    def close(self) -> None:
+        """Close every kept process (the daemon's shutdown)."""
+        with self._lock:
+            closing, self._idle = list(self._idle.values()), {}
+        for held in closing:
+            held.close()
+
+    def pids(self) -> list[int]:
+        """The kept processes' ids (tests)."""
+        with self._lock:
+            return [held.proc.pid for held in self._idle.values()]
+
+
+class _Ended(UserError):
+    """The checking process ended before it answered every config."""
+
+
+class _CheckingProcess:
+    """One ``--validate-many`` process: configs in on stdin, a JSON answer a line on stdout, stderr to a file."""
+
+    def __init__(self, worker: DiscoveredWorker, python: str) -> None:
+        import tempfile
+
+        self.worker = worker.name
+        self.used_at = time.monotonic()
+        self._stderr = tempfile.TemporaryFile()
+        self.proc = start([*worker_command(worker, python), "--validate-many"], env=worker_env(),
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
+        self._buffer = b""
+
+    def ask(self, configs: list[Mapping[str, Any]], limit_s: float) -> list[dict[str, Any]]:
+        import select
+
+        text = "".join(json.dumps(dict(c)) + "\n" for c in configs).encode()
+        # written by a thread: a long batch's answers fill the stdout pipe while its lines are still going in
+        writer = threading.Thread(target=self._write, args=(text,), daemon=True)
+        writer.start()
+        answers: list[dict[str, Any]] = []
+        fd, deadline = self.proc.stdout.fileno(), time.monotonic() + limit_s  # type: ignore[union-attr]
+        while len(answers) < len(configs):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise UserError(f"worker {self.worker!r} did not check {len(configs)} configs within {limit_s:g} s")
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise _Ended(f"worker {self.worker!r} could not check the configs: {self._last_error()}")
+            self._buffer += chunk
+            *lines, self._buffer = self._buffer.split(b"\n")
+            answers += [json.loads(line) for line in lines if line.startswith(b"{")]
+        writer.join()
+        return answers
+
+    def _write(self, text: bytes) -> None:
+        try:
+            self.proc.stdin.write(text)  # type: ignore[union-attr]
+            self.proc.stdin.flush()  # type: ignore[union-attr]
+        except (BrokenPipeError, ValueError, OSError):
+            pass  # it died: the reader sees its stdout close
+
+    def _last_error(self) -> str:
+        try:
+            code = self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            code = None
+        self._stderr.seek(0)
+        lines = [ln for ln in self._stderr.read().decode("utf-8", "replace").strip().splitlines() if ln.strip()]
+        return lines[-1] if lines else f"exit code {code}"
+
+    def close(self) -> None:
+        """Close its stdin (it ends by itself); a group kill if it has not within a few seconds."""
+        try:
+            self.proc.stdin.close()  # type: ignore[union-attr]
+        except OSError:
+            pass
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            signal_group(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(5)
+        for fh in (self.proc.stdout, self._stderr):
+            try:
+                fh.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
 
 
 def create_run(store: "RunStore", worker: DiscoveredWorker, config: Mapping[str, Any], *, status: str,

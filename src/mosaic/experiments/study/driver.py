@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     import optuna
 
     from mosaic.experiments.backends import Backend
+    from mosaic.experiments.results import RunResult
 
 #: the terminal states of a cell (coordinator.cell_states)
 ENDED = JOB_ENDED
@@ -190,6 +191,7 @@ class StudyDriver:
         #: each contender's env as its worker named it at plan time (its trial and test cells carry it)
         self.envs = [planned[i]["env"] if i < len(planned) else None for i in range(len(self.contenders))]
         self._cells: dict[str, CellState] | None = None  # the round's cells (step), else read from the journal
+        self._results: dict[Path, RunResult] = {}  # the round's runs read (_result)
         self.direction = "maximize" if self.spec.score.higher_is_better else "minimize"
         self.storage = storage_for(exp.root, self.study.storage)
         self.studies = [self._load(i) for i in range(len(self.contenders))]
@@ -266,11 +268,11 @@ class StudyDriver:
                                              or time.monotonic() - self._pruned_at < PRUNE_CHECK_S):
             return []
         self._signature, self._pruned_at = signature, time.monotonic()
-        self._cells = cells
+        self._cells, self._results = cells, {}
         try:
             return self._step(cells, states, backend)
         finally:
-            self._cells = None
+            self._cells, self._results = None, {}
 
     def _step(self, cells: dict[str, CellState], states: dict[str, str], backend: "Backend | None") -> list[str]:
         events: list[str] = []
@@ -379,16 +381,14 @@ class StudyDriver:
     def _spent(self, ids: list[str]) -> dict[str, float]:
         """What a trial's runs cost: the env steps they trained (summed) and the wall time from its first cell's
         submission to its last cell's end."""
-        from mosaic.experiments.results import run_result
-
         steps, starts, ends = [], [], []
         for cid in ids:
             state = self._cell(cid)
             if state.attempts:
                 starts.append(state.attempts[0].submitted_at)
                 ends.append(state.last.ended_at or time.time())  # type: ignore[union-attr]
-            run_dir = self._run_dir(cid)
-            found = run_result(run_dir, self.spec.score.metric).env_steps if run_dir is not None else None
+            result = self._result(cid)
+            found = result.env_steps if result is not None else None
             if found is not None:
                 steps.append(float(found))
         out = {}
@@ -409,14 +409,22 @@ class StudyDriver:
         store = RunStore(self.exp.home)
         return store.path_for(last.run_id) if last and store.exists(last.run_id) else None
 
-    def _score(self, cell_id: str) -> float | None:
+    def _result(self, cell_id: str) -> "RunResult | None":
+        """The cell's last run read (its telemetry, once a round: scoring, curves and costs share it); None while
+        it has no run folder."""
         from mosaic.experiments.results import run_result
 
         run_dir = self._run_dir(cell_id)
         if run_dir is None:
             return None
-        result = run_result(run_dir, self.spec.score.metric, final_fraction=self.spec.score.final_fraction)
-        return None if result.final_score is None else float(result.final_score)
+        if run_dir not in self._results:
+            self._results[run_dir] = run_result(run_dir, self.spec.score.metric,
+                                                final_fraction=self.spec.score.final_fraction)
+        return self._results[run_dir]
+
+    def _score(self, cell_id: str) -> float | None:
+        result = self._result(cell_id)
+        return None if result is None or result.final_score is None else float(result.final_score)
 
     def _cause(self, cell_id: str) -> str:
         last = self._cell(cell_id).last
@@ -426,14 +434,11 @@ class StudyDriver:
 
     def _curves(self, ids: list[str]) -> list[tuple[tuple[float, ...], tuple[float, ...]]] | None:
         """Each cell's curve of the score's metric so far (None while a cell has no run or no point yet)."""
-        from mosaic.experiments.results import run_result
-
         curves = []
         for cid in ids:
-            run_dir = self._run_dir(cid)
-            if run_dir is None:
+            result = self._result(cid)
+            if result is None:
                 return None
-            result = run_result(run_dir, self.spec.score.metric, final_fraction=self.spec.score.final_fraction)
             if not result.xs:
                 return None
             curves.append((result.xs, result.ys))

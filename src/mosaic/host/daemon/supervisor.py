@@ -43,7 +43,7 @@ from mosaic.host.daemon.states import TERMINAL_EVENT_STATE, RunState
 from mosaic.errors import UserError
 from mosaic.pids import is_running, start_ticks
 from mosaic.host.hosting import stderr_tail
-from mosaic.host.launcher import create_run, run_launch, validate_config, validate_configs
+from mosaic.host.launcher import ConfigChecker, create_run, run_launch, validate_config
 from mosaic.provenance import config_digest
 from mosaic.host.recorder import RunRecorder, signal_name
 from mosaic.runs import ManifestFields, RunDir, RunStore, new_run_id, validate_run_id
@@ -53,6 +53,7 @@ log = logging.getLogger("mosaic.host.daemon")
 POLL_MIN_S = 0.002  # spool polling while output flows …
 POLL_MAX_S = 0.02   # … backing off to this when a worker is quiet
 WATCHDOG_PERIOD_S = 0.2
+CHECKER_IDLE_PERIOD_S = 5.0  # how often kept checking processes unused for long are closed
 SATURATED_PAUSE_S = 0.001  # between passes while output piles up
 
 
@@ -99,6 +100,7 @@ class Supervisor:
         self._pump: asyncio.Task[None] | None = None
         self._pump_wake = asyncio.Event()
         self._home = settings.home.resolve()
+        self.checker = ConfigChecker()  # each worker's --validate-many process, kept between submissions
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -128,6 +130,7 @@ class Supervisor:
         for task in (self._watchdog, self._pump):
             if task:
                 task.cancel()
+        await asyncio.to_thread(self.checker.close)
 
     # ------------------------------------------------------------------ queries
     def resolve(self, ref: str) -> RunRecord:
@@ -255,7 +258,7 @@ class Supervisor:
             worker, python = items[0][1], self.catalog.python_for(name)
             configs = [{**requests[i].config, "worker": name, "run_id": rid} for i, _, rid in items]
             try:
-                checked = await asyncio.to_thread(validate_configs, worker, configs, python)
+                checked = await asyncio.to_thread(self.checker.check, worker, configs, python)
             except UserError as exc:  # the worker could not check them at all
                 checked = [ConfigRejected([split_field(str(exc))])] * len(items)
             except OSError as exc:
@@ -584,9 +587,13 @@ class Supervisor:
 
     # ------------------------------------------------------------------ watchdog
     async def _watchdog_loop(self) -> None:
+        checked_idle = time.monotonic()
         while True:
             await asyncio.sleep(WATCHDOG_PERIOD_S)
             now = time.monotonic()
+            if now - checked_idle > CHECKER_IDLE_PERIOD_S and self.checker.pids():
+                checked_idle = now
+                await asyncio.to_thread(self.checker.close_idle)
             for active in list(self.active.values()):
                 if active.watchdog_fired or active.handle is None or active.recorder is None:
                     continue
