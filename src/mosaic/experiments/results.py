@@ -4,6 +4,7 @@ A trainer's ``metrics`` events give the curve (``timesteps_total`` against a met
 ``episode_return_mean``); the final score is the mean of the metric over the last stretch of
 training, so one lucky iteration does not decide it. An evaluator's curve may have no env-step
 axis; its score then comes from the run's ``run_completed`` summary, or its last ``metrics`` event.
+:data:`MOSAIC_UNITS` says what ``episode_return_mean`` and ``timesteps_total`` count.
 """
 
 from __future__ import annotations
@@ -16,6 +17,40 @@ from typing import Any
 from mosaic.scoring.curves import RunCurves, flatten, increasing
 from mosaic.run_status import RunState
 from mosaic.runs import RunDir
+
+
+#: What a score's return can count (``Units.returns``): the team's, every agent's reward added; or one agent's,
+#: the mean over the agents.
+RETURN_UNITS = {"summed": "the return summed over agents", "per_agent": "the return per agent (the mean over agents)"}
+#: What a curve's x axis can count (``Units.steps``): steps of the env, every agent acting in one; or agents' actions.
+STEP_UNITS = {"env_steps": "env steps", "agent_steps": "agent steps"}
+
+
+@dataclass(frozen=True)
+class Units:
+    """What a return and the x axis of its curve count: ``returns`` a key of :data:`RETURN_UNITS`, ``steps`` one
+    of :data:`STEP_UNITS`. A score in one set of units is not comparable with one in another."""
+
+    returns: str
+    steps: str
+
+    def __post_init__(self) -> None:
+        if self.returns not in RETURN_UNITS:
+            raise ValueError(f"returns: {self.returns!r} is not one of {', '.join(RETURN_UNITS)}")
+        if self.steps not in STEP_UNITS:
+            raise ValueError(f"steps: {self.steps!r} is not one of {', '.join(STEP_UNITS)}")
+
+    def describe(self) -> str:
+        """``the return summed over agents, over env steps``."""
+        return f"{RETURN_UNITS[self.returns]}, over {STEP_UNITS[self.steps]}"
+
+
+#: The metric whose units MOSAIC states: every training worker's ``episode_return_mean`` (docs/telemetry.md).
+MOSAIC_RETURN = "episode_return_mean"
+#: The units of :data:`MOSAIC_RETURN`, the one place they are written down: the team's return (every agent's reward
+#: in the episode added), against ``timesteps_total``, env steps (one step of the env, however many agents act;
+#: a worker that plays an env through PettingZoo's AEC API may count each agent's move, as its doc says).
+MOSAIC_UNITS = Units(returns="summed", steps="env_steps")
 
 
 @dataclass(frozen=True)
@@ -47,6 +82,12 @@ def final_window(xs: tuple[float, ...], ys: tuple[float, ...], final_fraction: f
     start = (1.0 - final_fraction) * xs[-1]
     window = [y for x, y in zip(xs, ys) if x >= start]
     return window or [ys[-1]]
+
+
+def final_score(xs: tuple[float, ...], ys: tuple[float, ...], final_fraction: float) -> float | None:
+    """A run's final score: the mean metric over its final window (:func:`final_window`); None without points."""
+    window = final_window(xs, ys, final_fraction)
+    return math.fsum(window) / len(window) if window else None
 
 
 def late_change(xs: tuple[float, ...], ys: tuple[float, ...], final_fraction: float) -> float | None:
@@ -108,11 +149,7 @@ def run_result(run_dir: "RunDir | Path | str", metric: str = "episode_return_mea
         xs = tuple(a for a, _ in kept) + xs
         ys = tuple(b for _, b in kept) + ys
     steps = [p["timesteps_total"] for p in curves.points if "timesteps_total" in p]
-    if ys:
-        window = final_window(xs, ys, final_fraction)
-        final: float | None = math.fsum(window) / len(window)
-    else:
-        final = _fallback_score(metric, manifest, terminal, curves)
+    final = final_score(xs, ys, final_fraction) if ys else _fallback_score(metric, manifest, terminal, curves)
     return RunResult(run_id=str(manifest.get("run_id") or run.run_id), status=_status(manifest, terminal),
                      final_score=final, xs=xs, ys=ys, env_steps=steps[-1] if steps else None,
                      worker=_text(manifest.get("worker")), versions=_versions(manifest.get("versions")),

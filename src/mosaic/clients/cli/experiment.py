@@ -396,6 +396,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         data = joint_report_input(exps, store.home)
         out = Path(args.out) if args.out else exp.root / ("report-with-" + "-".join(e.name for e in exps[1:]))
+    data = _with_marl_eval(data, args)  # read and checked whole before anything is written
     analysis = analyse(data) if data.cells else None  # a study still tuning has no comparison yet
     path = write_report(out, data, analysis)
     # the table and where the files are on stderr: stdout stays the path of report.md, for scripts
@@ -405,6 +406,68 @@ def cmd_report(args: argparse.Namespace) -> int:
     sys.stderr.flush()
     print(path)
     return 0
+
+
+#: The options that say how to read ``--marl-eval`` files: option -> its attribute.
+MARL_EVAL_OPTIONS = {"--marl-eval-metric": "marl_eval_metric", "--marl-eval-return": "marl_eval_return",
+                     "--marl-eval-steps": "marl_eval_steps", "--marl-eval-env": "marl_eval_env"}
+
+
+def _with_marl_eval(data: Any, args: argparse.Namespace) -> Any:
+    """``data`` with the algorithms of the ``--marl-eval`` files as contenders (:mod:`mosaic.experiments.marl_eval`),
+    their stated units checked first; ``data`` itself without ``--marl-eval``."""
+    from mosaic.experiments.marl_eval import DEFAULT_METRIC, check_units, join_marl_eval, read_marl_eval
+    from mosaic.experiments.results import MOSAIC_UNITS, RETURN_UNITS, STEP_UNITS, Units
+
+    files = getattr(args, "marl_eval", None) or []
+    if not files:
+        for option, attr in MARL_EVAL_OPTIONS.items():
+            if getattr(args, attr, None):
+                raise UserError(f"{option}: says how to read a marl-eval file, but no --marl-eval FILE is given")
+        return data
+    if not data.cells:
+        raise UserError(f"--marl-eval: {data.name} is a study still tuning: nothing is compared yet to join a file to")
+    metrics = _per_file(args.marl_eval_metric, files, "--marl-eval-metric", DEFAULT_METRIC)
+    returns = _per_file(args.marl_eval_return, files, "--marl-eval-return", None, RETURN_UNITS, MOSAIC_UNITS.returns)
+    steps = _per_file(args.marl_eval_steps, files, "--marl-eval-steps", None, STEP_UNITS, MOSAIC_UNITS.steps)
+    units = [Units(r, x) for r, x in zip(returns, steps)]
+    for u in units:
+        check_units(u, data.metric)
+    env_map = _env_map(args.marl_eval_env or [])
+    read = [read_marl_eval(Path(f), m, data.final_fraction) for f, m in zip(files, metrics)]
+    return join_marl_eval(data, list(zip(read, units)), env_map)
+
+
+def _per_file(values: list[str] | None, files: list[str], option: str, default: str | None,
+              words: dict[str, str] | None = None, ours: str | None = None) -> list[str]:
+    """One value of ``option`` per file: given once (for every file) or once per file in their order; ``default``
+    when not given (None: it is required, and the refusal lists ``words``, this experiment's ``ours`` named)."""
+    if not values:
+        if default is None:
+            assert words is not None
+            raise UserError(f"{option}: required with --marl-eval, since a marl-eval file carries no units; one of "
+                            + ", ".join(f"{k} = {v}" for k, v in words.items()) + f"; this experiment's: {ours}")
+        return [default] * len(files)
+    if len(values) == 1:
+        return values * len(files)
+    if len(values) != len(files):
+        plural = "s" if len(files) != 1 else ""
+        raise UserError(f"{option}: given {len(values)} times for {len(files)} file{plural}; allowed: once (for every "
+                        "file) or once per file, in the order of the files")
+    return values
+
+
+def _env_map(items: list[str]) -> dict[str, str]:
+    """``--marl-eval-env TASK=ENV`` items as TASK -> ENV."""
+    out: dict[str, str] = {}
+    for item in items:
+        task, sep, env = item.partition("=")
+        if not sep or not task or not env:
+            raise UserError(f"--marl-eval-env: {item!r} is not TASK=ENV (a task of the file, an env of the report)")
+        if task in out:
+            raise UserError(f"--marl-eval-env: the task {task!r} is mapped twice; allowed: once")
+        out[task] = env
+    return out
 
 
 def _backend_flags(q: argparse.ArgumentParser) -> None:
@@ -463,6 +526,25 @@ def add_parsers(sub: Any) -> None:
                         "e.g. two libraries run as two experiments at one budget")
     q.add_argument("--out", help="folder to write (default: the experiment's report/, or report-with-OTHERS/ "
                                  "for a joint report)")
+    from mosaic.experiments.results import RETURN_UNITS, STEP_UNITS
+
+    q.add_argument("--marl-eval", dest="marl_eval", action="append", metavar="FILE",
+                   help="a marl-eval JSON file (BenchMARL's, a published one, another report's marl_eval.json) whose "
+                        "algorithms join the report as contenders MOSAIC did not run, scored the same way "
+                        "(repeatable); its units must be stated and be this experiment's")
+    q.add_argument("--marl-eval-metric", action="append", metavar="NAME",
+                   help="the metric's key in the file (default: return, BenchMARL's); once for every file, or once "
+                        "per file in their order")
+    q.add_argument("--marl-eval-return", action="append", choices=list(RETURN_UNITS),
+                   help="required with --marl-eval: what the file's return counts, summed over agents or per agent "
+                        "(BenchMARL's return is per agent); a file joins only as summed, MOSAIC's units; once, or "
+                        "once per file")
+    q.add_argument("--marl-eval-steps", action="append", choices=list(STEP_UNITS),
+                   help="required with --marl-eval: what the file's step_count counts (BenchMARL's: env steps); a "
+                        "file joins only as env_steps, MOSAIC's units; once, or once per file")
+    q.add_argument("--marl-eval-env", action="append", metavar="TASK=ENV",
+                   help="join the files' task TASK to this report's env ENV (default: the env of the task's name; "
+                        "repeatable)")
     q.set_defaults(func=cmd_report)
     q = esub.add_parser("list", help="every experiment with its counts")
     q.set_defaults(func=cmd_list)

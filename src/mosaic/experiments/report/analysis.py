@@ -85,16 +85,19 @@ def metric_set(normalised: bool, per_env: bool) -> dict[str, tuple[str, Callable
 
 
 def _score_cells(data: ReportInput) -> list[Scored]:
+    """Each cell with its run's result (read from its run folder, or given: a run read from a marl-eval file)."""
     out = []
     for cell in data.cells:
-        result = None
-        if cell.run_dir is not None and Path(cell.run_dir).is_dir():
+        result = cell.read
+        if result is None and cell.run_dir is not None and Path(cell.run_dir).is_dir():
             result = run_result(cell.run_dir, metric=data.metric, final_fraction=data.final_fraction,
                                 before=cell.before)
         if cell.status != JobState.COMPLETED:
             excluded = f"status {cell.status}"
         elif result is None:
             excluded = "completed, but its run folder is missing"
+        elif cell.read is not None and (result.final_score is None or not math.isfinite(result.final_score)):
+            excluded = "its marl-eval file holds no value of the metric for this seed"
         elif result.final_score is None or not math.isfinite(result.final_score):
             excluded = f"completed, but logged no {data.metric}"
         else:

@@ -112,6 +112,7 @@ def caveats(a: Analysis) -> list[str]:
                    "the largest scores; compare configurations per env.")
     if len(a.envs) == 1:
         out.append(f"One env ({a.envs[0]}): nothing here says how the configurations do on other envs.")
+    out += _outside(a)
     excluded = [s for s in a.scored if s.excluded is not None]
     if excluded:
         out.append(f"Left out of every number: {len(excluded)} cell{'s' if len(excluded) != 1 else ''} "
@@ -131,3 +132,23 @@ def caveats(a: Analysis) -> list[str]:
 def _overlapping(intervals: dict[str, stats.Interval], configurations: list[str]) -> list[tuple[str, str]]:
     present = [c for c in configurations if c in intervals]
     return [(x, y) for i, x in enumerate(present) for y in present[i + 1:] if _overlap(intervals[x], intervals[y])]
+
+
+def _outside(a: Analysis) -> list[str]:
+    """What contenders read from marl-eval files do not support (nothing when none joined)."""
+    labels = list(dict.fromkeys(conf for source in a.data.marl_eval for _, _, conf, _ in source.joined))
+    if not labels:
+        return []
+    out = [f"Not run by MOSAIC: {', '.join(labels)} come from marl-eval files (\"Read from marl-eval files\"). "
+           "Their settings, budgets and how each value was measured are not in the files: BenchMARL's and "
+           "marl-eval's values are returns of evaluation episodes, MOSAIC's `episode_return_mean` those of the "
+           "episodes each worker logs (for most, its training episodes). A difference in score may come from any "
+           "of these, not only from the algorithm; the units are as the command was told."]
+    absolute = sorted({s.cell.configuration for s in a.scored if s.cell.read is not None and s.excluded is None
+                       and not s.cell.read.xs})
+    if absolute:
+        out.append(f"Scored from absolute_metrics ({', '.join(absolute)}): those seeds have no step points, so their "
+                   "score is the file's own final number, which producers fill differently (BenchMARL 1.5.2: the "
+                   "best episode of any evaluation, a best case; marl-eval's convention: the final policy's "
+                   "evaluation), not the final window MOSAIC's runs are scored by, and they have no curve.")
+    return out

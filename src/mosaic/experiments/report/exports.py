@@ -51,12 +51,14 @@ def marl_eval_data(a: Analysis) -> dict[str, Any]:
     the runs' env family (``mosaic`` when the manifests do not say), the task the env, the algorithm the
     configuration. marl-eval needs the same number of steps in every run: each env's curves are
     put on the same env-step values (:func:`shared_curves`; runs whose curves share no range keep their
-    logged points).
+    logged points); where the runs logged the same env steps (at most ``CURVE_POINTS``), those are the points,
+    and a seed's final window over them (:mod:`mosaic.experiments.marl_eval`) gives back its final score.
+    Contenders read from marl-eval files (``--marl-eval``) are left out: MOSAIC did not run them.
     """
     metric = a.data.metric
     out: dict[str, Any] = {}
     for env in a.envs:
-        cells = [s for c in a.configurations for s in a.included.get((c, env), [])]
+        cells = [s for c in a.configurations for s in a.included.get((c, env), []) if s.cell.read is None]
         if not cells:
             continue
         family = next((s.result.env_family for s in cells if s.result and s.result.env_family), None) or "mosaic"

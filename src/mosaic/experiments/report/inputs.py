@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mosaic.experiments.results import RunResult, Units
+
 
 @dataclass
 class ReportCell:
@@ -24,6 +26,23 @@ class ReportCell:
     before: tuple[tuple[Path, float | None], ...] = ()
     #: a random-play run that measures its env's random score (the spec's ``normalise``: ``random: measure``)
     baseline: bool = False
+    #: a run MOSAIC did not run, read from a marl-eval file (:mod:`mosaic.experiments.marl_eval`): scored from this
+    #: result, not from a run folder (None: a run of the experiment's)
+    read: RunResult | None = None
+
+
+@dataclass(frozen=True)
+class MarlEvalSource:
+    """A marl-eval file whose algorithms joined a report as contenders MOSAIC did not run
+    (:func:`mosaic.experiments.marl_eval.join_marl_eval`)."""
+
+    path: Path  # the file, resolved
+    metric: str  # its key in the file
+    units: Units  # as the command was told (a marl-eval file carries none)
+    #: (ENVIRONMENT/TASK in the file, algorithm, the contender's configuration label, the report's env it joined)
+    joined: tuple[tuple[str, str, str, str], ...]
+    #: ENVIRONMENT/TASK of the file's tasks that match no env of the report, left out
+    left_out: tuple[str, ...] = ()
 
 
 @dataclass
@@ -74,3 +93,5 @@ class ReportInput:
     joined: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: a study's trials and protocol (the cells above are then its test cells only)
     study: StudyInput | None = None
+    #: marl-eval files whose algorithms joined as contenders (``--marl-eval``; their cells have ``read`` set)
+    marl_eval: list[MarlEvalSource] = field(default_factory=list)

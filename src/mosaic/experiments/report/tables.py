@@ -7,9 +7,10 @@ from typing import Any, Callable
 
 from mosaic.experiments.report.analysis import Analysis, cell_budgets, metric_set, verdict
 from mosaic.experiments.report.caveats import caveats
-from mosaic.experiments.report.formatting import fmt, fmt_interval, fmt_percent_interval, json_value
+from mosaic.experiments.report.formatting import fmt, fmt_interval, fmt_percent_interval, fmt_steps, json_value
 from mosaic.experiments.report.inputs import ReportCell
 from mosaic.experiments.report.plots import PLOTS
+from mosaic.experiments.results import MOSAIC_RETURN, MOSAIC_UNITS, STEP_UNITS
 from mosaic.run_status import JobState
 from mosaic.scoring import stats
 
@@ -67,8 +68,7 @@ def _what_was_run(a: Analysis) -> list[str]:
              "the seeds' mean share; `score.level_within`).",
              f"- Intervals: {fmt(100 * d.confidence)}% stratified bootstrap percentile intervals "
              f"({d.reps} resamples of the seeds within each env, seed {d.seed}).",
-             f"- Cells: {len(d.cells)} ({sum(s.excluded is None for s in a.scored)} scored); "
-             f"envs: {', '.join(a.envs)}.", ""]
+             _cells_line(a), ""]
     if d.joined:
         names = list(d.joined)
         counts = {n: sum(c.cell_id.startswith(f"{n}/") for c in d.cells) for n in names}
@@ -100,6 +100,56 @@ def _what_was_run(a: Analysis) -> list[str]:
         lines += ["", f"<details><summary>{title}</summary>", "", "```json",
                   json.dumps(spec, indent=2, sort_keys=True, default=str), "```", "", "</details>"]
     return lines + [""]
+
+
+def _cells_line(a: Analysis) -> str:
+    """How many cells the experiment has and how many scored; how many runs were read from marl-eval files."""
+    ran = [s for s in a.scored if s.cell.read is None]
+    read = len(a.scored) - len(ran)
+    return (f"- Cells: {len(ran)} ({sum(s.excluded is None for s in ran)} scored)"
+            + (f"; and {read} runs read from marl-eval files, which MOSAIC did not run (below)" if read else "")
+            + f"; envs: {', '.join(a.envs)}.")
+
+
+def _marl_eval_section(a: Analysis) -> list[str]:
+    """What each joined marl-eval file is and how its runs were scored (nothing when none joined)."""
+    d = a.data
+    if not d.marl_eval:
+        return []
+    share = fmt(100 * d.final_fraction)
+    lines = ["## Read from marl-eval files", "",
+             "MOSAIC did not run these contenders: each is an algorithm of a marl-eval file, its seeds scored as the "
+             f"experiment's runs are (the mean of the file's metric over its step points in the last {share}% of its "
+             "steps, at least the last one) and compared with the same metrics and intervals. A marl-eval file "
+             "carries no units: they are as the command was told, and a file joins only in the units of this "
+             f"experiment's scores, {MOSAIC_UNITS.describe()} (`{MOSAIC_RETURN}`). What the file's producer ran "
+             "(settings, budget, how many episodes each value averages, evaluation or training episodes) is not in "
+             "the file and not checked here. Their curves (a seed's step points) are drawn in sample_efficiency.png "
+             "with the experiment's; a seed scored from `absolute_metrics` has none.", ""]
+    for source in d.marl_eval:
+        lines += [f"- `{source.path}`: metric `{source.metric}`; units as given: {source.units.describe()} "
+                  f"(`--marl-eval-return {source.units.returns}`, `--marl-eval-steps {source.units.steps}`)."
+                  + (f" Left out, matching no env of this report: {', '.join(source.left_out)}."
+                     if source.left_out else ""), ""]
+        rows = []
+        for where, algorithm, conf, env in source.joined:
+            cells = [s for s in a.scored if s.cell.configuration == conf and s.cell.env == env]
+            scored = [s for s in cells if s.excluded is None]
+            curves = [s.result for s in scored if s.result is not None and s.result.xs]
+            counts = sorted({len(r.xs) for r in curves})
+            last = sorted({r.xs[-1] for r in curves})
+            absolute = sum(1 for s in scored if s.result is not None and not s.result.xs)
+            rows.append([conf, f"{where}/{algorithm}", env,
+                         f"{len(scored)} of {len(cells)} ({', '.join(str(s.cell.seed) for s in scored)})",
+                         "–" if not counts else "–".join(dict.fromkeys(str(c) for c in (counts[0], counts[-1]))),
+                         "–" if not last else "–".join(dict.fromkeys(fmt_steps(x) for x in (last[0], last[-1]))),
+                         f"final {share}% of the step points" if not absolute else
+                         f"absolute_metrics for {absolute} seed(s) without step points"
+                         + ("" if absolute == len(scored) else f", final {share}% of the step points for the rest")])
+        lines += _table(["contender", "in the file", "env", "seeds scored", "step points per seed",
+                         f"last step ({STEP_UNITS[source.units.steps]})", "score"], rows)
+        lines.append("")
+    return lines
 
 
 def _metric_table(intervals: dict[str, dict[str, stats.Interval]], titles: dict[str, str],
@@ -194,7 +244,7 @@ def _late_section(a: Analysis) -> list[str]:
 
 
 def render_markdown(a: Analysis) -> str:
-    lines = _what_was_run(a) + _results(a) + _late_section(a)
+    lines = _what_was_run(a) + _marl_eval_section(a) + _results(a) + _late_section(a)
     lines += ["## What these numbers do not support", ""]
     lines += [f"- {c}" for c in caveats(a)]
     excluded = [s for s in a.scored if s.excluded is not None]
