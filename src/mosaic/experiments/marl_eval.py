@@ -32,6 +32,7 @@ from mosaic.errors import UserError
 from mosaic.experiments.report.inputs import MarlEvalSource, ReportCell, ReportInput
 from mosaic.experiments.results import (MOSAIC_RETURN, MOSAIC_UNITS, RETURN_UNITS, STEP_UNITS, RunResult, Units,
                                         final_score, late_change, whole_gain)
+from mosaic.run_status import JobState, RunState
 from mosaic.scoring.curves import increasing
 
 #: The metric read when none is named: BenchMARL's mean return over its groups.
@@ -191,7 +192,7 @@ def _score(environment: str, seed_key: str, points: dict[int, dict[str, Any]], a
         final = final_score(xs, ys, final_fraction)
     else:
         final = _mean(absolute[metric]) if metric in absolute else None
-    return RunResult(run_id=seed_key, status="completed", final_score=final, xs=xs, ys=ys,
+    return RunResult(run_id=seed_key, status=RunState.COMPLETED.manifest, final_score=final, xs=xs, ys=ys,
                      env_steps=xs[-1] if xs else None, env_family=str(environment),
                      late_change=late_change(xs, ys, final_fraction) if ys else None,
                      gain=whole_gain(xs, ys, final_fraction))
@@ -284,7 +285,7 @@ def _contenders(file: MarlEvalFile, units: Units, label: str, envs: list[str],
         joined.append((runs.where, runs.algorithm, configuration, env))
         for seed, result in sorted(runs.seeds.items()):
             cells.append(ReportCell(cell_id=f"{label}/{runs.where}/{runs.algorithm}/seed_{seed}",
-                                    configuration=configuration, env=env, seed=seed, status="completed",
+                                    configuration=configuration, env=env, seed=seed, status=JobState.COMPLETED,
                                     run_id=None, run_dir=None, settings={}, worker="marl-eval",
                                     algorithm=runs.algorithm,
                                     budget=int(result.env_steps) if result.env_steps is not None else None,
