@@ -141,6 +141,31 @@ def test_a_gauntlet_report_says_the_population_measures_cannot_be_told(tmp_path)
     assert not (path.parent / "population.png").exists()
 
 
+def test_a_rating_whose_interval_has_no_width_is_plotted(tmp_path):
+    """A team gauntlet where one player won every comparison and the other pairing drew both: every resample fits
+    the same ratings, and the winner's percentile interval lies a rounding error above its point estimate. The
+    report's plot draws the bar with no width (the numbers as computed) rather than failing the report."""
+    env = {"family": "mpe", "env_id": "simple_tag_v3", "env_kwargs": {"max_cycles": 25}}
+    spec = {"name": "flat", "environment": env, "format": "gauntlet", "candidate": "random", "games_per_pairing": 2,
+            "seed": 4, "report": {"reps": 100}, "sides": {"adversaries": ["adversary_0", "adversary_1"],
+                                                          "good": ["agent_0"]},
+            "players": {"random": "random", "greedy": "g", "sampled": "s"}}
+    (tournament,) = open_tournaments(parse_specs(spec), tmp_path / "home")
+    teams = {("random~greedy", 0): (0.0, 0.0), ("random~greedy", 1): (0.0, 0.0),
+             ("random~sampled", 0): (0.0, 0.0), ("random~sampled", 1): (100.0, -50.0)}  # (first's, second's)
+    for pairing, game, first, second, seed in tournament.spec.schedule():
+        tournament.record({"pairing": pairing, "game": game, "seed": seed, "first": first, "second": second,
+                           "sides": {first: "adversaries", second: "good"},
+                           "teams": dict(zip((first, second), teams[pairing, game])), "seats": {}, "returns": {},
+                           "length": 25})
+    path = write_reports(get_tournaments("flat", tmp_path / "home"), tmp_path / "out")
+    ratings = json.loads((path.parent / "ratings.json").read_text())["ratings"]
+    winner = ratings["sampled"]
+    assert winner["low"] > winner["elo"] and winner["low"] - winner["elo"] < 1e-9, \
+        f"the case this test is for: an interval a rounding error off its point ({winner})"
+    assert (path.parent / "ratings.png").stat().st_size > 5000
+
+
 # -- the plots, rendered and inspected ---------------------------------------------------------------------
 def _cyclic_games(names=("rock", "paper", "scissors", "a-rather-long-player-name", "extra"), games=40, seed=0):
     """Rock beats scissors beats paper beats rock (0.75 each way), the long-named player even with them, and

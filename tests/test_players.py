@@ -3,6 +3,7 @@ mosaic.host.match)."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -99,3 +100,75 @@ def test_a_worker_that_cannot_serve_a_player_says_so(tmp_path):
     proc = subprocess.run([*worker_command(worker), "--player", str(tmp_path)], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2 and "--player: the random worker cannot serve a player" in proc.stderr
+
+
+# -- random play where the env masks no moves (MPE) -------------------------------------------------------
+TAG = {"family": "mpe", "env_id": "simple_tag_v3", "env_kwargs": {"max_cycles": 8}}
+TAG_AGENTS = ["adversary_0", "adversary_1", "adversary_2", "agent_0"]
+
+
+def _in_process_random(environment, game):
+    """The moves ``mosaic eval --opponent random`` draws in the match's own process (no actor at any seat:
+    mosaic.workerkit.evaluation.play_episodes) in ``game``'s episode, on the API the match played."""
+    from mosaic.host.match import Seating
+    from mosaic.workerkit.envs import make_env
+    from mosaic.workerkit.evaluation import play_episodes
+
+    env = make_env(environment["family"], environment["env_id"], environment["api_type"], environment["env_kwargs"])
+    moves = []
+    try:
+        play_episodes(env, [Seating({})], 1, seed=game.seed, on_actions=lambda _i, actions: moves.append(
+            {a: to_wire(x) for a, x in actions.items()}))
+    finally:
+        env.close()
+    return moves
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+def test_the_random_player_process_draws_from_the_action_spaces_of_an_env_that_masks_no_moves(continuous):
+    """MPE's observations carry no action mask: the random player's hello needs the match's environment, the match
+    tells it, and each move is drawn from the agent's action space, seeded by the game's reset: the same seed
+    plays the same moves, another seed others, and they are the moves `mosaic eval --opponent random` draws in
+    its own process with that seed."""
+    environment = {**TAG, "env_kwargs": {**TAG["env_kwargs"], "continuous_actions": continuous}}
+    with open_player("random") as rnd:
+        assert rnd.needs == ["environment"], "the random player's hello must ask for the match's environment"
+        seating = [{a: rnd for a in TAG_AGENTS}]
+        first = play_match(environment, seating, games=3, seed=5)
+        again = play_match(environment, seating, games=3, seed=5)
+        other = play_match(environment, seating, games=3, seed=6)
+    assert first.environment["api_type"] == "PARALLEL"
+    for game in first.games:
+        assert game.length == 8 and len(game.moves) == 8, "every game plays max_cycles steps"
+        assert all(sorted(step) == sorted(TAG_AGENTS) for step in game.moves), "every agent moves every step"
+        for action in (from_wire(x) for step in game.moves for x in step.values()):
+            if continuous:  # Box(0, 1, (5,), float32)
+                assert action.dtype == np.float32 and action.shape == (5,) and 0 <= action.min() <= action.max() <= 1
+            else:  # Discrete(5)
+                assert isinstance(action, int) and 0 <= action < 5
+    assert [g.moves for g in again.games] == [g.moves for g in first.games], "the same seed must replay the moves"
+    assert [g.returns for g in again.games] == [g.returns for g in first.games]
+    assert all(o.moves != f.moves for o, f in zip(other.games, first.games)), "another seed must draw other moves"
+    assert len({json.dumps(g.moves) for g in first.games}) == 3, "game i is seeded seed + i: no two alike"
+    for game in first.games:
+        assert _in_process_random(first.environment, game) == game.moves, \
+            "the process must draw what mosaic eval --opponent random draws in process with the same seed"
+
+
+def test_the_random_player_refuses_an_unmasked_move_without_an_environment_naming_why():
+    """Over the wire, without the match's environment (or with one that is not an env, or an agent it lacks):
+    an error that names the reason, not a move."""
+    with open_player("random") as rnd:
+        rnd.reset(0)
+        with pytest.raises(PlayerError, match="the observation of agent_0 carries no action_mask and the match "
+                                              "named no environment"):
+            rnd.act("agent_0", np.zeros(14, dtype=np.float32))
+        with pytest.raises(PlayerError, match=r"environment: \{'family': 'mpe'\} is not an env; allowed: "
+                                              r"\{family, env_id, env_kwargs, api_type\}"):
+            rnd.request({"op": "environment", "environment": {"family": "mpe"}})
+        rnd.tell_environment({**TAG, "api_type": "PARALLEL"})
+        with pytest.raises(PlayerError, match="simple_tag_v3 has no agent 'agent_9'; its agents: adversary_0"):
+            rnd.act("agent_9", np.zeros(14, dtype=np.float32))
+        assert isinstance(rnd.act("agent_0", np.zeros(14, dtype=np.float32)), int)  # told: it moves
+        # a masked observation is drawn from its mask as before, whatever env it was told
+        assert rnd.act("player_0", {"observation": np.zeros(2), "action_mask": np.array([0, 0, 1], np.int8)}) == 2

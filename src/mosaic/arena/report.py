@@ -214,7 +214,9 @@ def _plot(standings: Standings, path: Path) -> None:
     elo = np.array([r.elo for r in rows])
     low = np.array([r.interval.low for r in rows])
     high = np.array([r.interval.high for r in rows])
-    left.errorbar(elo, y, xerr=[elo - low, high - elo], fmt="o", capsize=4)
+    # a percentile interval of resamples that all fit the same ratings can lie a rounding error off its point
+    # estimate: matplotlib refuses a negative bar, so such a side is drawn with no width
+    left.errorbar(elo, y, xerr=[np.maximum(elo - low, 0.0), np.maximum(high - elo, 0.0)], fmt="o", capsize=4)
     left.set_yticks(y, players)
     left.set_xlabel("Elo (Bradley-Terry), 95% bootstrap interval")
     left.grid(axis="x", alpha=0.3)

@@ -630,6 +630,9 @@ class Opened:
     def check_environment(self, *args: Any, **kwargs: Any) -> None:
         self.player.check_environment(*args, **kwargs)
 
+    def tell_environment(self, environment: Any) -> None:
+        self.player.tell_environment(environment)
+
     def reset(self, seed: int) -> None:
         self.player.reset(seed)
 

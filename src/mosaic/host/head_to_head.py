@@ -26,17 +26,21 @@ from mosaic.workerkit.progress_line import ProgressLine
 
 
 class RandomSeats:
-    """``--opponent random``, played in the match's own process: every agent it sits at has no actor, so
-    :func:`mosaic.workerkit.evaluation.play_episodes` draws its move from the env's action space (a legal one where
-    the env masks its moves) with the episode's seed. Where the env masks its moves these are the draws MOSAIC's
-    random player (``python -m mosaic.workerkit.player random``) makes; where it does not (MPE), that process,
-    which sees observations but no action space, could not move at all."""
+    """``--opponent random``, played in the match's own process (no process to start): every agent it sits at
+    has no actor, so :func:`mosaic.workerkit.evaluation.play_episodes` draws its move from the env's action space
+    (a legal one where the env masks its moves) with the episode's seed. These are the draws MOSAIC's random
+    player process (``python -m mosaic.workerkit.player random``, a tournament's ``random``) makes, reset with
+    that seed: from the action mask where the observation carries one (the classic games), else from the agent's
+    action space in the env the match tells it (MPE)."""
 
     label = "random"
     agents: list[str] = []
     environment: dict[str, Any] = {}
 
     def check_environment(self, *args: Any) -> None:
+        return None
+
+    def tell_environment(self, environment: Mapping[str, Any]) -> None:
         return None
 
     def seat(self, agents: Sequence[str]) -> "RandomSeats":
@@ -92,10 +96,11 @@ def evaluate(target: Path, opponent: str, episodes: int, seed: int = 0, seats: S
                 other.label = f"{other.label} (opponent)"
             family, env_id = str(environment["family"]), str(environment["env_id"])
             kwargs = dict(environment.get("env_kwargs") or {})
+            api = match_api_type(environment, [run, other])
             for player in (run, other):
                 player.check_environment(family, env_id, kwargs)
-            env = make_env(family, env_id, match_api_type(environment, [run, other]), kwargs,
-                           "rgb_array" if video or fastlane else None)
+                player.tell_environment({"family": family, "env_id": env_id, "env_kwargs": kwargs, "api_type": api})
+            env = make_env(family, env_id, api, kwargs, "rgb_array" if video or fastlane else None)
             lane = eval_lane(_as_checkpoint(target)) if fastlane else None
             try:
                 seated = seatings(list(env.possible_agents), run, other, seats)

@@ -158,7 +158,8 @@ def play_match(environment: Mapping[str, Any], seatings: Sequence[Mapping[str, P
     """Play ``games`` games; game ``i`` seats agents as ``seatings[i % len(seatings)]`` (agent -> player), so
     two seatings alternate who moves first (or which team plays which side). A player may hold several seats
     (a team): it is asked for each of its agents' actions at every step. Every player is checked against the
-    env before the first game; the API is :func:`match_api_type`'s."""
+    env before the first game, and told it where its hello needs it (the built-in random player: the action
+    spaces it draws from); the API is :func:`match_api_type`'s."""
     from mosaic.workerkit.envs import make_env
     from mosaic.workerkit.evaluation import play_episodes
     from mosaic.workerkit.player import to_wire
@@ -168,6 +169,7 @@ def play_match(environment: Mapping[str, Any], seatings: Sequence[Mapping[str, P
     everyone = list({id(p): p for seating in seatings for p in seating.values()}.values())
     api = match_api_type(environment, everyone)
     env = make_env(family, env_id, api, kwargs, None)
+    played = {"family": family, "env_id": env_id, "env_kwargs": kwargs, "api_type": api}
     try:
         agents = list(env.possible_agents)
         controllers = []
@@ -177,9 +179,10 @@ def play_match(environment: Mapping[str, Any], seatings: Sequence[Mapping[str, P
                 raise UserError(f"seats: {', '.join(missing)} of {env_id} have no player; agents: {', '.join(agents)}")
             for player in {id(p): p for p in seating.values()}.values():
                 player.check_environment(family, env_id, kwargs)
+                player.tell_environment(played)
                 player.seat([a for a in agents if seating[a] is player])
             controllers.append(Seating({a: seating[a] for a in agents}))
-        result = MatchResult({"family": family, "env_id": env_id, "env_kwargs": kwargs, "api_type": api})
+        result = MatchResult(dict(played))
         for i in range(games):
             seating = controllers[i % len(controllers)]
             for player in seating.players():

@@ -7,15 +7,22 @@ library, its checkpoint) and nothing but JSON crosses between them:
 * the player starts and writes one hello line::
 
       {"type": "hello", "protocol": 1, "label": "...", "worker": "...", "agents": [...],
-       "environment": {"family": ..., "env_id": ..., "env_kwargs": {...}}}
+       "environment": {"family": ..., "env_id": ..., "env_kwargs": {...}}, "needs": [...]}
 
   ``agents`` are the agents it can act for (empty: any); ``environment`` is what it was trained on (empty:
-  any env), so that a match on another env is refused before it starts, naming the difference;
+  any env), so that a match on another env is refused before it starts, naming the difference; ``needs``
+  (absent: nothing) lists what the match must tell it: ``environment``, the env the match plays;
 * then it answers requests, one line each::
 
+      {"op": "environment", "environment": ENV}            -> {"type": "ok"}
       {"op": "reset", "seed": 7}                          -> {"type": "ok"}
       {"op": "act", "agent": "player_0", "observation": OBS} -> {"type": "action", "action": ACTION}
       {"op": "close"}                                     -> {"type": "ok"}, and it exits
+
+  ``environment`` is sent only to a player whose hello ``needs`` it, before its first ``reset`` on that env
+  (again only when a later match plays another): ``ENV`` is ``{"family", "env_id", "env_kwargs",
+  "api_type"}``, what the match built. A player trained on an env knows it already; the built-in random
+  player needs it, to draw from an agent's action space where the env masks no moves (MPE);
 
   ``OBS`` is the env's own observation for that agent, raw (for PettingZoo's classic games the
   ``{"observation", "action_mask"}`` dict): a player that was trained on another encoding (one-hot,
@@ -27,8 +34,8 @@ Numbers and nested lists travel as JSON; a numpy array as ``{"__ndarray__": BASE
 
 This module is both sides: :func:`serve` runs a :class:`Player` (a worker's ``--player TARGET`` calls it), and
 :class:`PlayerProcess` starts one and plays it as a :class:`mosaic.workerkit.evaluation.Controller`.
-``python -m mosaic.workerkit.player random`` serves random legal play; ``... scripted MODULE:FUNCTION``
-serves a function ``(agent, observation) -> action`` (a scripted heuristic).
+``python -m mosaic.workerkit.player random`` serves random legal play (:class:`RandomPlayer`); ``... scripted
+MODULE:FUNCTION`` serves a function ``(agent, observation) -> action`` (a scripted heuristic).
 """
 
 from __future__ import annotations
@@ -80,7 +87,11 @@ def from_wire(value: Any) -> Any:
 
 # -- the player side -------------------------------------------------------------------------------------
 class Player(Protocol):
-    """What a worker serves: ``act`` gets the env's raw observation of ``agent`` and returns its action."""
+    """What a worker serves: ``act`` gets the env's raw observation of ``agent`` and returns its action.
+
+    A player that needs the env the match plays lists ``"environment"`` in a ``needs`` attribute and is given
+    it by ``on_environment(environment)`` (``{"family", "env_id", "env_kwargs", "api_type"}``) before the
+    first ``reset`` on it."""
 
     label: str
     agents: Sequence[str]
@@ -91,8 +102,16 @@ class Player(Protocol):
     def act(self, agent: str, observation: Any) -> Any: ...
 
 
+def action_mask(observation: Any) -> Any:
+    """The observation's ``action_mask`` (PettingZoo's classic games), or None."""
+    return observation.get("action_mask") if isinstance(observation, Mapping) else None
+
+
 def legal_random_action(rng: np.random.Generator, observation: Any, action_space: Any = None) -> Any:
-    mask = observation.get("action_mask") if isinstance(observation, Mapping) else None
+    """A uniform choice among the moves the observation's action mask allows; without a mask, a draw from
+    ``action_space`` seeded from ``rng`` (as :func:`mosaic.workerkit.evaluation.legal_random` draws: the same
+    ``rng`` and space give the same action)."""
+    mask = action_mask(observation)
     if mask is not None:
         return int(rng.choice(np.flatnonzero(np.asarray(mask))))
     if action_space is None:
@@ -123,18 +142,53 @@ def deterministic_option(options: Mapping[str, Any]) -> bool:
 
 @dataclass
 class RandomPlayer:
-    """Random legal play (the action mask in the observation), seeded by each reset."""
+    """Random legal play, seeded by each reset: a uniform choice among the moves the observation's action mask
+    allows (the classic games), else a draw from the agent's action space (MPE, which masks none). Its hello
+    ``needs`` the match's ``environment``: the first observation without a mask builds that env raw in this
+    process (:func:`mosaic.workerkit.envs.make_env`, once per env) for its agents' action spaces. Either way a
+    move is what ``mosaic eval --opponent random`` draws in the match's own process
+    (:func:`mosaic.workerkit.evaluation.legal_random`) from a generator seeded alike."""
 
     label: str = "random"
     agents: Sequence[str] = ()
     environment: Mapping[str, Any] = field(default_factory=dict)
+    needs: Sequence[str] = ("environment",)
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
+    #: the env the match plays, as it told it (None: not told)
+    played: dict[str, Any] | None = None
+    spaces: dict[str, Any] = field(default_factory=dict)
+
+    def on_environment(self, environment: Mapping[str, Any]) -> None:
+        if dict(environment) != self.played:
+            self.played, self.spaces = dict(environment), {}
 
     def reset(self, seed: int) -> None:
         self.rng = np.random.default_rng(seed)
 
+    def action_space(self, agent: str) -> Any:
+        """``agent``'s action space in the env the match plays (built on the first call)."""
+        if not self.spaces:
+            if self.played is None:
+                raise UserError(f"random player: the observation of {agent} carries no action_mask and the match "
+                                "named no environment to draw from (the match sends it when the hello needs it)")
+            from mosaic.workerkit.envs import load_env_module, make_env, supported_api_types
+
+            family, env_id = str(self.played.get("family")), str(self.played.get("env_id"))
+            api = self.played.get("api_type") or supported_api_types(load_env_module(family, env_id))[0]
+            env = make_env(family, env_id, str(api), dict(self.played.get("env_kwargs") or {}), None)
+            try:
+                self.spaces = {a: env.action_space(a) for a in env.possible_agents}
+            finally:
+                env.close()
+        if agent not in self.spaces:
+            raise UserError(f"random player: {self.played.get('env_id')} has no agent {agent!r}; its agents: "
+                            f"{', '.join(self.spaces)}")
+        return self.spaces[agent]
+
     def act(self, agent: str, observation: Any) -> Any:
-        return legal_random_action(self.rng, observation)
+        if action_mask(observation) is not None:
+            return legal_random_action(self.rng, observation)
+        return legal_random_action(self.rng, observation, self.action_space(agent))
 
 
 @dataclass
@@ -180,8 +234,12 @@ def serve(player: Player, worker: str, stdin: IO[str] | None = None, stdout: IO[
         stdout.write(json.dumps(message) + "\n")
         stdout.flush()
 
-    say({"type": "hello", "protocol": PROTOCOL, "label": player.label, "worker": worker,
-         "agents": list(player.agents), "environment": dict(player.environment)})
+    hello = {"type": "hello", "protocol": PROTOCOL, "label": player.label, "worker": worker,
+             "agents": list(player.agents), "environment": dict(player.environment)}
+    needs = list(getattr(player, "needs", ()))
+    if needs:
+        hello["needs"] = needs
+    say(hello)
     for line in stdin:
         if not line.strip():
             continue
@@ -194,11 +252,21 @@ def serve(player: Player, worker: str, stdin: IO[str] | None = None, stdout: IO[
             elif op == "reset":
                 player.reset(int(request.get("seed", 0)))
                 say({"type": "ok"})
+            elif op == "environment":
+                environment = request.get("environment")
+                if not isinstance(environment, Mapping) or not environment.get("family") or \
+                        not environment.get("env_id"):
+                    raise UserError(f"environment: {environment!r} is not an env; allowed: {{family, env_id, "
+                                    "env_kwargs, api_type}")
+                told = getattr(player, "on_environment", None)
+                if told is not None:
+                    told(dict(environment))
+                say({"type": "ok"})
             elif op == "close":
                 say({"type": "ok"})
                 return 0
             else:
-                say({"type": "error", "message": f"unknown op {op!r}; allowed: act, reset, close"})
+                say({"type": "error", "message": f"unknown op {op!r}; allowed: act, reset, environment, close"})
         except Exception as exc:  # every failure is an answer: the match names the player and stops
             say({"type": "error", "message": f"{type(exc).__name__}: {exc}"})
     return 0
@@ -251,6 +319,9 @@ class PlayerProcess:
         self.label = label or str(hello.get("label") or "player")
         self.agents: list[str] = list(hello.get("agents") or [])
         self.environment: dict[str, Any] = dict(hello.get("environment") or {})
+        #: what the hello says the match must tell the player (``environment``: :meth:`tell_environment`)
+        self.needs: list[str] = list(hello.get("needs") or [])
+        self._told: dict[str, Any] | None = None
 
     def _drain(self) -> None:
         for line in self.proc.stderr:  # keep the last lines for errors; never let the pipe fill
@@ -298,6 +369,16 @@ class PlayerProcess:
         if differ:
             raise PlayerError(f"player {self.label!r} was trained with env_kwargs {theirs}, the match has {ours} "
                               f"(they differ in {', '.join(differ)})")
+
+    def tell_environment(self, environment: Mapping[str, Any]) -> None:
+        """Send the env the match plays (``{family, env_id, env_kwargs, api_type}``) to a player whose hello
+        ``needs`` it, once per env; any other player is sent nothing."""
+        if "environment" not in self.needs:
+            return
+        told = json.loads(json.dumps(to_wire(dict(environment))))
+        if told != self._told:
+            self.request({"op": "environment", "environment": told})
+            self._told = told
 
     def seat(self, agents: Sequence[str]) -> "PlayerProcess":
         unknown = [a for a in agents if self.agents and a not in self.agents]

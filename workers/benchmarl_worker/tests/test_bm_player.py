@@ -1,6 +1,7 @@
 """A BenchMARL run on a competitive PettingZoo task served as a player (``--player``): raw observations in, the actions
 BenchMARL's own policy takes on TorchRL's encoding of them out, one agent at a time; a match against it through
-``mosaic eval RUN --opponent RUN|random --seats ...``; and ``mosaic eval`` of the run itself on PettingZoo's env."""
+``mosaic eval RUN --opponent RUN|random --seats ...``; an arena tournament of it against MOSAIC's random player
+process (``mosaic arena run``); and ``mosaic eval`` of the run itself on PettingZoo's env."""
 
 from __future__ import annotations
 
@@ -142,3 +143,86 @@ def test_bad_player_options_and_an_opponent_given_to_the_worker_are_refused(tag)
                               timeout=300)
         assert proc.returncode == 2 and f"mosaic: error: {words}" in proc.stderr, proc.stderr
         assert proc.stdout == ""
+
+
+def _processes_with_home(home: Home) -> list[str]:
+    """Live processes started for ``home`` (their environment names it as MOSAIC_HOME: the CLI and every player it
+    starts), this one aside."""
+    import os
+
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if proc.pid != os.getpid() and proc.environ().get("MOSAIC_HOME") == str(home.root):
+                found.append(f"{proc.info['pid']}: {' '.join(proc.info['cmdline'] or ())[:200]}")
+        except psutil.Error:
+            continue
+    return found
+
+
+@pytest.mark.slow
+def test_an_arena_tournament_on_simple_tag_rates_the_runs_players_against_random_play(tag):
+    """``mosaic arena run`` of a gauntlet of team games on the env the run trained on: MOSAIC's random player
+    process, which draws from the action spaces the match tells it (continuous here), against the run's greedy
+    player and the same run sampling its actions (``deterministic: false``), each side (the two adversaries, the
+    good agent) in turn. Every pairing plays its games, each replays to its returns, `arena status` and `arena
+    report` list every pairing and player, and no player process outlives the tournament."""
+    from mosaic.host.match import replay
+    from mosaic.workerkit.player import from_wire
+
+    home, _ = tag
+    environment = {key: PLAYED[key] for key in ("family", "env_id", "env_kwargs", "api_type")}
+    spec = home.root / "tag-arena.json"
+    spec.write_text(json.dumps({
+        "name": "tag-arena", "environment": environment, "format": "gauntlet", "candidate": "random",
+        "games_per_pairing": 2, "seed": 4, "report": {"reps": 100},
+        "sides": {"adversaries": ["adversary_0", "adversary_1"], "good": ["agent_0"]},
+        "players": {"random": "random", "greedy": "tag",
+                    "sampled": {"target": "tag", "options": {"deterministic": False}}}}))
+    proc = home.cli("arena", "run", str(spec), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "played 4 game(s); 4 of 4 done" in proc.stderr, proc.stderr[-2000:]
+    assert _processes_with_home(home) == [], "every player process must end with the tournament"
+    games = [json.loads(line) for line in (home.root / "arena" / "tag-arena" / "games.jsonl").read_text().splitlines()]
+    pairings = ["random~greedy", "random~sampled"]
+    assert sorted((g["pairing"], g["game"]) for g in games) == [(p, i) for p in pairings for i in (0, 1)]
+    for g in games:
+        assert g["length"] == 25, "a game is one whole episode (max_cycles 25)"
+        assert g["seed"] == 4, "the two games of a pair share the env's seed"
+        adversaries, good = g["first"], g["second"]  # the first mover plays the first side; the pair swaps them
+        assert g["sides"] == {adversaries: "adversaries", good: "good"}
+        assert g["seats"] == {"adversary_0": adversaries, "adversary_1": adversaries, "agent_0": good}
+        assert g["teams"][adversaries] == pytest.approx(g["returns"]["adversary_0"] + g["returns"]["adversary_1"])
+        assert replay(environment, _game(g)) == pytest.approx(g["returns"]), "the recorded moves replay the game"
+        for step in g["moves"]:  # continuous actions in [0, 1], every agent every step, random's too
+            assert sorted(step) == AGENTS
+            assert all(a.shape == (5,) and 0 <= a.min() <= a.max() <= 1 for a in map(from_wire, step.values()))
+    # random's draws follow from the game's seed alone: on the same side and seed, against greedy or sampled play
+    # (a process of its own in each pairing), it plays the same moves
+    for side in ("adversaries", "good"):
+        drawn = [[{a: x for a, x in step.items() if g["seats"][a] == "random"} for step in g["moves"]]
+                 for g in sorted(games, key=lambda g: g["pairing"]) if g["sides"]["random"] == side]
+        assert len(drawn) == 2 and drawn[0] == drawn[1], f"random's moves as {side} must follow from the seed alone"
+    status = home.cli("arena", "status", "tag-arena")
+    assert status.returncode == 0, status.stderr[-2000:]
+    rows = [line.split() for line in status.stdout.splitlines()[1:] if line.strip() and not line.startswith("-")]
+    assert rows == [["random", "vs", "greedy", "2", "2"], ["random", "vs", "sampled", "2", "2"]], status.stdout
+    report = home.cli("arena", "report", "tag-arena")
+    assert report.returncode == 0, report.stderr[-2000:]
+    folder = home.root / "arena" / "tag-arena" / "report"
+    ratings = json.loads((folder / "ratings.json").read_text())
+    assert set(ratings["ratings"]) == {"greedy", "sampled", "random"}
+    assert ratings["games"] == 4, "each pair of games rates one comparison per side: 4 in all"
+    table = (folder / "ratings.csv").read_text().splitlines()
+    column = table[0].split(",").index("games")
+    assert {row.split(",")[0]: int(row.split(",")[column]) for row in table[1:]} == \
+        {"random": 4, "greedy": 2, "sampled": 2}, "random plays both pairings, the others one each"
+
+
+def _game(line: dict) -> object:
+    from mosaic.host.match import Game
+
+    return Game(line["game"], line["seed"], line["seats"], line["returns"], line["length"], None, line["teams"],
+                line["moves"])
