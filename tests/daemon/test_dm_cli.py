@@ -86,8 +86,9 @@ NO_GRPC = "import sys; sys.modules['grpc'] = None; from mosaic.clients.cli impor
 
 def test_without_grpc_the_core_cli_works_and_daemon_commands_explain(tmp_path):
     env = {**os.environ, "MOSAIC_HOME": str(tmp_path / "home")}
+    # from a folder of its own: a ./var holding runs of another home adds a line pointing to it (cli.runs)
     runs = subprocess.run([sys.executable, "-c", NO_GRPC, "runs"], capture_output=True, text=True,
-                          timeout=60, env=env)
+                          timeout=60, env=env, cwd=tmp_path)
     assert runs.returncode == 0 and runs.stdout.strip() == f"no runs yet in MOSAIC_HOME={tmp_path / 'home'}", runs.stderr
     daemon = subprocess.run([sys.executable, "-c", NO_GRPC, "daemon"], capture_output=True, text=True,
                             timeout=60, env=env)
