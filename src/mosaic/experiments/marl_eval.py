@@ -294,5 +294,5 @@ def _contenders(file: MarlEvalFile, units: Units, label: str, envs: list[str],
         raise UserError(f"--marl-eval: no task of {file.path} matches an env of this report: the file has "
                         f"{', '.join(sorted(set(left_out)))}; the report's envs: {', '.join(envs)}; map a task "
                         "with --marl-eval-env TASK=ENV")
-    return cells, MarlEvalSource(path=file.path.resolve(), metric=file.metric, units=units, joined=tuple(joined),
+    return cells, MarlEvalSource(path=file.path, metric=file.metric, units=units, joined=tuple(joined),
                                  left_out=tuple(dict.fromkeys(left_out)))

@@ -36,7 +36,7 @@ class MarlEvalSource:
     """A marl-eval file whose algorithms joined a report as contenders MOSAIC did not run
     (:func:`mosaic.experiments.marl_eval.join_marl_eval`)."""
 
-    path: Path  # the file, resolved
+    path: Path  # the file, as the command named it (a path in the repository stays readable elsewhere)
     metric: str  # its key in the file
     units: Units  # as the command was told (a marl-eval file carries none)
     #: (ENVIRONMENT/TASK in the file, algorithm, the contender's configuration label, the report's env it joined)

@@ -16,6 +16,11 @@ PROFILE_POINTS = 101
 PLOTS = ("sample_efficiency.png", "aggregates.png", "performance_profiles.png", "probability_of_improvement.png")
 
 
+#: At most this many configurations, each label at most this long, keep the sample-efficiency legend inside the axes.
+LEGEND_INSIDE_MAX = 4
+LABEL_INSIDE_MAX = 36
+
+
 def _figure(panels: int, width: float = 5.0, height: float = 3.6, labels: float = 0.0) -> tuple[Any, list[Any]]:
     """A figure with ``panels`` axes side by side, not registered with pyplot: nothing global to close.
     ``labels``: inches more, for tick labels left of the first panel (see :func:`_label_inches`)."""
@@ -52,7 +57,10 @@ def plot_sample_efficiency(a: Analysis, path: Path) -> Any:
     """IQM over env steps with its band, one panel per env. Runs that logged one point each have no curve:
     their points are drawn, and the panel says so."""
     d = a.data
-    fig, axes = _figure(len(a.envs))
+    # many or long labels (contenders read from marl-eval files) would cover the curves: a legend below them
+    below = len(a.configurations) > LEGEND_INSIDE_MAX or max(map(len, a.configurations), default=0) > LABEL_INSIDE_MAX
+    fig, axes = _figure(len(a.envs), height=3.6 + (0.5 + 0.22 * len(a.configurations) if below else 0.0),
+                        width=7.5 if below else 5.0)
     colours = _colours(a.configurations)
     for ax, env in zip(axes, a.envs):
         drawn, single = 0, 0
@@ -81,7 +89,9 @@ def plot_sample_efficiency(a: Analysis, path: Path) -> Any:
         ax.set_title(env)
         ax.set_xlabel("env steps")
         ax.set_ylabel(f"IQM of {d.metric}")
-        if drawn:
+        if drawn and below:
+            ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
+        elif drawn:
             ax.legend(fontsize="small")
         else:
             ax.text(0.5, 0.5, "no curves", ha="center", va="center", transform=ax.transAxes)
