@@ -101,8 +101,9 @@ def wait_for_child(root_pid: int, match: Callable[[list[str]], bool], timeout: f
 
 
 def is_worker(line: list[str]) -> bool:
-    """A MOSAIC worker running a run (``<worker>.cli --config ... --run-dir ...``), not a describe call."""
-    return "--run-dir" in line
+    """A MOSAIC worker running a run, not a describe call: ``<worker>.cli --handshake`` (how ``mosaic run`` starts
+    one: it is told its run folder once the config passed) or ``--config ... --run-dir ...``."""
+    return "--handshake" in line or "--run-dir" in line
 
 
 def check_mode(mode: str) -> None:
