@@ -2,9 +2,12 @@
 tournament report's games.csv, for a tournament whose folder is gone (docs/results keeps games.csv, not the
 tournament's journal). The same functions as `mosaic arena report`.
 
-    python scripts/population_from_games.py GAMES_CSV OUT_DIR [--reps 2000] [--seed 0]
+    python scripts/population_from_games.py GAMES_CSV OUT_DIR [--reps 2000] [--seed 0] [--without PLAYER ...]
 
 Writes OUT_DIR/population.json, population.png, beats.png and population.md (the report's section).
+``--without PLAYER`` leaves out every game that player played: the population of the others, from the same games
+(a player that beats everyone takes the whole Nash equilibrium and all of alpha-Rank's mass, and so hides the
+structure among the rest).
 """
 
 from __future__ import annotations
@@ -19,11 +22,14 @@ from mosaic.arena.standings import compute_population
 from mosaic.scoring.ratings import Game
 
 
-def games_of(path: Path) -> list[Game]:
-    """games.csv's two-player games, the first mover as ``a`` (seat player_0): 1 / 0.5 / 0 by the returns."""
+def games_of(path: Path, without: frozenset[str] = frozenset()) -> list[Game]:
+    """games.csv's two-player games, the first mover as ``a`` (seat player_0): 1 / 0.5 / 0 by the returns; none
+    played by a player in ``without``."""
     out = []
     with open(path, newline="", encoding="utf-8") as fh:
         for row in csv.DictReader(fh):
+            if row["first"] in without or row["second"] in without:
+                continue
             returns = json.loads(row["returns"])
             first, second = returns["player_0"], returns["player_1"]
             out.append(Game(row["first"], row["second"], 1.0 if first > second else 0.0 if first < second else 0.5, 0))
@@ -37,8 +43,16 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--confidence", type=float, default=0.95)
+    parser.add_argument("--without", action="append", default=[], metavar="PLAYER",
+                        help="leave out every game this player played (repeatable)")
     args = parser.parse_args()
-    population = compute_population(games_of(args.games), reps=args.reps, confidence=args.confidence, seed=args.seed)
+    games = games_of(args.games, frozenset(args.without))
+    named = {name for game in games_of(args.games) for name in (game.a, game.b)}
+    unknown = sorted(set(args.without) - named)
+    if unknown:
+        parser.error(f"--without: {', '.join(unknown)}: not a player of {args.games}; its players: "
+                     f"{', '.join(sorted(named))}")
+    population = compute_population(games, reps=args.reps, confidence=args.confidence, seed=args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "population.json").write_text(json.dumps(population_json(population), indent=2) + "\n",
                                               encoding="utf-8")

@@ -312,3 +312,50 @@ def test_the_results_pages_population_is_what_the_arena_computes_from_its_games(
     mine = json.loads((folder / "population.json").read_text())["players"]
     assert mine["heuristic"]["nash_weight"]["point"] == pytest.approx(1.0)
     assert mine["random"]["nash_rating"]["point"] > mine["ray-ppo"]["nash_rating"]["point"]  # what the page says
+
+
+def _population_of(games_csv, out, *extra):
+    import subprocess
+    import sys
+
+    from cli_support import REPO
+
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "population_from_games.py"), str(games_csv),
+                           str(out), *extra], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads((out / "population.json").read_text())
+
+
+def test_the_three_library_tournaments_population_is_what_its_games_give_with_and_without_the_heuristic(tmp_path):
+    """docs/results.md's three-library connect-four tournament: the population section `mosaic arena report` wrote
+    from the tournament's journal (ratings.json) is what the committed games.csv gives, and the population without
+    the heuristic (every game it played left out) is recomputed the same way: the page's numbers are not typed in."""
+    from cli_support import REPO
+
+    folder = REPO / "docs" / "results" / "c4_three_libraries"
+    whole = _population_of(folder / "games.csv", tmp_path / "whole")
+    assert _close(whole, json.loads((folder / "ratings.json").read_text())["population"])
+    assert whole["players"]["heuristic"]["nash_weight"]["point"] == pytest.approx(1.0)  # it takes the whole Nash
+
+    rest = _population_of(folder / "games.csv", tmp_path / "rest", "--without", "heuristic")
+    assert _close(rest, json.loads((folder / "without_heuristic" / "population.json").read_text()))
+    assert (tmp_path / "rest" / "population.md").read_text() == \
+        (folder / "without_heuristic" / "population.md").read_text()
+    assert "heuristic" not in rest["players"]
+    weights = {name: row["nash_weight"]["point"] for name, row in rest["players"].items()}
+    assert {name for name, weight in weights.items() if weight > 1e-6} == {"lowest", "ray-ppo-60k", "xuance-mappo"}
+    beats = {tuple(pair) for pair in rest["cycles"]["beats"]}  # the page's cycle: lowest > xuance > ray-60k > lowest
+    assert {("lowest", "xuance-mappo"), ("xuance-mappo", "ray-ppo-60k"), ("ray-ppo-60k", "lowest")} <= beats
+
+
+def test_population_from_games_refuses_a_player_the_games_do_not_name(tmp_path):
+    import subprocess
+    import sys
+
+    from cli_support import REPO
+
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "population_from_games.py"),
+                           str(REPO / "docs" / "results" / "c4_libraries" / "games.csv"), str(tmp_path / "out"),
+                           "--without", "nobody"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "--without: nobody: not a player" in proc.stderr and "heuristic" in proc.stderr
+    assert not (tmp_path / "out").exists()
