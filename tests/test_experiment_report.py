@@ -386,6 +386,9 @@ def test_report_states_what_was_run_and_what_is_not_supported(experiment, writte
     assert runs["algorithm=mappo"]["settings"] == "algorithm=mappo"
     assert runs["algorithm=qmix"]["settings"] == "algorithm=qmix"  # its one cell's env and seed are not settings
     assert "- ray (20 runs): python 3.11.9, ray 2.40.0, torch 2.13.0" in markdown
+    # the score's units, from the one place they are written down (mosaic.experiments.results.MOSAIC_UNITS)
+    assert ("- Score of a run: `episode_return_mean` (the return summed over agents, over env steps; higher is "
+            "better)") in markdown
     caveats = markdown.split("## What these numbers do not support")[1]
     assert "Few seeds" in caveats and "fewer than 10 seeds" in caveats
     assert "No data: algorithm=qmix" in caveats
@@ -448,6 +451,16 @@ def test_a_failing_write_leaves_no_half_report(experiment, tmp_path, monkeypatch
         write_report(tmp_path / "report", report_input(cells, name="after"))
     assert (tmp_path / "report" / "report.md").read_bytes() == previous  # the old report, whole
     assert [p.name for p in tmp_path.iterdir()] == ["report"]
+
+
+def test_a_score_other_than_the_return_is_said_to_keep_its_workers_units(experiment, tmp_path):
+    _, cells = experiment
+    metric = "learner.default_policy.vf_loss"
+    markdown = write_report(tmp_path / "loss", report_input(cells, normalisation=None, metric=metric,
+                                                            higher_is_better=False)).read_text()
+    assert (f"- Score of a run: `{metric}` (in the units its workers log it, not converted; lower is better)"
+            in markdown)
+    assert "summed over agents" not in markdown.split("## What was run")[1].split("\n")[2]
 
 
 def test_a_raw_lower_is_better_report_with_different_budgets(experiment, tmp_path):

@@ -59,9 +59,11 @@ def _versions_by_worker(a: Analysis) -> dict[str, dict[tuple[tuple[str, str], ..
 def _what_was_run(a: Analysis) -> list[str]:
     d = a.data
     direction = "higher is better" if d.higher_is_better else "lower is better"
+    units = (f"{MOSAIC_UNITS.describe()}; " if d.metric == MOSAIC_RETURN
+             else "in the units its workers log it, not converted; ")
     lines = [f"# Experiment report: {d.name}", "",
              "## What was run", "",
-             f"- Score of a run: `{d.metric}` ({direction}), averaged over the last "
+             f"- Score of a run: `{d.metric}` ({units}{direction}), averaged over the last "
              f"{fmt(100 * d.final_fraction)}% of its env steps (at least its last logged value).",
              f"- Levelled off: the last {fmt(100 * d.final_fraction)}% of the env steps added less than "
              f"{fmt(100 * d.level_within)}% of the runs' whole gain (the whole {fmt(100 * d.confidence)}% interval of "
