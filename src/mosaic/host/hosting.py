@@ -133,22 +133,34 @@ def refusal(stderr: str, worker_name: str, code: int) -> UserError:
     return UserError(text) if code == 2 else UserError(f"worker {worker_name!r} could not check the config: {text}")
 
 
-def read_first_line(proc: subprocess.Popen, timeout_s: float) -> tuple[bytes | None, bytes]:
-    """The first line the worker prints (None if it exits first) and what followed it already."""
+def read_until(fd: int, buffer: bytes, enough: Callable[[bytes], bool], deadline: float) -> tuple[bytes, bool]:
+    """Reads a worker's output ``fd`` onto ``buffer`` until ``enough(buffer)``: returns the buffer and True, or the
+    buffer and False if the output ends first. :class:`TimeoutError` at ``deadline`` (``time.monotonic()``)."""
     import select
 
-    fd, buffer, deadline = proc.stdout.fileno(), b"", time.monotonic() + timeout_s
-    while b"\n" not in buffer:
+    while not enough(buffer):
         left = deadline - time.monotonic()
         if left <= 0:
-            raise UserError(f"the worker did not check the config within {timeout_s:g} s")
+            raise TimeoutError
         ready, _, _ = select.select([fd], [], [], left)
         if not ready:
             continue
         chunk = os.read(fd, READ_CHUNK)
         if not chunk:
-            return None, b""
+            return buffer, False
         buffer += chunk
+    return buffer, True
+
+
+def read_first_line(proc: subprocess.Popen, timeout_s: float) -> tuple[bytes | None, bytes]:
+    """The first line the worker prints (None if it exits first) and what followed it already."""
+    try:
+        buffer, line_ended = read_until(proc.stdout.fileno(), b"", lambda read: b"\n" in read,
+                                        time.monotonic() + timeout_s)
+    except TimeoutError:
+        raise UserError(f"the worker did not check the config within {timeout_s:g} s") from None
+    if not line_ended:
+        return None, b""
     line, _, rest = buffer.partition(b"\n")
     return line, rest
 

@@ -27,8 +27,8 @@ from mosaic.host.discovery import DiscoveredWorker
 from mosaic.errors import UserError
 from mosaic.pids import signal_group
 from mosaic.host.hosting import (follow_output, handshake_config, handshake_run_dir, hash_seed,
-                                 refusal, release_fastlane, run_command, run_to_end, start, stderr_tail,
-                                 worker_command, worker_env)
+                                 read_until, refusal, release_fastlane, run_command, run_to_end, start,
+                                 stderr_tail, worker_command, worker_env)
 from mosaic.host.recorder import EventCallback, RunRecorder
 from mosaic.run_status import RunState
 from mosaic.runs import ManifestFields, RunDir, RunStore
@@ -181,27 +181,24 @@ class _CheckingProcess:
         self._buffer = b""
 
     def ask(self, configs: list[Mapping[str, Any]], limit_s: float) -> list[dict[str, Any]]:
-        import select
-
         text = "".join(json.dumps(dict(c)) + "\n" for c in configs).encode()
         # written by a thread: a long batch's answers fill the stdout pipe while its lines are still going in
         writer = threading.Thread(target=self._write, args=(text,), daemon=True)
         writer.start()
-        answers: list[dict[str, Any]] = []
-        fd, deadline = self.proc.stdout.fileno(), time.monotonic() + limit_s  # type: ignore[union-attr]
-        while len(answers) < len(configs):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise UserError(f"worker {self.worker!r} did not check {len(configs)} configs within {limit_s:g} s")
-            ready, _, _ = select.select([fd], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                raise _Ended(f"worker {self.worker!r} could not check the configs: {self._last_error()}")
-            self._buffer += chunk
-            *lines, self._buffer = self._buffer.split(b"\n")
-            answers += [json.loads(line) for line in lines if line.startswith(b"{")]
+
+        def answered(read: bytes) -> bool:  # an answer a line: every config's answer is in
+            return sum(line.startswith(b"{") for line in read.split(b"\n")[:-1]) >= len(configs)
+
+        try:
+            read, open_ = read_until(self.proc.stdout.fileno(), self._buffer, answered,  # type: ignore[union-attr]
+                                     time.monotonic() + limit_s)
+        except TimeoutError:
+            raise UserError(f"worker {self.worker!r} did not check {len(configs)} configs within {limit_s:g} s") \
+                from None
+        if not open_:
+            raise _Ended(f"worker {self.worker!r} could not check the configs: {self._last_error()}")
+        *lines, self._buffer = read.split(b"\n")
+        answers = [json.loads(line) for line in lines if line.startswith(b"{")]
         writer.join()
         return answers
 
