@@ -19,11 +19,21 @@ Options: ``deterministic`` (default true: greedy actions, as ``mosaic eval`` pla
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 from mosaic.errors import UserError
 
 OPTIONS = ("deterministic",)
+
+
+def _pettingzoo_only(folder: Path, state: Any) -> None:
+    """A match builds its env in MOSAIC's process from PettingZoo's families: a VMAS run cannot be seated."""
+    family = (state.environment or {}).get("family")
+    if family != "pettingzoo":
+        raise UserError(f"--player: {folder} trained on {family}/{state.environment.get('env_id')}: a match "
+                        "builds its env in MOSAIC's process from PettingZoo's families, and VMAS is not one; "
+                        "allowed: a run of a pettingzoo task (`mosaic eval RUN` plays a vmas run)")
 
 
 @dataclass
@@ -35,23 +45,13 @@ class BenchMARLPlayer:
 
     @classmethod
     def load(cls, target: str, options: Mapping[str, Any] | None = None) -> "BenchMARLPlayer":
-        from mosaic.workerkit.checkpoints import resolve
         from mosaic.workerkit.player import deterministic_option, player_options
 
-        from benchmarl_worker.checkpoint import BenchMARLCheckpointState
-
-        deterministic = deterministic_option(player_options(options, OPTIONS, "benchmarl"))
-        state = BenchMARLCheckpointState.read(target, "--player", "the benchmarl worker")
-        folder = resolve(target, "--player", "the benchmarl worker")
-        family = (state.environment or {}).get("family")
-        if family != "pettingzoo":
-            raise UserError(f"--player: {folder} trained on {family}/{state.environment.get('env_id')}: a match "
-                            "builds its env in MOSAIC's process from PettingZoo's families, and VMAS is not one; "
-                            "allowed: a run of a pettingzoo task (`mosaic eval RUN` plays a vmas run)")
         from benchmarl_worker import policy as trained
         from benchmarl_worker.runtime import build_task
 
-        folder, state, config, policy = trained.load(target, "--player", deterministic)
+        deterministic = deterministic_option(player_options(options, OPTIONS, "benchmarl"))
+        folder, state, config, policy = trained.load(target, "--player", deterministic, check=_pettingzoo_only)
         environment = trained.pettingzoo_environment(config, policy.continuous, build_task(config))
         return cls(label=f"{folder.parent.parent.name}/{folder.name}", environment=environment,
                    agents=policy.agents, policy=policy)

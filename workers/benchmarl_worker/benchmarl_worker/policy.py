@@ -26,7 +26,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from mosaic.errors import UserError
 
@@ -109,8 +109,10 @@ class TrainedPolicy:
         return out
 
 
-def load(target: str, flag: str, deterministic: bool = True) -> tuple[Path, Any, Any, TrainedPolicy]:
-    """(checkpoint folder, its state, the run's config, its trained policy)."""
+def load(target: str, flag: str, deterministic: bool = True,
+         check: Callable[[Path, Any], None] | None = None) -> tuple[Path, Any, Any, TrainedPolicy]:
+    """(checkpoint folder, its state, the run's config, its trained policy); ``check(folder, state)``, if given, may
+    refuse the checkpoint before anything is built."""
     import torch
 
     from mosaic.workerkit.checkpoints import resolve
@@ -123,6 +125,8 @@ def load(target: str, flag: str, deterministic: bool = True) -> tuple[Path, Any,
     folder = resolve(target, flag, "the benchmarl worker")
     if not (folder / state.state_file).is_file():
         raise UserError(f"{flag}: {folder} has no BenchMARL experiment state ({state.state_file})")
+    if check is not None:
+        check(folder, state)
     quiet()
     warnings.filterwarnings("ignore", module="torchrl.envs.libs.pettingzoo")  # PettingZoo's families it cannot load
     limit_torch_threads(1)
