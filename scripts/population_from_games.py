@@ -22,14 +22,11 @@ from mosaic.arena.standings import compute_population
 from mosaic.scoring.ratings import Game
 
 
-def games_of(path: Path, without: frozenset[str] = frozenset()) -> list[Game]:
-    """games.csv's two-player games, the first mover as ``a`` (seat player_0): 1 / 0.5 / 0 by the returns; none
-    played by a player in ``without``."""
+def games_of(path: Path) -> list[Game]:
+    """games.csv's two-player games, the first mover as ``a`` (seat player_0): 1 / 0.5 / 0 by the returns."""
     out = []
     with open(path, newline="", encoding="utf-8") as fh:
         for row in csv.DictReader(fh):
-            if row["first"] in without or row["second"] in without:
-                continue
             returns = json.loads(row["returns"])
             first, second = returns["player_0"], returns["player_1"]
             out.append(Game(row["first"], row["second"], 1.0 if first > second else 0.0 if first < second else 0.5, 0))
@@ -46,12 +43,13 @@ def main() -> None:
     parser.add_argument("--without", action="append", default=[], metavar="PLAYER",
                         help="leave out every game this player played (repeatable)")
     args = parser.parse_args()
-    games = games_of(args.games, frozenset(args.without))
-    named = {name for game in games_of(args.games) for name in (game.a, game.b)}
+    games = games_of(args.games)
+    named = {name for game in games for name in (game.a, game.b)}
     unknown = sorted(set(args.without) - named)
     if unknown:
         parser.error(f"--without: {', '.join(unknown)}: not a player of {args.games}; its players: "
                      f"{', '.join(sorted(named))}")
+    games = [game for game in games if game.a not in args.without and game.b not in args.without]
     population = compute_population(games, reps=args.reps, confidence=args.confidence, seed=args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "population.json").write_text(json.dumps(population_json(population), indent=2) + "\n",
