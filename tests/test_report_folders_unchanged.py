@@ -10,7 +10,8 @@ Each file's fingerprint is the SHA-256 of its text with what varies between runs
 (the temporary folder's path) replaced, or, for a PNG, of its decoded pixels (with its size): matplotlib's
 Agg output is the same pixels from one run to the next here. ``FINGERPRINTS`` was recorded from the code
 before the scoring package (``mosaic.scoring``) replaced ``mosaic.stats``, ``mosaic.curves`` and
-``mosaic.ratings``. To see what changed: ``python tests/test_report_folders_unchanged.py`` prints the
+``mosaic.ratings``; the two experiment report.md files were re-recorded when the score's line gained its units
+(4023b62: that line the only difference). To see what changed: ``python tests/test_report_folders_unchanged.py`` prints the
 current fingerprints.
 """
 
@@ -218,14 +219,14 @@ FINGERPRINTS: dict[str, str] = {
     'experiment/marl_eval.json': '79405350020040d65d7fcf0394817940289c9ff38dbac7300b126e0167b50089',
     'experiment/performance_profiles.png': 'png (360, 1000, 4) e415bb5536fd6a06d2ba080f7915b31ff7304a4edbb21d67cf9944770e6cb939',
     'experiment/probability_of_improvement.png': 'png (430, 777, 4) ff2600bb675c460120b85ef082af33124e9ebdcdb733742c2a53fc8a088136ef',
-    'experiment/report.md': 'd449d305625ae6b87d8e7922d8df5ee5a1e78bbc3e076b890c1816f96ea33a00',
+    'experiment/report.md': '73f55ef2632212c62770d5decd2ef7b06ffd3a963c651a7ba7d86ad21d9cdbaa',
     'experiment/sample_efficiency.png': 'png (360, 1000, 4) bd3d686a41cbe8083f47906304eaa966fb3c8962d15a65cf37e604f20369380d',
     'experiment/scores.csv': '2ed811de81ceb0b54a68f5c1ed17de3bdf9e3d13309b1b82ae69ebcae9053d1c',
     'experiment-normalised/aggregates.png': 'png (310, 1437, 4) ad09083d94702e6a31f122158da073f992261917c4fbca380ec078ef2bea4881',
     'experiment-normalised/marl_eval.json': '79405350020040d65d7fcf0394817940289c9ff38dbac7300b126e0167b50089',
     'experiment-normalised/performance_profiles.png': 'png (360, 500, 4) 3671664125e334dc31823c0c88ca97a3fadf33e5794f1eabec37904db98eca89',
     'experiment-normalised/probability_of_improvement.png': 'png (430, 777, 4) ff2600bb675c460120b85ef082af33124e9ebdcdb733742c2a53fc8a088136ef',
-    'experiment-normalised/report.md': '033518e249aca197af64bd89a63ad287e4dffb894a2241ed48fa9caee05b5167',
+    'experiment-normalised/report.md': '827a025afbb3cb8e73aa801084d368a57e4a045187ad43376e2ba752d00ca0f4',
     'experiment-normalised/sample_efficiency.png': 'png (360, 1000, 4) bd3d686a41cbe8083f47906304eaa966fb3c8962d15a65cf37e604f20369380d',
     'experiment-normalised/scores.csv': '2ed811de81ceb0b54a68f5c1ed17de3bdf9e3d13309b1b82ae69ebcae9053d1c',
     'tournament-round-robin/games.csv': 'e3fa3587c9cd1302efcda2a6f4ef8fd0d4d68dcabd67d1fd56965dd5f27c0bae',
