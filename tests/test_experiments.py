@@ -561,14 +561,14 @@ def test_continue_from_runs_an_experiments_cells_on_to_a_larger_budget(exp_home,
     from mosaic.experiments.results import run_result
     from mosaic.runs import RunStore
 
-    short = _random_spec("short", cells=2, steps=100)
+    short = _random_spec("short", cells=2, steps=100, delay=0.0)  # nothing here is interrupted: no need to slow it
     assert run_cli("experiment", "run", str(_write(tmp_path / "s.json", short)), home=exp_home,
                    timeout=300).returncode == 0
-    longer = {**_random_spec("longer", cells=2, steps=200), "continue_from": "short"}
+    longer = {**_random_spec("longer", cells=2, steps=200, delay=0.0), "continue_from": "short"}
     for bad, words in (({**longer, "seeds": 3}, "cell c002 (default, env tictactoe_v3, seed 2): experiment 'short' has "
                                                 "no cell of worker random"),
                        ({**longer, "continue_from": "nope"}, "continue_from: no experiment named 'nope'"),
-                       (_random_spec("longer", cells=2, steps=100) | {"continue_from": "short"},
+                       (_random_spec("longer", cells=2, steps=100, delay=0.0) | {"continue_from": "short"},
                         "cell c000 (default, env tictactoe_v3, seed 0): a budget of 100 env steps is not above the 100 "
                         "that cell c000 of 'short' trained; allowed: a larger budget")):
         proc = run_cli("experiment", "plan", str(_write(tmp_path / "bad.json", bad)), home=exp_home)
@@ -660,7 +660,7 @@ def test_a_measured_random_score_normalises_the_report(exp_home, tmp_path):
 def test_a_run_the_daemon_lists_but_whose_folder_is_gone_is_not_taken_for_a_cell(exp_home, tmp_path):
     """An experiment and its run folders deleted by hand, the daemon still listing the runs: the same spec again
     does not take the old run for its cell (a resume's rule); that attempt is refused naming why, the next runs."""
-    spec = _write(tmp_path / "g.json", _random_spec("gone", cells=1))
+    spec = _write(tmp_path / "g.json", _random_spec("gone", cells=1, delay=0.0))  # not interrupted: not slowed
     first = run_cli("experiment", "run", str(spec), home=exp_home, timeout=300)
     assert first.returncode == 0, first.stderr[-3000:]
     shutil.rmtree(exp_home / "experiments" / "gone")
