@@ -55,6 +55,12 @@ REWRITES: dict[str, Rewrite] = {
         "background: the page's `mosaic watch` block is run while it trains, as the page says",
         extra=("--set", "total_timesteps=2000"), background=True),
     "mosaic eval latest --episodes 10": Rewrite("evaluation episodes capped", extra=("--episodes", "3")),
+    # the page's XuanCe run cut from 4000 env steps (4 reports) to 1000: still past its batch_size of 400 (it
+    # updates), one report, and the final checkpoint the next line's `mosaic eval` plays; training took 1.2 s of
+    # the command's 7.7 s here (the rest is starting XuanCe): the other 3000 steps would add ~3.5 s at that rate
+    ("mosaic run examples/xuance_mappo_spread.json --set total_timesteps=4000 --set 'environment.env_kwargs={\"N\": "
+     "2, \"max_cycles\": 25}' --set num_envs=2 --set reporting.every_timesteps=1000 --set fastlane.enabled=false"):
+        Rewrite("a quarter of the budget", extra=("--set", "total_timesteps=1000")),
     # the page's spec with its four cells (Ray and XuanCe, MAPPO and IPPO), each cut from 2000 env steps on 8
     # envs to 400 on 2 (see _small_spec): the experiment CLI has no --set. Measured under load ~8: 104 s -> 81 s,
     # most of what is left is starting Ray and XuanCe per cell. `plan` checks the page's own spec (3 s).
