@@ -35,7 +35,9 @@ from mosaic.testing.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
-WORKERS = ("ray", "xuance", "cleanrl", "tianshou", "jumanji")
+#: CleanRL first: the runs the daemon starts before the cancel are the first test cells, contender 0's,
+#: and CleanRL's worker honours a SIGTERM at once (RLlib's, still starting Ray, used the whole 10 s cancel wait).
+WORKERS = ("cleanrl", "ray", "xuance", "tianshou", "jumanji")
 #: The same env-step budget for every contender, a whole number of each library's updates (two of 50 env steps;
 #: Jumanji: five epochs of 20), so none rounds it: each dry run below has no rounding warning, and each run's
 #: telemetry ends at exactly this many env steps. (`mosaic experiment plan` compares the budgets as written: at 50,
