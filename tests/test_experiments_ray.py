@@ -54,8 +54,8 @@ def cluster():
         _start_node(node_dir, (base + 50, base + 99), head=address)
         yield Cluster(address, head_dir, node_dir)
     finally:
-        stop_node(node_dir)
-        stop_node(head_dir)
+        stop_node(node_dir, grace_s=1.0)  # a throwaway cluster: what SIGTERM has not ended in 1 s is killed
+        stop_node(head_dir, grace_s=1.0)
         import shutil
 
         for folder in (head_dir, node_dir):

@@ -35,7 +35,9 @@ from mosaic.testing.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
-WORKERS = ("ray", "xuance", "cleanrl", "tianshou", "jumanji")
+#: CleanRL first: the runs the daemon starts before the cancel are the first test cells, contender 0's,
+#: and CleanRL's worker honours a SIGTERM at once (RLlib's, still starting Ray, used the whole 10 s cancel wait).
+WORKERS = ("cleanrl", "ray", "xuance", "tianshou", "jumanji")
 #: The same env-step budget for every contender, a whole number of each library's updates (two of 50 env steps;
 #: Jumanji: five epochs of 20), so none rounds it: each dry run below has no rounding warning, and each run's
 #: telemetry ends at exactly this many env steps. (`mosaic experiment plan` compares the budgets as written: at 50,
@@ -76,14 +78,18 @@ METRIC, FINAL_FRACTION = SPEC["score"]["metric"], SPEC["score"]["final_fraction"
 
 #: Tianshou's dry run shows its classes' keyword arguments, not the optimiser's: the algorithm is built from the
 #: recorded config, in the worker's interpreter, and its optimisers' learning rates read from Tianshou's own state.
+#: One interpreter for all the trials' configs (a JSON list on stdin; a JSON list out).
 TIANSHOU_BUILT = """
 import json, sys
 from tianshou_worker.config import TianshouConfig
 from tianshou_worker.runtime import build_algorithm, probe_env
-config = TianshouConfig.from_dict(json.loads(sys.stdin.read()))
-algo = build_algorithm(config, probe_env(config))
-lrs = [group["lr"] for optim in algo.state_dict()["_optimizers"] for group in optim["param_groups"]]
-print(json.dumps({"class": type(algo).__name__, "lr": lrs, "ent_coef": algo.ent_coef}))
+out = []
+for data in json.loads(sys.stdin.read()):
+    config = TianshouConfig.from_dict(data)
+    algo = build_algorithm(config, probe_env(config))
+    lrs = [group["lr"] for optim in algo.state_dict()["_optimizers"] for group in optim["param_groups"]]
+    out.append({"class": type(algo).__name__, "lr": lrs, "ent_coef": algo.ent_coef})
+print(json.dumps(out))
 """
 
 
@@ -200,8 +206,22 @@ def _dry_run(worker: str, config: dict[str, Any]) -> dict[str, Any]:
     return shown
 
 
-def _in_library(worker: str, config: dict[str, Any]) -> dict[str, Any]:
-    """What the library is given, under its own names, for the learning rate and the entropy coefficient."""
+def _tianshou_built(configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tianshou's algorithm built from each recorded config, in the worker's interpreter (one for them all)."""
+    from mosaic.host.discovery import discover_workers
+
+    python = discover_workers(only="tianshou").get("tianshou").python
+    proc = subprocess.run([python, "-W", "ignore", "-c", TIANSHOU_BUILT], input=json.dumps(configs),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    built = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(built) == len(configs), built
+    return built
+
+
+def _in_library(worker: str, config: dict[str, Any], built: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the library is given, under its own names, for the learning rate and the entropy coefficient
+    (Tianshou's: ``built``, what :func:`_tianshou_built` gave for ``config``)."""
     shown = _dry_run(worker, config)
     if worker == "ray":  # AlgorithmConfig.training(lr=..., entropy_coeff=...)
         training = shown["rllib"]["training"]
@@ -215,13 +235,7 @@ def _in_library(worker: str, config: dict[str, Any]) -> dict[str, Any]:
         flags = dict(zip(argv[2::2], argv[3::2]))
         return {"--learning-rate": float(flags["--learning-rate"]), "--ent-coef": float(flags["--ent-coef"])}
     if worker == "tianshou":  # PPO(ent_coef=...) from the dry run; the optimiser's lr from the built algorithm
-        from mosaic.host.discovery import discover_workers
-
-        python = discover_workers(only=worker).get(worker).python
-        proc = subprocess.run([python, "-W", "ignore", "-c", TIANSHOU_BUILT], input=json.dumps(config),
-                              capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        built = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert built is not None
         assert built["class"] == shown["tianshou_algorithm"] == "PPO", (built, shown["tianshou_algorithm"])
         assert len(set(built["lr"])) == 1, built
         assert built["ent_coef"] == shown["algorithm_kwargs"]["ent_coef"], (built, shown["algorithm_kwargs"])
@@ -260,6 +274,7 @@ def test_each_sampled_value_reaches_the_library_and_each_trial_is_scored_from_te
     plan_cells = {c.cell_id: c for c in exp.plan.cells}
     cells = exp.cells()
     lr_name, entropy_name = LIBRARY_NAMES[worker]
+    checked = []  # (trial, its run, its recorded config, where) once its cell and config are checked
     for trial in trials:
         assert set(trial.params) == {"learning_rate", ENTROPY[worker]}, trial.params
         cell_id = f"k{contender}t{trial.number:03d}s0"
@@ -274,8 +289,11 @@ def test_each_sampled_value_reaches_the_library_and_each_trial_is_scored_from_te
         assert recorded["learning_rate"] == trial.params["learning_rate"], where
         assert _get(recorded, ENTROPY[worker]) == trial.params[ENTROPY[worker]], where
         assert (recorded["total_timesteps"], recorded["seed"]) == (BUDGET, 100), where
+        checked.append((trial, run, recorded, where))
+    built = _tianshou_built([c[2] for c in checked]) if worker == "tianshou" else [None] * len(checked)
+    for (trial, run, recorded, where), library in zip(checked, built):
         # ... and in what the library is given, under its own names
-        given = _in_library(worker, recorded)
+        given = _in_library(worker, recorded, library)
         assert given == {lr_name: trial.params["learning_rate"], entropy_name: trial.params[ENTROPY[worker]]}, \
             (where, given, trial.params)
         # the trial's score is its (one) cell's, read from the run's telemetry: kept per seed, and told to Optuna

@@ -90,8 +90,9 @@ def raylet(temp_dir: str) -> tuple[int, str]:
     raise RuntimeError(f"no raylet runs with temp dir {temp_dir}")
 
 
-def stop_node(temp_dir: str) -> None:
-    """SIGTERM the node's processes, SIGKILL what is left, until none is."""
+def stop_node(temp_dir: str, grace_s: float = 5.0) -> None:
+    """SIGTERM the node's processes, SIGKILL what is left after ``grace_s``, until none is. (A head whose other
+    node was lost takes more than 5 s to stop on SIGTERM: a test's throwaway cluster need not wait for that.)"""
     from mosaic.pids import is_running
 
     pids = processes_of(temp_dir)
@@ -101,7 +102,7 @@ def stop_node(temp_dir: str) -> None:
                 os.kill(pid, sig)
             except ProcessLookupError:
                 pass
-        deadline = time.monotonic() + (5 if sig == signal.SIGTERM else 10)
+        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 10)
         while time.monotonic() < deadline and any(is_running(p) for p in pids):
             time.sleep(0.1)
         pids = [p for p in pids if is_running(p)] + [p for p in processes_of(temp_dir) if p not in pids]

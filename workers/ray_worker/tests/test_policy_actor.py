@@ -61,8 +61,9 @@ def observations(checkpoint: str, n: int = 24) -> dict[str, list]:
     return seen
 
 
-def greedy_training_actions(checkpoint: str, module_id: str, obs: list) -> list:
-    """What the training module (restored as an Algorithm, with Ray) does greedily, by RLlib's own parts.
+def greedy_training_actions(checkpoint: str, jobs: dict[str, tuple[str, list]]) -> dict[str, list]:
+    """What the training modules (restored as an Algorithm, with Ray, once per checkpoint) do greedily, by
+    RLlib's own parts: ``jobs`` maps a key to (module id, observations), the answer a key to the actions.
 
     DQN returns its greedy actions itself. SAC's deterministic action is its squashed
     Gaussian sampled with the spread shrunk to nothing (the mean through the tanh squash);
@@ -82,24 +83,29 @@ def greedy_training_actions(checkpoint: str, module_id: str, obs: list) -> list:
     try:
         # The learner's weights (off-policy env runners may hold older ones until their next sample).
         algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group)
-        module = algo.get_module(module_id)
-        batch = RayPolicyActor(module, module_id, read_checkpoint(checkpoint), deterministic=True)._batch(obs)
-        with torch.no_grad():
-            out = module.forward_inference({Columns.OBS: batch})
-            if Columns.ACTIONS in out:
-                actions = out[Columns.ACTIONS]
-            else:
-                dist_cls = module.get_inference_action_dist_cls()
-                logits = out[Columns.ACTION_DIST_INPUTS]
-                if isinstance(dist_cls.from_logits(logits), TorchSquashedGaussian):
-                    mean, _ = logits.chunk(2, dim=-1)
-                    actions = dist_cls(loc=mean, scale=torch.full_like(mean, 1e-12)).sample()
+        state = read_checkpoint(checkpoint)
+        answers = {}
+        for key, (module_id, obs) in jobs.items():
+            module = algo.get_module(module_id)
+            batch = RayPolicyActor(module, module_id, state, deterministic=True)._batch(obs)
+            with torch.no_grad():
+                out = module.forward_inference({Columns.OBS: batch})
+                if Columns.ACTIONS in out:
+                    actions = out[Columns.ACTIONS]
                 else:
-                    actions = dist_cls.from_logits(logits).to_deterministic().sample()
-        actions = actions.numpy()
-        if isinstance(module.action_space, gym.spaces.Box):
-            return [unsquash_action(a, module.action_space) for a in actions]
-        return [int(a) for a in actions]
+                    dist_cls = module.get_inference_action_dist_cls()
+                    logits = out[Columns.ACTION_DIST_INPUTS]
+                    if isinstance(dist_cls.from_logits(logits), TorchSquashedGaussian):
+                        mean, _ = logits.chunk(2, dim=-1)
+                        actions = dist_cls(loc=mean, scale=torch.full_like(mean, 1e-12)).sample()
+                    else:
+                        actions = dist_cls.from_logits(logits).to_deterministic().sample()
+            actions = actions.numpy()
+            if isinstance(module.action_space, gym.spaces.Box):
+                answers[key] = [unsquash_action(a, module.action_space) for a in actions]
+            else:
+                answers[key] = [int(a) for a in actions]
+        return answers
     finally:
         algo.stop()
 
@@ -125,11 +131,14 @@ def assert_actor_parity(checkpoints: dict[str, str], tmp_path: Path) -> None:
 
     jobs, expected = {}, {}
     for name, ckpt in checkpoints.items():
+        mine = {}
         for agent, obs in observations(ckpt).items():
             module_id = json.loads((Path(ckpt) / "mosaic_state.json").read_text())["agent_to_module"][agent]
             key = f"{name}:{agent}"
             jobs[key] = (ckpt, module_id, obs)
-            expected[key] = [np.asarray(a).tolist() for a in greedy_training_actions(ckpt, module_id, obs)]
+            mine[key] = (module_id, obs)
+        for key, actions in greedy_training_actions(ckpt, mine).items():  # one restore per checkpoint
+            expected[key] = [np.asarray(a).tolist() for a in actions]
     (tmp_path / "jobs.pkl").write_bytes(pickle.dumps(jobs))
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")}
     proc = subprocess.run([sys.executable, "-c", ACTOR_SCRIPT, str(tmp_path / "jobs.pkl")],

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -158,23 +159,15 @@ def test_an_appo_run_that_finishes_is_not_mistaken_for_a_dead_learner(tmp_path, 
     assert any(e["type"] == "checkpoint_saved" for e in run.events())
 
 
-def freeze_env_runner(run: WorkerRun) -> psutil.Process:
-    """Once an iteration has completed, SIGSTOP the (only) remote env runner: it never answers again."""
-    wait_until(lambda: run.first("metrics") or run.proc.poll() is not None, 240, "a first iteration")
-    assert run.proc.poll() is None, run.err_path.read_text()[-3000:]
-
-    def env_runner() -> psutil.Process | None:
-        for proc in run.descendants():
-            try:
-                if "EnvRunner" in " ".join(proc.cmdline()):
-                    return proc
-            except psutil.Error:
-                continue
-        return None
-
-    runner = wait_until(env_runner, 60, "the env runner process")
-    runner.send_signal(signal.SIGSTOP)
-    return runner
+def env_runner_of(run: WorkerRun) -> psutil.Process | None:
+    """The (only) remote env runner of a run, once it is up."""
+    for proc in run.descendants():
+        try:
+            if "EnvRunner" in " ".join(proc.cmdline()):
+                return proc
+        except psutil.Error:
+            continue
+    return None
 
 
 HANGING = {"rllib": {"num_env_runners": 1},
@@ -182,53 +175,108 @@ HANGING = {"rllib": {"num_env_runners": 1},
                         "algo_params": {"train_batch_size_per_learner": 100, "minibatch_size": 50,
                                         "num_epochs": 1, "fcnet_hiddens": [16, 16]},
            "tensorboard": False, "checkpoint": {"at_end": False}}
+STALL_BOUND = 8.0
+#: The runs whose env runner is frozen, by the test that reads each: its config, and whether a SIGTERM follows.
+FROZEN = {
+    "stall": (merge(HANGING, {"rllib": {"stall_timeout_s": STALL_BOUND}}), False),
+    "stuck": (HANGING, True),  # the default stall bound: minutes
+    # RLlib gives up sampling after ``sample_timeout_s``: ``train()`` returns, then the cleanup hangs
+    "cleanup": (merge(HANGING, {"algo_params": {"sample_timeout_s": 1}}), True),
+}
 
 
-def test_an_env_runner_that_never_returns_fails_the_run_within_the_stall_bound(tmp_path, worker_runs):
-    bound = 8.0
-    run = WorkerRun(tmp_path, merge(HANGING, {"rllib": {"stall_timeout_s": bound}}))
-    worker_runs.append(run)
-    freeze_env_runner(run)
-    frozen_at = time.time()
-    code = run.wait(120)
+class FrozenRun:
+    """A worker whose env runner was frozen with SIGSTOP once an iteration had completed (and then, for a
+    cancel test, sent SIGTERM); when each happened, and when the worker ended."""
+
+    def __init__(self, run: WorkerRun, sigterm: bool) -> None:
+        self.run, self.sigterm = run, sigterm
+        self.frozen_at: float | None = None  # wall clock, as the events' ts
+        self.sent: float | None = None  # monotonic
+        self.ended: float | None = None  # monotonic
+        self._waiter = threading.Thread(target=self._wait, daemon=True)
+
+    def _wait(self) -> None:
+        self.run.proc.wait()
+        self.ended = time.monotonic()
+
+    def freeze(self, runner: psutil.Process) -> None:
+        runner.send_signal(signal.SIGSTOP)
+        self.frozen_at = time.time()
+        if self.sigterm:
+            self.sent = time.monotonic()
+            self.run.proc.send_signal(signal.SIGTERM)
+        self._waiter.start()
+
+    def wait(self, timeout: float) -> int:
+        self._waiter.join(timeout)
+        if self._waiter.is_alive():
+            raise AssertionError(f"worker still running after {timeout} s; stderr: "
+                                 f"{self.run.err_path.read_text()[-3000:]}") from None
+        return self.run.proc.returncode
+
+
+@pytest.fixture(scope="module")
+def frozen_runs(tmp_path_factory):
+    """The three runs with a frozen env runner, started together: each test then waits for its own to end (the
+    stall bound, the cancel's waits) while the others wait for theirs. Each run is frozen as soon as it has
+    completed an iteration, as a lone run would be."""
+    runs = {name: FrozenRun(WorkerRun(tmp_path_factory.mktemp(name), config), sigterm)
+            for name, (config, sigterm) in FROZEN.items()}
+    try:
+        def freeze_the_ready() -> bool:
+            for name, frozen in runs.items():
+                if frozen.frozen_at is not None:
+                    continue
+                run = frozen.run
+                assert run.proc.poll() is None, f"{name}: {run.err_path.read_text()[-3000:]}"
+                runner = env_runner_of(run) if run.first("metrics") else None
+                if runner is not None:
+                    frozen.freeze(runner)
+            return all(frozen.frozen_at is not None for frozen in runs.values())
+
+        wait_until(freeze_the_ready, 300, "a first iteration of each run, and its env runner", interval=0.1)
+        yield runs
+    finally:
+        for frozen in runs.values():
+            frozen.run.cleanup()
+
+
+def test_an_env_runner_that_never_returns_fails_the_run_within_the_stall_bound(frozen_runs):
+    frozen = frozen_runs["stall"]
+    run, bound = frozen.run, STALL_BOUND
+    code = frozen.wait(120)
     failed = run.events()[-1]
     assert code == 1 and failed["type"] == "run_failed", failed
     assert failed["error_type"] == "StalledRun"
     assert "rllib.stall_timeout_s" in failed["message"] and f"{bound:g} s" in failed["message"]
     # within the bound of the last completed iteration (plus the watchdog's and Python's reaction time)
-    assert failed["ts"] - frozen_at < bound + 10
+    assert failed["ts"] - frozen.frozen_at < bound + 10
     beats = [e for e in run.events() if e["type"] == "heartbeat" and "iterations" in e]
     assert beats and beats[-1]["stall_timeout_s"] == bound
     assert any(b["iterations"] >= 1 for b in beats)
 
 
-def sigterm_and_wait_for_the_cancel(run: WorkerRun) -> dict:
-    sent = time.monotonic()
-    run.proc.send_signal(signal.SIGTERM)
-    code = run.wait(60)
+def wait_for_the_cancel(frozen: FrozenRun) -> dict:
+    run = frozen.run
+    code = frozen.wait(60)
     # the watchdog gives a stuck run 10-20 s to reach a safe point, and 25 s in all to end;
     # the launcher's kill would come after 30 s
-    assert time.monotonic() - sent < 29
+    assert frozen.ended - frozen.sent < 29
     last = run.events()[-1]
     assert code == 3 and last["type"] == "run_cancelled", last
     assert "SIGTERM" in last["reason"] and "safe point" in last["reason"]
     return last
 
 
-def test_sigterm_while_training_is_stuck_cancels_the_run_within_seconds(tmp_path, worker_runs):
-    run = WorkerRun(tmp_path, HANGING)  # the default stall bound: minutes
-    worker_runs.append(run)
-    freeze_env_runner(run)
-    sigterm_and_wait_for_the_cancel(run)
+def test_sigterm_while_training_is_stuck_cancels_the_run_within_seconds(frozen_runs):
+    wait_for_the_cancel(frozen_runs["stuck"])
 
 
-def test_sigterm_when_the_safe_point_is_reached_but_cleanup_hangs_still_ends_the_run(tmp_path, worker_runs):
+def test_sigterm_when_the_safe_point_is_reached_but_cleanup_hangs_still_ends_the_run(frozen_runs):
     """RLlib gives up sampling after ``sample_timeout_s``, so ``train()`` returns and the cancel is
     honoured at the safe point; then stopping the algorithm waits for ever on the frozen runner."""
-    run = WorkerRun(tmp_path, merge(HANGING, {"algo_params": {"sample_timeout_s": 1}}))
-    worker_runs.append(run)
-    freeze_env_runner(run)
-    last = sigterm_and_wait_for_the_cancel(run)
+    last = wait_for_the_cancel(frozen_runs["cleanup"])
     assert "cleanup" in last["reason"], last
 
 
