@@ -15,18 +15,21 @@ from xc_support import TINY
 
 ALGORITHMS = sorted(TINY)
 AGENTS = ["agent_0", "agent_1", "agent_2"]
+#: The walk over every algorithm: half the tiny budget (two reports of 200 env steps, 16 episodes of 25; off-policy
+#: learning from env step 200, on-policy an update per 200), then a resume to 600 (one report).
+STEPS, EVERY, RESUMED = 400, 200, 600
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_every_algorithm_trains_reports_checkpoints_evaluates_and_resumes(home, algorithm):
-    proc, run = home.run(algorithm)
+    proc, run = home.run(algorithm, total_timesteps=STEPS, reporting={"every_timesteps": EVERY})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
     (started,) = home.events(run, "run_started")
     assert started["versions"]["xuance"] == "1.4.4" and started["resources"]["torch_threads"] == 1
     metrics = home.events(run, "metrics")
-    assert [m["timesteps_total"] for m in metrics] == [400, 800]
+    assert [m["timesteps_total"] for m in metrics] == [EVERY, STEPS]
     last = metrics[-1]
     assert set(last["agent_episode_returns_mean"]) == set(AGENTS)
     assert last["episode_len_mean"] == 25
@@ -34,11 +37,11 @@ def test_every_algorithm_trains_reports_checkpoints_evaluates_and_resumes(home, 
     learned = {name for values in last["learner"].values() for name in values}
     assert learned, metrics
     episodes = home.events(run, "episode")
-    assert len(episodes) == 800 // 25 and all(set(e["returns"]) == set(AGENTS) for e in episodes)
+    assert len(episodes) == STEPS // 25 and all(set(e["returns"]) == set(AGENTS) for e in episodes)
     (saved,) = home.events(run, "checkpoint_saved")
     folder = Path(saved["path"])
     assert (folder / "xuance_model.pth").stat().st_size > 0 and (folder / "mosaic_state.json").exists()
-    assert saved["timesteps_total"] == 800
+    assert saved["timesteps_total"] == STEPS
     assert list((run / "tensorboard").rglob("events.out.tfevents.*")), "XuanCe's TensorBoard files"
 
     # evaluated streaming its frames to FastLane: the last frame is kept in the run folder
@@ -56,11 +59,12 @@ def test_every_algorithm_trains_reports_checkpoints_evaluates_and_resumes(home, 
         assert [e["returns"] for e in plain["episodes"]] == [e["returns"] for e in results["episodes"]]
 
     # resume: the counters continue, and the restored weights go on learning
-    proc, resumed = home.run(algorithm, checkpoint={"restore_from": saved["path"]}, total_timesteps=1200)
+    proc, resumed = home.run(algorithm, checkpoint={"restore_from": saved["path"]}, total_timesteps=RESUMED,
+                             reporting={"every_timesteps": EVERY})
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = home.events(resumed, "metrics")
-    assert [(m["iteration"], m["timesteps_total"]) for m in metrics] == [(3, 1200)]
-    assert metrics[0]["num_episodes_lifetime"] == 1200 // 25
+    assert [(m["iteration"], m["timesteps_total"]) for m in metrics] == [(3, RESUMED)]
+    assert metrics[0]["num_episodes_lifetime"] == RESUMED // 25
     import torch
 
     before = torch.load(folder / "xuance_model.pth", weights_only=False)["policy"]
