@@ -2,12 +2,13 @@
 
 Jumanji groups its environments in the packages of ``jumanji.environments``: ``logic``, ``packing``, ``routing``
 and ``swarms``; every env config of ``jumanji.training`` is named after its env's folder there. One config per
-family trains one epoch (two learner steps of 5 steps x 8 envs) with a shrunk network: the epoch completes,
+family trains one epoch (two learner steps of 5 steps of one env) with a shrunk network: the epoch completes,
 its losses are finite, the stochastic and greedy evaluations are reported and a checkpoint is saved. Learning
-is not checked here (one epoch of 80 env steps); test_jm_ppo.py checks it for PPO, test_jm_tsp.py and
+is not checked here (one epoch of 10 env steps); test_jm_ppo.py checks it for PPO, test_jm_tsp.py and
 test_jm_bin_pack.py train A2C on TSP and BinPack. The picks are not those two, so that A2C is run on six env
 configs in all. Most of each test's time is importing JAX and Jumanji and compiling (each env's own network),
-so XLA compiles with most optimisations off (jm_support.QUICK_COMPILE).
+so XLA compiles with most optimisations off (jm_support.QUICK_COMPILE), and the batches are of one env and one
+episode each (the programs compiled are the same for any batch; the unoptimised code plays a batch of eight slower).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import subprocess
 
 import pytest
 
-from jm_support import QUICK_COMPILE, STEPS_PER_EPOCH
+from jm_support import QUICK_COMPILE
 
 #: family -> (env config, a network of the yaml's kind, as small as it goes)
 PICKS = {
@@ -29,8 +30,9 @@ PICKS = {
     "routing": ("maze", {"num_channels": [4], "policy_layers": [16], "value_layers": [16]}),
     "swarms": ("search_and_rescue", {"layers": [16]}),
 }
-EPOCH = {"algorithm": "a2c", "seed": 0, "total_timesteps": STEPS_PER_EPOCH, "n_steps": 5, "num_envs": 8,
-         "num_learner_steps_per_epoch": 2, "eval_episodes": 8, "greedy_eval_episodes": 8}
+STEPS_PER_EPOCH = 5 * 1 * 2
+EPOCH = {"algorithm": "a2c", "seed": 0, "total_timesteps": STEPS_PER_EPOCH, "n_steps": 5, "num_envs": 1,
+         "num_learner_steps_per_epoch": 2, "eval_episodes": 1, "greedy_eval_episodes": 1}
 #: Where Jumanji keeps its envs: family -> env folders (those named like an env config).
 LAYOUT = ("import json, pathlib, jumanji.environments as e; root = pathlib.Path(e.__file__).parent; "
           "print(json.dumps({f.name: sorted(d.name for d in f.iterdir() if d.is_dir()) for f in root.iterdir() "

@@ -14,23 +14,27 @@ import math
 
 import pytest
 
-from jm_support import TINY
+from jm_support import QUICK_COMPILE, TINY
 from mosaic.testing.learning import check, claim, learning, seed
 
 TSP = {"family": "jumanji", "env_id": "tsp"}
 #: Per env: a shrunk network and a budget; on TSP one PPO learns within (measured: docs/jumanji-worker.md, "PPO").
 #: Knapsack only trains here: at 12,800 env steps an epoch it did not learn (18.17 -> 17.63, lr 3e-4; 18.17 -> 13.45
-#: at 3,840 steps, lr 1e-3: measured 2026-11-25), so its run is as small as an epoch goes.
+#: at 3,840 steps, lr 1e-3: measured 2026-11-25), so its run is as small as an epoch goes (one env, one episode of
+#: each evaluation, as test_jm_families.py's A2C on Knapsack) and compiles with XLA's optimisations off
+#: (jm_support.QUICK_COMPILE: a run that checks what runs, not what is learned).
 LEARNING = {
     "tsp": {**TINY["tsp"], "n_steps": 20, "num_envs": 32, "num_learner_steps_per_epoch": 20, "eval_episodes": 64,
             "greedy_eval_episodes": 64, "learning_rate": 0.0003},
-    "knapsack": {"environment": {"family": "jumanji", "env_id": "knapsack"}, "n_steps": 4, "num_envs": 8,
-                 "num_learner_steps_per_epoch": 2, "eval_episodes": 8, "greedy_eval_episodes": 8,
+    "knapsack": {"environment": {"family": "jumanji", "env_id": "knapsack"}, "n_steps": 4, "num_envs": 1,
+                 "num_learner_steps_per_epoch": 2, "eval_episodes": 1, "greedy_eval_episodes": 1,
                  "learning_rate": 0.0003,
                  "network": {"transformer_num_blocks": 1, "transformer_num_heads": 2, "transformer_key_size": 8,
                              "transformer_mlp_units": [32]}},
 }
 EPOCHS = 2
+#: XLA's compile options per env (tsp: as a user's run compiles)
+XLA = {"tsp": {}, "knapsack": QUICK_COMPILE}
 #: env steps per epoch: n_steps x num_envs x learner steps
 EPOCH_STEPS = {env: f["n_steps"] * f["num_envs"] * f["num_learner_steps_per_epoch"] for env, f in LEARNING.items()}
 STEPS = EPOCH_STEPS["tsp"]
@@ -45,7 +49,7 @@ def trained(module_home):
     for env, fields in LEARNING.items():
         config = module_home.config(f"ppo-{env}", algorithm="ppo", seed=seed(0), total_timesteps=EPOCHS * EPOCH_STEPS[env],
                                     checkpoint={"every_timesteps": EPOCH_STEPS[env]}, **fields)
-        proc = module_home.cli("run", str(config))
+        proc = module_home.cli("run", str(config), env=XLA[env])
         assert proc.returncode == 0, proc.stderr[-3000:]
         run = module_home.runs()[-1]
         out[env] = run, module_home.events(run, "metrics")

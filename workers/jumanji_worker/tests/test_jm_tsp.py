@@ -110,7 +110,11 @@ def test_same_seed_same_values_as_jumanjis_train_py_run_directly(module_home, lo
                                                                      **TINY["tsp"])))
     overrides = json.loads(dry.stdout)["hydra_overrides"]
     (started,) = run_events(run, "run_started")
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": started["resources"]["xla_flags"]}  # as MOSAIC ran
+    # as MOSAIC ran, XLA's cache too: the programs train.py traces are loaded where they are the long run's (the
+    # cache's key is the program itself, so anything train.py traces differently is compiled anew)
+    env = {**cache_of(module_home), "JAX_PLATFORMS": "cpu", "XLA_FLAGS": started["resources"]["xla_flags"],
+           "JAX_COMPILATION_CACHE_DIR": started["resources"]["xla_cache"], "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+           "JAX_COMPILATION_CACHE_MAX_SIZE": str(2 << 30)}
     direct = subprocess.run([module_home.python, "-m", "jumanji.training.train", *overrides, "logger.type=terminal",
                              f"hydra.run.dir={tmp_path}"], capture_output=True, text=True, timeout=900,
                             cwd=tmp_path, env=env)
