@@ -34,6 +34,11 @@ STEPS_PER_EPOCH = 5 * 8 * 2
 #: such a run (mmst: 36 s -> 22 s); the computation is the same, only less optimised code runs it. Tests that
 #: check learning or exact values compile as a user's run does.
 QUICK_COMPILE = {"JAX_DISABLE_MOST_OPTIMIZATIONS": "1"}
+#: One epoch of one env, for the same tests: two learner steps of 5 steps, after evaluations of one episode each. The
+#: programs compiled are the same for any batch; the unoptimised code plays a batch of eight seconds slower.
+ONE_ENV_EPOCH = {"n_steps": 5, "num_envs": 1, "num_learner_steps_per_epoch": 2, "eval_episodes": 1,
+                 "greedy_eval_episodes": 1}
+ONE_ENV_STEPS = 5 * 1 * 2
 
 
 class Home(WorkerHome):

@@ -16,17 +16,14 @@ import subprocess
 
 import pytest
 
-from jm_support import QUICK_COMPILE
+from jm_support import ONE_ENV_EPOCH, ONE_ENV_STEPS as STEPS_PER_EPOCH, QUICK_COMPILE
 
 TRAINED = ("bin_pack", "tsp")  # with A2C, by the tests named above
 WALKED = ("cleaner", "connector", "cvrp", "flat_pack", "game_2048", "graph_coloring", "job_shop", "knapsack", "lbf",
           "maze", "minesweeper", "mmst", "multi_cvrp", "pac_man", "robot_warehouse", "rubiks_cube",
           "search_and_rescue", "sliding_tile_puzzle", "snake", "sudoku", "tetris")
 SOKOBAN = ("InstaDeepAI/boxoban-levels", "unfiltered-train.npy")  # its levels: from the Hugging Face Hub
-#: One epoch: two learner steps of 5 steps of one env, after an evaluation of one episode.
-STEPS_PER_EPOCH = 5 * 1 * 2
-EPOCH = {"algorithm": "random", "seed": 0, "total_timesteps": STEPS_PER_EPOCH, "n_steps": 5, "num_envs": 1,
-         "num_learner_steps_per_epoch": 2, "eval_episodes": 1, "greedy_eval_episodes": 1}
+EPOCH = {"algorithm": "random", "seed": 0, "total_timesteps": STEPS_PER_EPOCH, **ONE_ENV_EPOCH}
 
 
 def test_the_walk_and_the_a2c_tests_cover_every_env_the_worker_offers(home):

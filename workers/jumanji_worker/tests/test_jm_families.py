@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-from jm_support import QUICK_COMPILE
+from jm_support import ONE_ENV_EPOCH, ONE_ENV_STEPS as STEPS_PER_EPOCH, QUICK_COMPILE
 
 #: family -> (env config, a network of the yaml's kind, as small as it goes)
 PICKS = {
@@ -30,9 +30,7 @@ PICKS = {
     "routing": ("maze", {"num_channels": [4], "policy_layers": [16], "value_layers": [16]}),
     "swarms": ("search_and_rescue", {"layers": [16]}),
 }
-STEPS_PER_EPOCH = 5 * 1 * 2
-EPOCH = {"algorithm": "a2c", "seed": 0, "total_timesteps": STEPS_PER_EPOCH, "n_steps": 5, "num_envs": 1,
-         "num_learner_steps_per_epoch": 2, "eval_episodes": 1, "greedy_eval_episodes": 1}
+EPOCH = {"algorithm": "a2c", "seed": 0, "total_timesteps": STEPS_PER_EPOCH, **ONE_ENV_EPOCH}
 #: Where Jumanji keeps its envs: family -> env folders (those named like an env config).
 LAYOUT = ("import json, pathlib, jumanji.environments as e; root = pathlib.Path(e.__file__).parent; "
           "print(json.dumps({f.name: sorted(d.name for d in f.iterdir() if d.is_dir()) for f in root.iterdir() "

@@ -102,7 +102,8 @@ def test_a2c_trains_on_tsp_and_reports_jumanjis_own_metrics(long_run):
 LINE = re.compile(r"(Train|Eval Stochastic|Eval Greedy) >> Env Steps: ([0-9.e+]+) \| (.*)$")
 
 
-def test_same_seed_same_values_as_jumanjis_train_py_run_directly(module_home, long_run, tmp_path):
+def test_same_seed_same_values_as_jumanjis_train_py_run_directly(module_home, long_run, tmp_path,
+                                                                 jax_compilation_cache):
     """``python -m jumanji.training.train`` with the overrides MOSAIC gives hydra logs, epoch by epoch,
     the values MOSAIC reported (as Jumanji's terminal logger prints them, to 3 decimals)."""
     run = long_run[0]
@@ -112,9 +113,8 @@ def test_same_seed_same_values_as_jumanjis_train_py_run_directly(module_home, lo
     (started,) = run_events(run, "run_started")
     # as MOSAIC ran, XLA's cache too: the programs train.py traces are loaded where they are the long run's (the
     # cache's key is the program itself, so anything train.py traces differently is compiled anew)
-    env = {**cache_of(module_home), "JAX_PLATFORMS": "cpu", "XLA_FLAGS": started["resources"]["xla_flags"],
-           "JAX_COMPILATION_CACHE_DIR": started["resources"]["xla_cache"], "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-           "JAX_COMPILATION_CACHE_MAX_SIZE": str(2 << 30)}
+    env = {**cache_of(module_home), **jax_compilation_cache, "JAX_COMPILATION_CACHE_DIR": started["resources"]["xla_cache"],
+           "JAX_PLATFORMS": "cpu", "XLA_FLAGS": started["resources"]["xla_flags"]}
     direct = subprocess.run([module_home.python, "-m", "jumanji.training.train", *overrides, "logger.type=terminal",
                              f"hydra.run.dir={tmp_path}"], capture_output=True, text=True, timeout=900,
                             cwd=tmp_path, env=env)
