@@ -63,51 +63,51 @@ def observations(checkpoint: str, n: int = 24) -> dict[str, list]:
 
 def greedy_training_actions(checkpoint: str, jobs: dict[str, tuple[str, list]]) -> dict[str, list]:
     """What the training modules (restored as an Algorithm, with Ray, once per checkpoint) do greedily, by
-    RLlib's own parts: ``jobs`` maps a key to (module id, observations), the answer a key to the actions.
-
-    DQN returns its greedy actions itself. SAC's deterministic action is its squashed
-    Gaussian sampled with the spread shrunk to nothing (the mean through the tanh squash);
-    other distributions use RLlib's deterministic version. Continuous actions are
-    unsquashed to the bounds by RLlib's ``unsquash_action`` (the ``normalize_actions`` connector).
-    """
-    import gymnasium as gym
-    import torch
+    RLlib's own parts: ``jobs`` maps a key to (module id, observations), the answer a key to the actions."""
     from ray.rllib.algorithms.algorithm import Algorithm
-    from ray.rllib.core.columns import Columns
-    from ray.rllib.core.distribution.torch.torch_distribution import TorchSquashedGaussian
-    from ray.rllib.utils.spaces.space_utils import unsquash_action
 
-    from ray_worker.policy_actor import RayPolicyActor, read_checkpoint
+    from ray_worker.policy_actor import read_checkpoint
 
     algo = Algorithm.from_checkpoint(checkpoint)
     try:
         # The learner's weights (off-policy env runners may hold older ones until their next sample).
         algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group)
         state = read_checkpoint(checkpoint)
-        answers = {}
-        for key, (module_id, obs) in jobs.items():
-            module = algo.get_module(module_id)
-            batch = RayPolicyActor(module, module_id, state, deterministic=True)._batch(obs)
-            with torch.no_grad():
-                out = module.forward_inference({Columns.OBS: batch})
-                if Columns.ACTIONS in out:
-                    actions = out[Columns.ACTIONS]
-                else:
-                    dist_cls = module.get_inference_action_dist_cls()
-                    logits = out[Columns.ACTION_DIST_INPUTS]
-                    if isinstance(dist_cls.from_logits(logits), TorchSquashedGaussian):
-                        mean, _ = logits.chunk(2, dim=-1)
-                        actions = dist_cls(loc=mean, scale=torch.full_like(mean, 1e-12)).sample()
-                    else:
-                        actions = dist_cls.from_logits(logits).to_deterministic().sample()
-            actions = actions.numpy()
-            if isinstance(module.action_space, gym.spaces.Box):
-                answers[key] = [unsquash_action(a, module.action_space) for a in actions]
-            else:
-                answers[key] = [int(a) for a in actions]
-        return answers
+        return {key: _greedy(algo.get_module(module_id), module_id, state, obs)
+                for key, (module_id, obs) in jobs.items()}
     finally:
         algo.stop()
+
+
+def _greedy(module, module_id: str, state: dict, obs: list) -> list:
+    """One training module's greedy actions. DQN returns its greedy actions itself. SAC's deterministic action is
+    its squashed Gaussian sampled with the spread shrunk to nothing (the mean through the tanh squash); other
+    distributions use RLlib's deterministic version. Continuous actions are unsquashed to the bounds by RLlib's
+    ``unsquash_action`` (the ``normalize_actions`` connector)."""
+    import gymnasium as gym
+    import torch
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.distribution.torch.torch_distribution import TorchSquashedGaussian
+    from ray.rllib.utils.spaces.space_utils import unsquash_action
+
+    from ray_worker.policy_actor import RayPolicyActor
+
+    batch = RayPolicyActor(module, module_id, state, deterministic=True)._batch(obs)
+    with torch.no_grad():
+        out = module.forward_inference({Columns.OBS: batch})
+        if Columns.ACTIONS in out:
+            actions = out[Columns.ACTIONS].numpy()
+        else:
+            dist_cls = module.get_inference_action_dist_cls()
+            logits = out[Columns.ACTION_DIST_INPUTS]
+            if isinstance(dist_cls.from_logits(logits), TorchSquashedGaussian):
+                mean, _ = logits.chunk(2, dim=-1)
+                actions = dist_cls(loc=mean, scale=torch.full_like(mean, 1e-12)).sample().numpy()
+            else:
+                actions = dist_cls.from_logits(logits).to_deterministic().sample().numpy()
+    if isinstance(module.action_space, gym.spaces.Box):
+        return [unsquash_action(a, module.action_space) for a in actions]
+    return [int(a) for a in actions]
 
 
 ACTOR_SCRIPT = """
@@ -132,8 +132,9 @@ def assert_actor_parity(checkpoints: dict[str, str], tmp_path: Path) -> None:
     jobs, expected = {}, {}
     for name, ckpt in checkpoints.items():
         mine = {}
+        agent_to_module = json.loads((Path(ckpt) / "mosaic_state.json").read_text())["agent_to_module"]
         for agent, obs in observations(ckpt).items():
-            module_id = json.loads((Path(ckpt) / "mosaic_state.json").read_text())["agent_to_module"][agent]
+            module_id = agent_to_module[agent]
             key = f"{name}:{agent}"
             jobs[key] = (ckpt, module_id, obs)
             mine[key] = (module_id, obs)
